@@ -1,0 +1,29 @@
+import js from "@eslint/js"
+import * as effectEslint from "@effect/eslint-plugin"
+import tseslint from "typescript-eslint"
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "bench/results/**", "console/dist/**", "data/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  ...effectEslint.configs.dprint,
+  {
+    rules: {
+      "@effect/dprint": ["error", {
+        config: {
+          indentWidth: 2,
+          lineWidth: 120,
+          semiColons: "asi",
+          quoteStyle: "alwaysDouble",
+          trailingCommas: "never",
+          operatorPosition: "maintain",
+          "arrowFunction.useParentheses": "force"
+        }
+      }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-explicit-any": "off",
+      "@typescript-eslint/no-empty-object-type": "off",
+      "require-yield": "off"
+    }
+  }
+)

@@ -1,0 +1,82 @@
+import { Schema } from "effect"
+
+/** Request headers hookrelay owns: a static header may not replace them (SPEC §1). */
+export const reservedHeaderNames: ReadonlySet<string> = new Set([
+  "user-agent",
+  "content-type",
+  "content-length",
+  "host",
+  "transfer-encoding",
+  "x-signature"
+])
+
+const httpToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+const forbiddenInHeaderValue = /[\r\n\0]/
+
+export const HeaderName = Schema.String.pipe(
+  Schema.filter((name) => httpToken.test(name) || "must be a valid HTTP header name (an RFC 9110 token)"),
+  Schema.filter((name) =>
+    !reservedHeaderNames.has(name.toLowerCase()) || `the header ${name} is set by hookrelay and cannot be overridden`
+  )
+)
+
+export const HeaderValue = Schema.String.pipe(
+  Schema.filter((value) => !forbiddenInHeaderValue.test(value) || "must not contain CR, LF or NUL characters")
+)
+
+const isAbsoluteHttpUrl = (value: string): boolean => {
+  if (!URL.canParse(value)) return false
+  const url = new URL(value)
+  return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+}
+
+export const WebhookUrl = Schema.String.pipe(
+  Schema.filter((value) => isAbsoluteHttpUrl(value) || "must be an absolute http: or https: URL")
+)
+
+export const Endpoint = Schema.Struct({
+  url: WebhookUrl,
+  headers: Schema.optional(Schema.Record({ key: HeaderName, value: HeaderValue }))
+})
+export type Endpoint = typeof Endpoint.Type
+
+export const maxEndpoints = 5
+
+export const Endpoints = Schema.Array(Endpoint).pipe(
+  Schema.filter((endpoints) =>
+    (endpoints.length >= 1 && endpoints.length <= maxEndpoints) ||
+    `must hold 1 to ${maxEndpoints} endpoints (got ${endpoints.length})`
+  )
+)
+
+/** The webhook destination of one source (SPEC §1). */
+export const WebhookSettings = Schema.Struct({
+  enabled: Schema.Boolean,
+  sharedSecret: Schema.optional(Schema.String),
+  endpoints: Endpoints
+})
+export type WebhookSettings = typeof WebhookSettings.Type
+
+/** An empty shared secret counts as not set: no `X-Signature` (vectors/signature.json). */
+export const signingSecret = (settings: Pick<WebhookSettings, "sharedSecret">): string | undefined =>
+  settings.sharedSecret === undefined || settings.sharedSecret === "" ? undefined : settings.sharedSecret
+
+export const SourceId = Schema.String.pipe(
+  Schema.filter((id) =>
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(id) ||
+    "must be 1 to 128 characters of letters, digits, '_', '.' or '-', starting with a letter or digit"
+  )
+)
+
+export const WriteKey = Schema.String.pipe(
+  Schema.filter((key) => (key.length >= 1 && key.length <= 256) || "must be 1 to 256 characters"),
+  Schema.filter((key) => !/[\s:]/.test(key) || "must not contain white space or ':'")
+)
+
+/** A source as configured by the operator (admin API body and `HOOKRELAY_CONFIG` entries). */
+export const SourceConfig = Schema.Struct({
+  id: SourceId,
+  writeKey: WriteKey,
+  webhooks: Schema.optional(WebhookSettings)
+})
+export type SourceConfig = typeof SourceConfig.Type
