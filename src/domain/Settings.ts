@@ -13,12 +13,13 @@ export const reservedHeaderNames: ReadonlySet<string> = new Set([
 const httpToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 const forbiddenInHeaderValue = /[\r\n\0]/
 
-export const HeaderName = Schema.String.pipe(
-  Schema.filter((name) => httpToken.test(name) || "must be a valid HTTP header name (an RFC 9110 token)"),
-  Schema.filter((name) =>
-    !reservedHeaderNames.has(name.toLowerCase()) || `the header ${name} is set by hookrelay and cannot be overridden`
-  )
-)
+const headerNameProblem = (name: string): string | undefined => {
+  if (!httpToken.test(name)) return "must be a valid HTTP header name (an RFC 9110 token)"
+  if (reservedHeaderNames.has(name.toLowerCase())) {
+    return `the header ${name} is set by hookrelay and cannot be overridden`
+  }
+  return undefined
+}
 
 export const HeaderValue = Schema.String.pipe(
   Schema.filter((value) => !forbiddenInHeaderValue.test(value) || "must not contain CR, LF or NUL characters")
@@ -34,9 +35,20 @@ export const WebhookUrl = Schema.String.pipe(
   Schema.filter((value) => isAbsoluteHttpUrl(value) || "must be an absolute http: or https: URL")
 )
 
+// A Record's key schema silently skips keys that fail it, so header names are checked on the whole record.
+export const StaticHeaders = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
+  Schema.filter((headers) => {
+    for (const name of Object.keys(headers)) {
+      const problem = headerNameProblem(name)
+      if (problem !== undefined) return { path: [name], message: problem }
+    }
+    return true
+  })
+)
+
 export const Endpoint = Schema.Struct({
   url: WebhookUrl,
-  headers: Schema.optional(Schema.Record({ key: HeaderName, value: HeaderValue }))
+  headers: Schema.optionalWith(StaticHeaders, { exact: true })
 })
 export type Endpoint = typeof Endpoint.Type
 
@@ -52,7 +64,7 @@ export const Endpoints = Schema.Array(Endpoint).pipe(
 /** The webhook destination of one source (SPEC §1). */
 export const WebhookSettings = Schema.Struct({
   enabled: Schema.Boolean,
-  sharedSecret: Schema.optional(Schema.String),
+  sharedSecret: Schema.optionalWith(Schema.String, { exact: true }),
   endpoints: Endpoints
 })
 export type WebhookSettings = typeof WebhookSettings.Type
@@ -77,6 +89,6 @@ export const WriteKey = Schema.String.pipe(
 export const SourceConfig = Schema.Struct({
   id: SourceId,
   writeKey: WriteKey,
-  webhooks: Schema.optional(WebhookSettings)
+  webhooks: Schema.optionalWith(WebhookSettings, { exact: true })
 })
 export type SourceConfig = typeof SourceConfig.Type

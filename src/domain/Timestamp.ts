@@ -9,10 +9,17 @@ export const parseIso8601 = (value: string): number | undefined => {
   const match = iso8601.exec(value.trim())
   if (match === null) return undefined
   const [, year, month, day, hour = "00", minute = "00", second = "00", fraction = "", zone] = match
+  if (!isCalendarDate(Number(year), Number(month), Number(day))) return undefined
   const millis = fraction.padEnd(3, "0").slice(0, 3)
   const offset = zone === undefined || zone === "Z" || zone === "z" ? "Z" : normalizeOffset(zone)
   const parsed = Date.parse(`${year}-${month}-${day}T${hour}:${minute}:${second}.${millis}${offset}`)
   return Number.isNaN(parsed) ? undefined : parsed
+}
+
+// Date.parse rolls 2026-02-30 over to March 2 instead of refusing it.
+const isCalendarDate = (year: number, month: number, day: number): boolean => {
+  const date = new Date(Date.UTC(year, month - 1, day))
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day
 }
 
 const normalizeOffset = (zone: string): string => {

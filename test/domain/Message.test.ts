@@ -1,0 +1,128 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import { decodeMessage, type MessageType } from "../../src/domain/Message.js"
+
+const issuesOf = (input: unknown, type?: MessageType) => {
+  const result = decodeMessage(input, type)
+  if (Either.isRight(result)) throw new Error(`expected ${JSON.stringify(input)} to be refused`)
+  return result.left
+}
+
+describe("decodeMessage (SPEC §2 validation)", () => {
+  it.each(["identify", "track", "page", "screen", "group"] as const)(
+    "%s without userId and anonymousId is refused on userId",
+    (type) => {
+      const fields = type === "track" ? { event: "E" } : type === "group" ? { groupId: "g" } : {}
+      expect(issuesOf({ type, ...fields })).toStrictEqual([
+        { path: "userId", message: "userId or anonymousId is required" }
+      ])
+    }
+  )
+
+  it("track without an event, or with an empty one, names event", () => {
+    expect(issuesOf({ userId: "u" }, "track")).toStrictEqual([{ path: "event", message: "is missing" }])
+    expect(issuesOf({ userId: "u", event: "" }, "track")).toStrictEqual([
+      { path: "event", message: "must be a non-empty string" }
+    ])
+  })
+
+  it("group without groupId names groupId", () => {
+    expect(issuesOf({ type: "group", userId: "u" })).toStrictEqual([{ path: "groupId", message: "is missing" }])
+  })
+
+  it("alias needs previousId and userId", () => {
+    expect(issuesOf({ type: "alias", userId: "u" })).toStrictEqual([{ path: "previousId", message: "is missing" }])
+    expect(issuesOf({ type: "alias", previousId: "p", anonymousId: "a" })).toStrictEqual([
+      { path: "userId", message: "userId is required for alias" }
+    ])
+  })
+
+  it.each(["timestamp", "sentAt", "originalTimestamp"])("%s must be ISO 8601", (field) => {
+    for (const bad of ["yesterday", "March 7, 2020", "2020-13-01T00:00:00Z", "1700000000", "2020-01-01T25:00:00Z"]) {
+      expect(issuesOf({ userId: "u", [field]: bad }, "identify")).toStrictEqual([
+        { path: field, message: "must be an ISO 8601 date-time" }
+      ])
+    }
+  })
+
+  it.each(["context", "integrations", "properties"])("%s must be an object when present", (field) => {
+    for (const bad of [[], "x", 3, true]) {
+      expect(issuesOf({ userId: "u", event: "E", [field]: bad }, "track")).toStrictEqual([
+        { path: field, message: "must be an object" }
+      ])
+    }
+  })
+
+  it("traits must be an object when present", () => {
+    expect(issuesOf({ userId: "u", traits: [1] }, "identify")).toStrictEqual([
+      { path: "traits", message: "must be an object" }
+    ])
+  })
+
+  it("a messageId longer than 100 characters is refused", () => {
+    expect(issuesOf({ userId: "u", messageId: "m".repeat(101) }, "identify")).toStrictEqual([
+      { path: "messageId", message: "must be at most 100 characters" }
+    ])
+    expect(Either.isRight(decodeMessage({ userId: "u", messageId: "m".repeat(100) }, "identify"))).toBe(true)
+  })
+
+  it("a type that disagrees with the endpoint is refused", () => {
+    expect(issuesOf({ type: "identify", userId: "u", event: "E" }, "track")).toStrictEqual([
+      { path: "type", message: "must be \"track\" on this endpoint" }
+    ])
+  })
+
+  it("a batch item needs a known type", () => {
+    expect(issuesOf({ userId: "u" })).toStrictEqual([
+      { path: "type", message: "must be one of identify, track, page, screen, group, alias" }
+    ])
+    expect(issuesOf({ type: "delete", userId: "u" })[0]!.path).toBe("type")
+  })
+
+  it("a body that is not an object is refused as a whole", () => {
+    for (const bad of [null, [], "x", 1]) {
+      expect(issuesOf(bad, "track")).toStrictEqual([{ path: "", message: "must be a JSON object" }])
+    }
+  })
+
+  it("reports every bad field at once", () => {
+    const paths = issuesOf({ userId: "u", properties: "x", context: 1 }, "track").map((issue) => issue.path)
+    expect(paths.sort()).toStrictEqual(["context", "event", "properties"])
+  })
+})
+
+describe("decodeMessage (SPEC §2 tolerance)", () => {
+  it("keeps unknown fields and turns numeric identifiers into strings", () => {
+    const message = Either.getOrThrow(decodeMessage(
+      {
+        type: "group",
+        userId: 42,
+        anonymousId: 7.5,
+        groupId: 1001,
+        _metadata: { bundled: ["Segment.io"] },
+        channel: "server",
+        timestamp: "2026-11-21T10:03:04.120+01:00"
+      }
+    ))
+    expect(message).toStrictEqual({
+      type: "group",
+      userId: "42",
+      anonymousId: "7.5",
+      groupId: "1001",
+      _metadata: { bundled: ["Segment.io"] },
+      channel: "server",
+      timestamp: "2026-11-21T10:03:04.120+01:00"
+    })
+  })
+
+  it("treats null fields as absent (analytics.js sends userId: null)", () => {
+    const message = Either.getOrThrow(decodeMessage({ userId: null, anonymousId: "a", traits: null }, "identify"))
+    expect(message).toStrictEqual({ type: "identify", anonymousId: "a" })
+  })
+
+  it("accepts previousId and groupId given as numbers", () => {
+    expect(Either.getOrThrow(decodeMessage({ type: "alias", userId: "u", previousId: 12 }))).toMatchObject({
+      previousId: "12"
+    })
+  })
+})
