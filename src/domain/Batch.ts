@@ -1,0 +1,46 @@
+import { Either } from "effect"
+import { InvalidMessages, type MessageIssue, MessageTooLarge, TooManyMessages } from "./IngestErrors.js"
+import { maxBatchMessages, maxMessageBytes } from "./Limits.js"
+import { decodeMessage, isJsonObject, type JsonObject, type Message, type MessageType } from "./Message.js"
+import { applyBatchDefaults } from "./Stamp.js"
+
+export interface BatchDefaults {
+  readonly context?: JsonObject | undefined
+  readonly integrations?: JsonObject | undefined
+}
+
+export type BatchError = InvalidMessages | MessageTooLarge | TooManyMessages
+
+const jsonByteLength = (value: unknown): number => Buffer.byteLength(JSON.stringify(value), "utf8")
+
+/**
+ * Validates a whole request, all or nothing (SPEC §2): at most 2 500 messages, each at most
+ * 32 KiB of JSON and valid for its type. Every invalid message is reported with its index, so a
+ * client can fix them all at once. `expectedType` is set for the single-message endpoints.
+ */
+export const validateBatch = (
+  items: ReadonlyArray<unknown>,
+  defaults: BatchDefaults = {},
+  expectedType?: MessageType
+): Either.Either<ReadonlyArray<Message>, BatchError> => {
+  if (items.length > maxBatchMessages) {
+    return Either.left(new TooManyMessages({ count: items.length, limit: maxBatchMessages }))
+  }
+  const single = expectedType !== undefined
+  const messages: Array<Message> = []
+  const errors: Array<MessageIssue> = []
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index]
+    const merged = isJsonObject(item) ? applyBatchDefaults(item, defaults) : item
+    const size = jsonByteLength(merged)
+    if (size > maxMessageBytes) {
+      return Either.left(
+        new MessageTooLarge(single ? { size, limit: maxMessageBytes } : { index, size, limit: maxMessageBytes })
+      )
+    }
+    const decoded = decodeMessage(merged, expectedType)
+    if (Either.isRight(decoded)) messages.push(decoded.right)
+    else for (const issue of decoded.left) errors.push(single ? issue : { index, ...issue })
+  }
+  return errors.length > 0 ? Either.left(new InvalidMessages({ errors })) : Either.right(messages)
+}

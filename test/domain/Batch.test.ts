@@ -1,0 +1,50 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import { validateBatch } from "../../src/domain/Batch.js"
+import { InvalidMessages, MessageTooLarge, TooManyMessages } from "../../src/domain/IngestErrors.js"
+
+const track = (index: number) => ({ type: "track", userId: `u${index}`, event: "E" })
+
+describe("validateBatch (SPEC §2: all or nothing)", () => {
+  it("accepts a valid batch and applies the batch's context under each message's", () => {
+    const result = Either.getOrThrow(
+      validateBatch([{ ...track(0), context: { ip: "1.1.1.1" } }, track(1)], { context: { library: { name: "l" } } })
+    )
+    expect(result.map((message) => message.context)).toStrictEqual([
+      { library: { name: "l" }, ip: "1.1.1.1" },
+      { library: { name: "l" } }
+    ])
+  })
+
+  it("lists every bad message with its index", () => {
+    const result = validateBatch([track(0), { type: "track", userId: "u" }, track(2), { type: "group", userId: "u" }])
+    expect(result).toStrictEqual(Either.left(
+      new InvalidMessages({
+        errors: [
+          { index: 1, path: "event", message: "is missing" },
+          { index: 3, path: "groupId", message: "is missing" }
+        ]
+      })
+    ))
+  })
+
+  it("refuses more than 2 500 messages", () => {
+    const items = Array.from({ length: 2501 }, (_, index) => track(index))
+    expect(validateBatch(items)).toStrictEqual(Either.left(new TooManyMessages({ count: 2501, limit: 2500 })))
+    expect(Either.isRight(validateBatch(items.slice(1)))).toBe(true)
+  })
+
+  it("refuses a message over 32 KiB, naming its index and size", () => {
+    const big = { ...track(1), properties: { blob: "x".repeat(33 * 1000) } }
+    const size = Buffer.byteLength(JSON.stringify(big))
+    expect(validateBatch([track(0), big])).toStrictEqual(
+      Either.left(new MessageTooLarge({ index: 1, size, limit: 32768 }))
+    )
+  })
+
+  it("has no index for the single-message endpoints", () => {
+    expect(validateBatch([{ userId: "u" }], {}, "track")).toStrictEqual(
+      Either.left(new InvalidMessages({ errors: [{ path: "event", message: "is missing" }] }))
+    )
+  })
+})
