@@ -1,0 +1,60 @@
+import type { HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import type { InvalidMessages, MessageTooLarge, TooManyMessages, UnknownSource } from "../domain/IngestErrors.js"
+import { errorResponse } from "./ErrorBody.js"
+import type { PayloadTooLarge, UnreadableBody, UnsupportedEncoding } from "./RequestBody.js"
+
+type IngestFailure =
+  | InvalidMessages
+  | MessageTooLarge
+  | TooManyMessages
+  | UnknownSource
+  | PayloadTooLarge
+  | UnreadableBody
+  | UnsupportedEncoding
+  | { readonly _tag: "StoreError" }
+  | { readonly _tag: "Overloaded"; readonly retryAfterSeconds: number }
+
+/** Maps every way an ingest request can fail to its JSON answer; nothing was stored in any of them. */
+export const ingestFailureResponse = (
+  failure: IngestFailure
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  switch (failure._tag) {
+    case "InvalidMessages":
+      return Effect.succeed(errorResponse(400, "invalid_message", failure.message, failure.errors))
+    case "MessageTooLarge":
+      return Effect.succeed(
+        errorResponse(413, "message_too_large", failure.message, [
+          { ...(failure.index !== undefined && { index: failure.index }), path: "", message: failure.message }
+        ])
+      )
+    case "TooManyMessages":
+      return Effect.succeed(
+        errorResponse(400, "too_many_messages", failure.message, [{ path: "batch", message: failure.message }])
+      )
+    case "UnknownSource":
+      return Effect.succeed(errorResponse(401, "unauthorized", "unknown write key"))
+    case "PayloadTooLarge":
+      return Effect.succeed(
+        errorResponse(413, "payload_too_large", `the request body is over ${failure.limit} bytes`)
+      )
+    case "UnreadableBody":
+      return Effect.succeed(errorResponse(400, "invalid_body", failure.reason))
+    case "UnsupportedEncoding":
+      return Effect.succeed(
+        errorResponse(415, "unsupported_encoding", `Content-Encoding ${failure.encoding} is not supported`)
+      )
+    case "Overloaded":
+      return Effect.succeed(
+        errorResponse(503, "overloaded", "hookrelay is overloaded; retry later", [], {
+          "retry-after": String(failure.retryAfterSeconds)
+        })
+      )
+    case "StoreError":
+      return Effect.logError("ingest could not commit to the store", failure).pipe(
+        Effect.as(errorResponse(503, "store_unavailable", "the message store is unavailable; nothing was stored", [], {
+          "retry-after": "5"
+        }))
+      )
+  }
+}

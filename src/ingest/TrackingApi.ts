@@ -1,0 +1,121 @@
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import type { BatchDefaults } from "../domain/Batch.js"
+import { maxRequestBytes } from "../domain/Limits.js"
+import { isJsonObject, type MessageType, messageTypes } from "../domain/Message.js"
+import { parseIso8601 } from "../domain/Timestamp.js"
+import { Relay } from "../relay/Relay.js"
+import { writeKeyFromBasicAuth } from "./Auth.js"
+import { errorResponse } from "./ErrorBody.js"
+import { ingestFailureResponse } from "./IngestFailure.js"
+import { readLimitedBody } from "./RequestBody.js"
+
+const success = HttpServerResponse.unsafeJson({ success: true })
+
+const parseJson = (bytes: Buffer): unknown => {
+  try {
+    return JSON.parse(bytes.toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+interface ParsedRequest {
+  readonly items: ReadonlyArray<unknown>
+  readonly defaults: BatchDefaults
+  readonly batchSentAt?: string | undefined
+}
+
+const objectField = (body: Record<string, unknown>, field: "context" | "integrations") => {
+  const value = body[field]
+  if (value === undefined || value === null) return { ok: true as const, value: undefined }
+  return isJsonObject(value) ? { ok: true as const, value } : { ok: false as const }
+}
+
+const parseBatchEnvelope = (body: Record<string, unknown>): ParsedRequest | HttpServerResponse.HttpServerResponse => {
+  if (!Array.isArray(body.batch)) {
+    return errorResponse(400, "invalid_request", "batch must be an array of messages", [
+      { path: "batch", message: "must be an array" }
+    ])
+  }
+  const context = objectField(body, "context")
+  const integrations = objectField(body, "integrations")
+  for (const [path, field] of [["context", context], ["integrations", integrations]] as const) {
+    if (!field.ok) {
+      return errorResponse(400, "invalid_request", `${path} must be an object`, [{
+        path,
+        message: "must be an object"
+      }])
+    }
+  }
+  const sentAt = body.sentAt
+  if (sentAt !== undefined && sentAt !== null && (typeof sentAt !== "string" || parseIso8601(sentAt) === undefined)) {
+    return errorResponse(400, "invalid_request", "sentAt must be an ISO 8601 date-time", [
+      { path: "sentAt", message: "must be an ISO 8601 date-time" }
+    ])
+  }
+  return {
+    items: body.batch,
+    defaults: { context: context.value, integrations: integrations.value },
+    batchSentAt: typeof sentAt === "string" ? sentAt : undefined
+  }
+}
+
+/**
+ * One endpoint of the tracking API: read the body within the size limit, parse it as JSON
+ * whatever Content-Type says, authenticate the write key (Basic auth or `writeKey` in the body),
+ * then hand the messages to `Relay.ingest`, which answers only after the store committed.
+ */
+const handle = (expectedType: MessageType | undefined) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const relay = yield* Relay
+    const headerKey = writeKeyFromBasicAuth(request.headers.authorization)
+    if (request.headers.authorization !== undefined && headerKey !== undefined) {
+      // A wrong key in the header is refused before the body is read.
+      const known = yield* relay.authenticate(headerKey).pipe(Effect.option)
+      if (known._tag === "None") return errorResponse(401, "unauthorized", "unknown write key")
+    }
+    const bytes = yield* readLimitedBody(request, maxRequestBytes)
+    const body = parseJson(bytes)
+    if (!isJsonObject(body)) {
+      return errorResponse(400, "invalid_json", "the body must be a JSON object", [
+        { path: "", message: body === undefined ? "is not valid JSON" : "must be a JSON object" }
+      ])
+    }
+    const writeKey = headerKey ?? (typeof body.writeKey === "string" ? body.writeKey : undefined)
+    if (writeKey === undefined) {
+      return errorResponse(401, "unauthorized", "a write key is required (HTTP Basic user name or writeKey)")
+    }
+    const source = yield* relay.authenticate(writeKey)
+    const parsed: ParsedRequest | HttpServerResponse.HttpServerResponse = expectedType === undefined
+      ? parseBatchEnvelope(body)
+      : { items: [withoutWriteKey(body)], defaults: {} }
+    if (HttpServerResponse.isServerResponse(parsed)) return parsed
+    yield* relay.ingest(source.id, parsed.items, {
+      expectedType,
+      defaults: parsed.defaults,
+      batchSentAt: parsed.batchSentAt,
+      apiCall: true
+    })
+    return success
+  }).pipe(
+    Effect.catchAll(ingestFailureResponse),
+    // A client that disconnects must not interrupt a commit half-way (STYLE.md "HTTP").
+    Effect.uninterruptible
+  )
+
+const withoutWriteKey = (body: Record<string, unknown>): Record<string, unknown> => {
+  if (!("writeKey" in body)) return body
+  const { writeKey: _writeKey, ...message } = body
+  return message
+}
+
+/** The Segment-compatible tracking API (SPEC §2). */
+export const trackingRoutes = messageTypes.reduce(
+  (router, type) => router.pipe(HttpRouter.post(`/v1/${type}`, handle(type))),
+  HttpRouter.empty.pipe(
+    HttpRouter.post("/v1/batch", handle(undefined)),
+    HttpRouter.post("/v1/import", handle(undefined))
+  )
+)

@@ -1,0 +1,58 @@
+import { Metric, MetricBoundaries } from "effect"
+
+/** Messages accepted by ingest (duplicates excluded). */
+export const messagesIngested = Metric.counter("hookrelay_messages_ingested_total", {
+  description: "Messages accepted by the tracking API or Relay.ingest",
+  incremental: true
+})
+
+/** Jobs that reached a webhook. */
+export const jobsDelivered = Metric.counter("hookrelay_jobs_delivered_total", {
+  description: "Delivery jobs that one of their webhook URLs accepted",
+  incremental: true
+})
+
+/** Jobs dead-lettered after every URL failed or ran out of window. */
+export const jobsDead = Metric.counter("hookrelay_jobs_dead_total", {
+  description: "Delivery jobs dead-lettered",
+  incremental: true
+})
+
+/** Attempts, tagged by outcome (success, retryable, permanent). */
+export const attempts = Metric.counter("hookrelay_attempts_total", {
+  description: "HTTP attempts to webhook URLs by outcome",
+  incremental: true
+})
+
+export const attemptsWithOutcome = (outcome: "success" | "retryable" | "permanent") =>
+  Metric.tagged(attempts, "outcome", outcome)
+
+/** Seconds from ingest to the receiver's 2xx. */
+export const deliveryLatency = Metric.histogram(
+  "hookrelay_delivery_latency_seconds",
+  MetricBoundaries.fromIterable([
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+    900,
+    3600,
+    14400
+  ]),
+  "Seconds from a message's receipt to its delivery"
+)
+
+/** Jobs waiting or in flight, by status; set by the dispatcher's periodic count. */
+export const backlog = Metric.gauge("hookrelay_backlog_jobs", { description: "Delivery jobs not yet finished" })
+
+export const backlogWithStatus = (status: "pending" | "delivering" | "dead") => Metric.tagged(backlog, "status", status)

@@ -1,0 +1,45 @@
+import { Context, type Effect } from "effect"
+import type { BatchDefaults, BatchError } from "../domain/Batch.js"
+import type { UnknownSource } from "../domain/IngestErrors.js"
+import type { MessageType } from "../domain/Message.js"
+import type { SourceConfig } from "../domain/Settings.js"
+import type { StoreError } from "../store/StoreError.js"
+
+export interface IngestOptions {
+  /** The type fixed by a single-message endpoint (`/v1/track`); a `type` in the message must agree. */
+  readonly expectedType?: MessageType | undefined
+  /** Batch-level `context` / `integrations`, merged under each message's own. */
+  readonly defaults?: BatchDefaults | undefined
+  /** Batch-level `sentAt`, used for clock-skew correction when a message has none. */
+  readonly batchSentAt?: string | undefined
+  /** Counts the call as one tracking-API request in usage (HTTP ingest sets it). */
+  readonly apiCall?: boolean | undefined
+}
+
+export interface IngestResult {
+  /** Messages accepted (duplicates included: they are answered 200 too). */
+  readonly accepted: number
+  /** Messages whose `messageId` was seen for this source in the last 24 hours: not delivered again. */
+  readonly duplicates: number
+  /** Delivery jobs created (accepted messages minus duplicates, filtered and unrouted ones). */
+  readonly jobs: number
+  /** The message ids, in request order (generated where the message had none). */
+  readonly messageIds: ReadonlyArray<string>
+}
+
+export interface RelayShape {
+  /**
+   * Validates, stamps, routes and commits a request's messages to the outbox, all or nothing.
+   * Returns only after the store committed.
+   */
+  readonly ingest: (
+    sourceId: string,
+    messages: ReadonlyArray<unknown>,
+    options?: IngestOptions
+  ) => Effect.Effect<IngestResult, BatchError | UnknownSource | StoreError>
+  /** The source a write key belongs to (compared in constant time). */
+  readonly authenticate: (writeKey: string) => Effect.Effect<SourceConfig, UnknownSource | StoreError>
+}
+
+/** The hookrelay engine as a service: everything the HTTP server does, callable in-process. */
+export class Relay extends Context.Tag("hookrelay/Relay")<Relay, RelayShape>() {}
