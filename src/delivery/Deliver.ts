@@ -1,0 +1,195 @@
+import { Cause, Clock, Duration, Effect, Option } from "effect"
+import { signingSecret } from "../domain/Settings.js"
+import type { WebhookSettings } from "../domain/Settings.js"
+import { attempt, prepareEndpoint } from "./Attempt.js"
+import type { PreparedEndpoint } from "./Attempt.js"
+import type { AttemptOutcome } from "./AttemptOutcome.js"
+import type { AttemptSink } from "./AttemptRecord.js"
+import { AllEndpointsFailed, DeliveryResult, EndpointState } from "./DeliveryResult.js"
+import type { Delivered, Pending, Retired } from "./DeliveryResult.js"
+import { deadline, retryPolicy, stepper } from "./RetryPolicy.js"
+import type { RetryPolicyOptions } from "./RetryPolicy.js"
+import { signatureFor } from "./Signature.js"
+import type { Transport } from "./Transport.js"
+
+/** One message to deliver to a destination's URLs. */
+export interface DeliveryJob {
+  readonly jobId: string
+  readonly messageId: string
+  /** The serialized body (`encodeBody`): these exact bytes are signed and sent. */
+  readonly body: Uint8Array
+  /** `enabled` is routing's business and is not read here. */
+  readonly settings: Pick<WebhookSettings, "sharedSecret" | "endpoints">
+  /** Epoch ms of the job's first attempt, persisted: the 4-hour window counts from it. Default: now (a new job). */
+  readonly firstAttemptAt?: number | undefined
+  /**
+   * Where each URL stood after an earlier run (`Deferred.endpoints`, or rebuilt from the store after a restart):
+   * `Pending` URLs continue with their attempt count and backoff, `Retired` ones are not tried again. Matched by URL;
+   * URLs without a state start fresh, states of URLs no longer configured are dropped.
+   */
+  readonly endpointStates?: ReadonlyArray<EndpointState> | undefined
+}
+
+export interface DeliverOptions {
+  /** Receives every attempt as it ends. Default: drop them. */
+  readonly recordAttempt?: AttemptSink | undefined
+  /**
+   * The longest wait to spend asleep in memory before a retry. A URL whose next attempt is further away stops as
+   * `Pending`, and when no URL succeeds the job ends `Deferred` instead of holding a fiber for minutes. Default:
+   * infinity (always wait inline).
+   */
+  readonly maxInlineDelay?: Duration.DurationInput | undefined
+  /** Backoff and window overrides; SPEC §4's values by default. */
+  readonly policy?: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts"> | undefined
+}
+
+const noRecord: AttemptSink = () => Effect.void
+
+interface JobContext {
+  readonly job: DeliveryJob
+  readonly firstAttemptAt: number
+  readonly lastStart: number
+  readonly maxInlineMillis: number
+  readonly record: AttemptSink
+  readonly policy: DeliverOptions["policy"]
+}
+
+const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome === undefined ? {} : { lastOutcome }
+
+/**
+ * One URL: attempt, then retry under the policy until a success (the fiber's success), a permanent failure or the end
+ * of the window (`Retired`), or a wait longer than `maxInlineDelay` (`Pending`) — the latter two as failures, so that
+ * `raceAll` keeps waiting for the other URLs.
+ */
+const runEndpoint = (
+  context: JobContext,
+  endpoint: PreparedEndpoint,
+  prior: Pending | undefined
+): Effect.Effect<Delivered, Pending | Retired, Transport> =>
+  Effect.gen(function*() {
+    let attempts = prior?.attempts ?? 0
+    let lastOutcome = prior?.lastOutcome
+    let nextAttemptAt = prior?.nextAttemptAt ?? 0
+    const retries = stepper(retryPolicy({
+      ...context.policy,
+      firstAttemptAt: context.firstAttemptAt,
+      priorAttempts: attempts
+    }))
+    const retire = (why: Retired["why"]) =>
+      EndpointState.Retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
+
+    while (true) {
+      const now = yield* Clock.currentTimeMillis
+      // The planned start counts, not the timer's punctuality: the schedule never plans past the deadline, and a
+      // resumed job that comes back too late has run out of window (SPEC §4: no attempt after first + 4 h).
+      if (Math.max(now, nextAttemptAt) > context.lastStart) return yield* Effect.fail(retire("out-of-window"))
+      const wait = nextAttemptAt - now
+      if (wait > 0) {
+        if (wait > context.maxInlineMillis) {
+          return yield* Effect.fail(
+            EndpointState.Pending({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
+          )
+        }
+        yield* Effect.sleep(Duration.millis(wait))
+      }
+
+      attempts += 1
+      const outcome = yield* attempt({
+        jobId: context.job.jobId,
+        messageId: context.job.messageId,
+        body: context.job.body,
+        endpoint,
+        attemptNumber: attempts,
+        record: context.record
+      })
+      lastOutcome = outcome
+      switch (outcome._tag) {
+        case "Success":
+          return DeliveryResult.Delivered({ url: endpoint.url, status: outcome.status, attempts })
+        case "Permanent":
+          return yield* Effect.fail(retire("permanent"))
+        case "Retryable": {
+          const next = yield* retries.next(outcome)
+          if (Option.isNone(next)) return yield* Effect.fail(retire("out-of-window"))
+          nextAttemptAt = next.value
+        }
+      }
+    }
+  })
+
+/** No URL succeeded: deferred while any URL is pending, dead otherwise. */
+const conclude = (
+  context: JobContext,
+  states: ReadonlyArray<EndpointState>
+): Effect.Effect<DeliveryResult, AllEndpointsFailed> => {
+  let nextAttemptAt = Infinity
+  for (const state of states) {
+    if (state._tag === "Pending" && state.nextAttemptAt < nextAttemptAt) nextAttemptAt = state.nextAttemptAt
+  }
+  if (nextAttemptAt !== Infinity) {
+    return Effect.succeed(
+      DeliveryResult.Deferred({ nextAttemptAt, firstAttemptAt: context.firstAttemptAt, endpoints: states })
+    )
+  }
+  return Effect.fail(
+    new AllEndpointsFailed({
+      jobId: context.job.jobId,
+      messageId: context.job.messageId,
+      firstAttemptAt: context.firstAttemptAt,
+      endpoints: states.filter((state): state is Retired => state._tag === "Retired")
+    })
+  )
+}
+
+/**
+ * Delivers one job (SPEC §4): signs the body once, then runs one fiber per URL — each attempting and retrying under
+ * `retryPolicy` — and races them: the first success interrupts the others, whose in-flight requests are aborted.
+ * Succeeds with `Delivered`, or `Deferred` (see `maxInlineDelay`); fails with `AllEndpointsFailed` when every URL is
+ * retired. With a single URL to run there is no race and no fork.
+ */
+export const deliver = (
+  job: DeliveryJob,
+  options: DeliverOptions = {}
+): Effect.Effect<DeliveryResult, AllEndpointsFailed, Transport> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const firstAttemptAt = job.firstAttemptAt ?? now
+    const context: JobContext = {
+      job,
+      firstAttemptAt,
+      lastStart: deadline(firstAttemptAt, options.policy?.window),
+      maxInlineMillis: Duration.toMillis(Duration.decode(options.maxInlineDelay ?? Duration.infinity)),
+      record: options.recordAttempt ?? noRecord,
+      policy: options.policy
+    }
+    const signature = signatureFor(signingSecret(job.settings), job.body)
+    const priorByUrl = new Map((job.endpointStates ?? []).map((state) => [state.url, state]))
+
+    // states[i] is endpoint i's final state; runs are the endpoints still to try, by index.
+    const states: Array<EndpointState | undefined> = []
+    const runs: Array<Effect.Effect<Delivered, Pending | Retired, Transport>> = []
+    job.settings.endpoints.forEach((endpoint, index) => {
+      const prior = priorByUrl.get(endpoint.url)
+      if (prior?._tag === "Retired") {
+        states[index] = prior
+        return
+      }
+      states[index] = undefined
+      runs.push(
+        runEndpoint(context, prepareEndpoint(endpoint, signature), prior).pipe(
+          Effect.tapError((state) => Effect.sync(() => (states[index] = state)))
+        )
+      )
+    })
+
+    if (runs.length === 0) return yield* conclude(context, states as Array<EndpointState>)
+    const race = runs.length === 1 ? runs[0]! : Effect.raceAll(runs)
+    return yield* race.pipe(
+      Effect.catchAllCause((cause) =>
+        // Every run failed with its state: decide. Anything else (a defect) is not ours to turn into a state.
+        states.every((state) => state !== undefined)
+          ? conclude(context, states as Array<EndpointState>)
+          : Effect.failCause(Cause.stripFailures(cause))
+      )
+    )
+  })

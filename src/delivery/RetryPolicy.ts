@@ -1,0 +1,93 @@
+import { Clock, Duration, Effect, Option, Schedule, ScheduleDecision } from "effect"
+
+/** SPEC §4: exponential backoff from 1 s, factor 2, each delay capped at 10 minutes, jittered, for 4 hours. */
+export const initialDelay = Duration.seconds(1)
+export const backoffFactor = 2
+export const maxDelay = Duration.minutes(10)
+export const deliveryWindow = Duration.hours(4)
+/** The shortest wait a `Retry-After` can ask for: `Retry-After: 0` must not turn into a tight loop for 4 hours. */
+export const minRetryAfter = Duration.seconds(1)
+
+/** What the policy reads from a failed attempt: a `Retryable` outcome fits. */
+export interface RetryInput {
+  readonly retryAfter?: Duration.Duration | undefined
+}
+
+export interface RetryPolicyOptions {
+  /** Epoch ms of the job's first attempt on any URL, persisted, so a restarted process keeps the same window. */
+  readonly firstAttemptAt: number
+  /**
+   * Attempts already made on this URL before the first one this schedule follows (a job resumed after a restart or a
+   * deferral). The first delay is then `initialDelay × factor^priorAttempts`: the backoff continues where it stopped.
+   */
+  readonly priorAttempts?: number | undefined
+  readonly initialDelay?: Duration.DurationInput | undefined
+  readonly factor?: number | undefined
+  readonly maxDelay?: Duration.DurationInput | undefined
+  readonly window?: Duration.DurationInput | undefined
+}
+
+/** The last moment (epoch ms) an attempt may start: first attempt + window. */
+export const deadline = (firstAttemptAt: number, window: Duration.DurationInput = deliveryWindow): number =>
+  firstAttemptAt + Duration.toMillis(Duration.decode(window))
+
+/**
+ * The retry schedule of one URL. Its input is the failed attempt (a `Retryable` outcome); its output is the delay
+ * before the next attempt.
+ *
+ * - delay n (0-based, counting `priorAttempts`) = min(10 min, jitter(min(10 min, 1 s × 2^n))): `Schedule.jittered`
+ *   scales by [0.8, 1.2] and the cap is applied again after it, so no delay ever exceeds 10 minutes;
+ * - a `retryAfter` on the input replaces that delay (at least `minRetryAfter`); the exponent still advances;
+ * - it stops when the next attempt would start after `firstAttemptAt + window`, checked against Clock at each
+ *   decision — a deadline, unlike `Schedule.upTo`, which starts counting at the first failure and can overshoot.
+ */
+export const retryPolicy = (options: RetryPolicyOptions): Schedule.Schedule<Duration.Duration, RetryInput> => {
+  const factor = options.factor ?? backoffFactor
+  const cap = Duration.toMillis(Duration.decode(options.maxDelay ?? maxDelay))
+  const start = Duration.times(
+    Duration.decode(options.initialDelay ?? initialDelay),
+    // Past 2^30 s every delay is the cap anyway; bounding the exponent keeps the numbers finite.
+    Math.pow(factor, Math.min(options.priorAttempts ?? 0, 30))
+  )
+  const lastStart = deadline(options.firstAttemptAt, options.window ?? deliveryWindow)
+  const backoff = Schedule.exponential(start, factor).pipe(
+    Schedule.union(Schedule.spaced(Duration.millis(cap))),
+    Schedule.jittered,
+    // Whole milliseconds (TestClock instants stay integers), and the cap again: jitter may have pushed it to 12 min.
+    Schedule.modifyDelay((_, delay) => Duration.millis(Math.min(Math.round(Duration.toMillis(delay)), cap)))
+  )
+  return backoff.pipe(
+    Schedule.intersect(Schedule.identity<RetryInput>()),
+    Schedule.modifyDelay(([, input], delay) =>
+      input.retryAfter === undefined ? delay : Duration.max(input.retryAfter, minRetryAfter)
+    ),
+    Schedule.delays,
+    Schedule.checkEffect((_, delay) =>
+      Effect.map(Clock.currentTimeMillis, (now) => now + Duration.toMillis(delay) <= lastStart)
+    )
+  )
+}
+
+/**
+ * Steps a schedule without sleeping: each `next(input)` answers when (epoch ms, on Clock) the next attempt may start,
+ * or `None` when the schedule is done. The race over URLs uses it to choose between sleeping inline and deferring the
+ * job to the store. One stepper per URL run; it is not shared between fibers.
+ */
+export interface RetryStepper {
+  readonly next: (input: RetryInput) => Effect.Effect<Option.Option<number>>
+}
+
+export const stepper = (schedule: Schedule.Schedule<Duration.Duration, RetryInput>): RetryStepper => {
+  let state = schedule.initial
+  return {
+    next: (input) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          Effect.map(schedule.step(now, input, state), ([next, delay, decision]) => {
+            state = next
+            return ScheduleDecision.isDone(decision) ? Option.none() : Option.some(now + Duration.toMillis(delay))
+          })
+      )
+  }
+}

@@ -1,0 +1,332 @@
+import { Context, Data, Duration, Effect, Layer } from "effect"
+import type { Scope } from "effect"
+import { StringDecoder } from "node:string_decoder"
+import { createSecureContext, rootCertificates } from "node:tls"
+import { Agent } from "undici"
+import type { Dispatcher } from "undici"
+
+/**
+ * Our HTTP client for deliveries: one POST, a 5 s deadline covering headers and body, and a bounded body read.
+ * It is a service of its own (not @effect/platform's HttpClient) because this is the hot path: see STYLE.md "HTTP".
+ */
+
+/** One POST. `headers` is a flat `[name, value, name, value, …]` list, sent in this order. */
+export interface TransportRequest {
+  /** `https://host:port`, from `requestTarget`. */
+  readonly origin: string
+  /** Path and query string, as configured. */
+  readonly path: string
+  readonly headers: ReadonlyArray<string>
+  readonly body: Uint8Array
+}
+
+export interface TransportResponse {
+  readonly status: number
+  readonly retryAfter: string | undefined
+  readonly location: string | undefined
+  /** The first bytes of the body (1 KB by default) as UTF-8 text. */
+  readonly snippet: string
+  /** Body bytes consumed: at most `maxBodyBytes`; past that the connection is dropped. */
+  readonly bodyBytes: number
+  /** The body was longer than `maxBodyBytes` and the rest was not read. */
+  readonly bodyTruncated: boolean
+}
+
+/** The request failed without an HTTP answer. `code` is Node's or undici's `err.code`, what classification reads. */
+export class TransportError extends Data.TaggedError("TransportError")<{
+  readonly code: string | undefined
+  readonly message: string
+  readonly cause: unknown
+}> {}
+
+/** No complete answer (headers and body) within the deadline. */
+export class TransportTimeout extends Data.TaggedError("TransportTimeout")<{
+  readonly timeout: Duration.Duration
+  readonly waitingFor: "response" | "body"
+  readonly message: string
+}> {}
+
+export type TransportFailure = TransportError | TransportTimeout
+
+export interface TransportShape {
+  readonly post: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportFailure>
+}
+
+export class Transport extends Context.Tag("hookrelay/delivery/Transport")<Transport, TransportShape>() {}
+
+export interface TransportOptions {
+  /**
+   * Extra certificate authorities (PEM) to trust besides Node's bundled roots, e.g. a test CA. Verification is always
+   * on (`rejectUnauthorized: true`, whatever `NODE_TLS_REJECT_UNAUTHORIZED` says); this only adds trust anchors.
+   */
+  readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> | undefined
+  /** Deadline for the whole answer, headers and body. Default 5 s (SPEC §4). */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Granularity of the deadline ticker: a timeout fires at most this late. Default 25 ms. */
+  readonly deadlineResolution?: Duration.DurationInput | undefined
+  /** Body bytes read before the connection is dropped. Default 64 KB (SPEC §8). */
+  readonly maxBodyBytes?: number | undefined
+  /** Body bytes kept as the response snippet. Default 1 KB (SPEC §4). */
+  readonly snippetBytes?: number | undefined
+  /** Connections per origin (undici `connections`). Default: unlimited; the dispatcher bounds concurrency. */
+  readonly connections?: number | undefined
+  /** Idle keep-alive time of a pooled connection. Default 4 s (undici's). */
+  readonly keepAliveTimeout?: Duration.DurationInput | undefined
+}
+
+export const defaultTimeout = Duration.seconds(5)
+export const defaultMaxBodyBytes = 64 * 1024
+export const defaultSnippetBytes = 1024
+
+/** Splits a configured URL into undici's origin and path; the query string is kept as configured (SPEC §4). */
+export const requestTarget = (url: string | URL): { readonly origin: string; readonly path: string } => {
+  const parsed = typeof url === "string" ? new URL(url) : url
+  return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` }
+}
+
+const headerValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : value?.[0]
+
+/** `err.code`, looking through `cause` and AggregateError (several addresses tried) when the top error has none. */
+const errorCode = (error: unknown): string | undefined => {
+  let current: unknown = error
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    const code = (current as { readonly code?: unknown }).code
+    if (typeof code === "string") return code
+    current = current instanceof AggregateError && current.errors.length > 0
+      ? current.errors[0]
+      : (current as { readonly cause?: unknown }).cause
+  }
+  return undefined
+}
+
+const errorMessage = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** The reason we give undici when we stop reading a body past the cap. */
+class BodyCapReached extends Error {}
+
+interface Limits {
+  readonly timeout: Duration.Duration
+  readonly maxBodyBytes: number
+  readonly snippetBytes: number
+}
+
+/**
+ * One request in flight: undici's dispatch handler, the pending Effect's callback and the deadline in one object, so
+ * a request costs one allocation here and no stream, promise, AbortController or timer. Whoever finishes first (the
+ * response, an error, the deadline ticker, or interruption) wins; later calls are ignored.
+ */
+class InFlight implements Dispatcher.DispatchHandler {
+  done = false
+  waitingFor: "response" | "body" = "response"
+  private controller: Dispatcher.DispatchController | undefined
+  private pendingAbort: Error | undefined
+  private status = 0
+  private retryAfter: string | undefined
+  private location: string | undefined
+  private readonly snippet: Array<Buffer> = []
+  private snippetLength = 0
+  private bodyBytes = 0
+
+  constructor(
+    readonly deadline: number,
+    private readonly limits: Limits,
+    private readonly registry: Set<InFlight>,
+    private readonly resume: (effect: Effect.Effect<TransportResponse, TransportFailure>) => void
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // undici hands us the controller only once the request has a socket; an abort asked for before that lands here.
+    if (this.pendingAbort !== undefined) controller.abort(this.pendingAbort)
+    else this.controller = controller
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | Array<string> | undefined>
+  ): void {
+    if (this.done || statusCode < 200) return // 1xx: an interim answer, the final one follows
+    this.status = statusCode
+    this.retryAfter = headerValue(headers["retry-after"])
+    this.location = headerValue(headers["location"])
+    this.waitingFor = "body"
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return
+    const room = this.limits.maxBodyBytes - this.bodyBytes
+    const taken = Math.min(chunk.length, room)
+    if (this.snippetLength < this.limits.snippetBytes && taken > 0) {
+      const part = chunk.subarray(0, Math.min(taken, this.limits.snippetBytes - this.snippetLength))
+      this.snippet.push(part)
+      this.snippetLength += part.length
+    }
+    this.bodyBytes += taken
+    if (chunk.length > room) {
+      // Past the cap: answer with what we have and drop the connection instead of draining the rest (SPEC §8).
+      this.succeed(true)
+      controller.abort(new BodyCapReached("response body over the read limit"))
+    }
+  }
+
+  onResponseEnd(): void {
+    this.succeed(false)
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.finish(Effect.fail(new TransportError({ code: errorCode(error), message: errorMessage(error), cause: error })))
+  }
+
+  /** Called by the deadline ticker. */
+  expire(): void {
+    if (this.done) return
+    const timeout = this.limits.timeout
+    const failure = new TransportTimeout({
+      timeout,
+      waitingFor: this.waitingFor,
+      message: `no complete response within ${Duration.format(timeout)} (waiting for the ${this.waitingFor})`
+    })
+    this.finish(Effect.fail(failure))
+    this.abort(failure)
+  }
+
+  /** The calling fiber was interrupted: abort the request, resume nobody. */
+  cancel(): void {
+    if (this.done) return
+    this.done = true
+    this.registry.delete(this)
+    this.abort(new Error("delivery attempt interrupted"))
+  }
+
+  private abort(reason: Error): void {
+    if (this.controller !== undefined) this.controller.abort(reason)
+    else this.pendingAbort = reason
+  }
+
+  private succeed(truncated: boolean): void {
+    if (this.done) return
+    const snippet = new StringDecoder("utf8").write(Buffer.concat(this.snippet, this.snippetLength))
+    this.finish(Effect.succeed({
+      status: this.status,
+      retryAfter: this.retryAfter,
+      location: this.location,
+      snippet,
+      bodyBytes: this.bodyBytes,
+      bodyTruncated: truncated
+    }))
+  }
+
+  private finish(effect: Effect.Effect<TransportResponse, TransportFailure>): void {
+    if (this.done) return
+    this.done = true
+    this.registry.delete(this)
+    this.resume(effect)
+  }
+}
+
+const secureContextWith = (ca: NonNullable<TransportOptions["ca"]>) =>
+  // `ca` alone would replace Node's roots; built once here so each TLS connection does not re-parse the bundle.
+  createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(ca) ? ca : [ca as string | Buffer])] })
+
+/**
+ * The live transport over an undici `Agent` (never follows redirects: no redirect interceptor is composed).
+ *
+ * Deadlines: every request registers itself, with `deadline = start + timeout` on Clock, in one insertion-ordered set;
+ * one ticker fiber per Transport sleeps on Clock until the earliest deadline (never less than `deadlineResolution`, so
+ * a burst of expiries costs one wake-up), fails the overdue requests with `TransportTimeout` and aborts them. When
+ * nothing is in flight the ticker parks on a latch. The per-request cost is a set insertion and deletion, instead of
+ * the fiber race of `Effect.timeout`; the ticker runs on the layer's Clock, so `TestClock` drives it.
+ */
+export const make = (options: TransportOptions = {}): Effect.Effect<TransportShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const limits: Limits = {
+      timeout: Duration.decode(options.timeout ?? defaultTimeout),
+      maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
+      snippetBytes: options.snippetBytes ?? defaultSnippetBytes
+    }
+    const timeoutMillis = Duration.toMillis(limits.timeout)
+    const resolutionMillis = Duration.toMillis(Duration.decode(options.deadlineResolution ?? "25 millis"))
+    const clock = yield* Effect.clock
+
+    const agent = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new Agent({
+          pipelining: 1,
+          ...(options.connections !== undefined && { connections: options.connections }),
+          ...(options.keepAliveTimeout !== undefined &&
+            { keepAliveTimeout: Duration.toMillis(Duration.decode(options.keepAliveTimeout)) }),
+          connect: {
+            rejectUnauthorized: true,
+            ...(options.ca !== undefined && { secureContext: secureContextWith(options.ca) })
+          }
+        })
+      ),
+      (agent) => Effect.promise(() => agent.destroy())
+    )
+
+    const inFlight = new Set<InFlight>()
+    const wake = yield* Effect.makeLatch(false)
+
+    const tick: Effect.Effect<void> = Effect.suspend(() => {
+      if (inFlight.size === 0) {
+        // Closed and awaited in one synchronous step: a post that lands after this opens it again.
+        wake.unsafeClose()
+        return wake.await
+      }
+      const now = clock.unsafeCurrentTimeMillis()
+      let next = Infinity
+      for (const request of inFlight) {
+        if (request.deadline <= now) request.expire()
+        else if (request.deadline < next) next = request.deadline
+      }
+      return next === Infinity ? Effect.void : clock.sleep(Duration.millis(Math.max(next - now, resolutionMillis)))
+    })
+    yield* Effect.forkScoped(Effect.forever(tick))
+
+    const post = (request: TransportRequest): Effect.Effect<TransportResponse, TransportFailure> =>
+      Effect.async<TransportResponse, TransportFailure>((resume) => {
+        const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, resume)
+        inFlight.add(entry)
+        if (inFlight.size === 1) wake.unsafeOpen()
+        // dispatch reports synchronous failures (destroyed agent, invalid argument) through onResponseError.
+        agent.dispatch({
+          origin: request.origin,
+          path: request.path,
+          method: "POST",
+          headers: request.headers as Array<string>,
+          body: request.body
+        }, entry)
+        return Effect.sync(() => entry.cancel())
+      })
+
+    return Transport.of({ post })
+  })
+
+/** The live transport as a layer. Tests add `ca` to trust a test certificate. */
+export const layer = (options: TransportOptions = {}): Layer.Layer<Transport> => Layer.scoped(Transport, make(options))
+
+/**
+ * A transport from a function: tests script answers (and delays, on TestClock) per request without sockets.
+ * The function gets the request and the 1-based number of the call.
+ */
+export const layerTest = (
+  post: (request: TransportRequest, call: number) => Effect.Effect<TransportResponse, TransportFailure>
+): Layer.Layer<Transport> =>
+  Layer.sync(Transport, () => {
+    let calls = 0
+    return Transport.of({ post: (request) => Effect.suspend(() => post(request, ++calls)) })
+  })
+
+/** A response value for tests and scripted transports. */
+export const response = (
+  status: number,
+  fields: Partial<Omit<TransportResponse, "status">> = {}
+): TransportResponse => ({
+  status,
+  retryAfter: fields.retryAfter,
+  location: fields.location,
+  snippet: fields.snippet ?? "",
+  bodyBytes: fields.bodyBytes ?? Buffer.byteLength(fields.snippet ?? ""),
+  bodyTruncated: fields.bodyTruncated ?? false
+})
