@@ -1,0 +1,148 @@
+import { Migrator, SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:
+ * BLOB vs bytea, integer ids, WITHOUT ROWID for the composite-key tables on SQLite.
+ *
+ * Times are epoch milliseconds (BIGINT). Indexes serve the hot queries only:
+ * - claim: pending jobs by due time, delivering jobs by lease expiry (partial indexes, so a
+ *   delivered backlog of millions costs the claim nothing);
+ * - dedupe: the (source_id, message_id) primary key of seen_messages;
+ * - admin and retention: jobs by message id, dead letters by source and time, delivered by time.
+ */
+
+const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
+  Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
+
+const initial = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const blob = sql.onDialectOrElse({ pg: () => "BYTEA", orElse: () => "BLOB" })
+  const serialKey = sql.onDialectOrElse({
+    pg: () => "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    orElse: () => "INTEGER PRIMARY KEY"
+  })
+  const withoutRowid = sql.onDialectOrElse({ sqlite: () => " WITHOUT ROWID", orElse: () => "" })
+
+  yield* statements(sql, [
+    `CREATE TABLE sources (
+      id TEXT PRIMARY KEY,
+      write_key TEXT NOT NULL,
+      write_key_hash TEXT NOT NULL,
+      webhooks TEXT,
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE UNIQUE INDEX sources_write_key_hash ON sources (write_key_hash)`,
+
+    `CREATE TABLE jobs (
+      id TEXT PRIMARY KEY,
+      source_id TEXT NOT NULL,
+      message_id TEXT NOT NULL,
+      user_id TEXT,
+      kind TEXT NOT NULL,
+      body ${blob} NOT NULL,
+      status TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      first_attempt_at BIGINT,
+      next_due_at BIGINT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      endpoint_state TEXT,
+      lease_owner TEXT,
+      lease_expires_at BIGINT,
+      finished_at BIGINT,
+      last_error TEXT
+    )`,
+    `CREATE INDEX jobs_due ON jobs (next_due_at) WHERE status = 'pending'`,
+    `CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE status = 'delivering'`,
+    `CREATE INDEX jobs_message ON jobs (message_id)`,
+    `CREATE INDEX jobs_delivered ON jobs (finished_at) WHERE status = 'delivered'`,
+    `CREATE INDEX jobs_dead ON jobs (source_id, finished_at) WHERE status = 'dead'`,
+
+    `CREATE TABLE attempts (
+      id ${serialKey},
+      job_id TEXT NOT NULL,
+      url TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      started_at BIGINT NOT NULL,
+      duration_ms INTEGER NOT NULL,
+      status_code INTEGER,
+      error TEXT,
+      outcome TEXT NOT NULL,
+      response_snippet TEXT
+    )`,
+    `CREATE INDEX attempts_job ON attempts (job_id)`,
+
+    `CREATE TABLE seen_messages (
+      source_id TEXT NOT NULL,
+      message_id TEXT NOT NULL,
+      seen_at BIGINT NOT NULL,
+      PRIMARY KEY (source_id, message_id)
+    )${withoutRowid}`,
+    `CREATE INDEX seen_messages_seen_at ON seen_messages (seen_at)`,
+
+    // Per source, per UTC day (day = floor(epoch ms / 86 400 000)).
+    `CREATE TABLE usage_daily (
+      source_id TEXT NOT NULL,
+      day INTEGER NOT NULL,
+      api_calls BIGINT NOT NULL DEFAULT 0,
+      messages BIGINT NOT NULL DEFAULT 0,
+      filtered BIGINT NOT NULL DEFAULT 0,
+      delivered BIGINT NOT NULL DEFAULT 0,
+      dead BIGINT NOT NULL DEFAULT 0,
+      PRIMARY KEY (source_id, day)
+    )${withoutRowid}`,
+
+    // Reserved for deletion requests (SPEC §5): the request, and one delete job per source.
+    `CREATE TABLE deletion_requests (
+      id TEXT PRIMARY KEY,
+      user_id TEXT NOT NULL,
+      source_ids TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      jobs_removed INTEGER NOT NULL DEFAULT 0
+    )`,
+    `CREATE TABLE deletion_notifications (
+      deletion_id TEXT NOT NULL,
+      source_id TEXT NOT NULL,
+      job_id TEXT NOT NULL,
+      PRIMARY KEY (deletion_id, source_id)
+    )${withoutRowid}`,
+
+    // Reserved for audiences (SPEC §6): the current membership of each audience.
+    `CREATE TABLE audiences (
+      source_id TEXT NOT NULL,
+      audience TEXT NOT NULL,
+      property TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      synced_at BIGINT NOT NULL,
+      PRIMARY KEY (source_id, audience)
+    )${withoutRowid}`,
+    `CREATE TABLE audience_members (
+      source_id TEXT NOT NULL,
+      audience TEXT NOT NULL,
+      user_id TEXT NOT NULL,
+      added_at BIGINT NOT NULL,
+      PRIMARY KEY (source_id, audience, user_id)
+    )${withoutRowid}`,
+
+    // Reserved for computed traits: the last value sent per user and trait.
+    `CREATE TABLE computed_traits (
+      source_id TEXT NOT NULL,
+      user_id TEXT NOT NULL,
+      trait TEXT NOT NULL,
+      value TEXT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (source_id, user_id, trait)
+    )${withoutRowid}`
+  ])
+})
+
+export const migrationsTable = "hookrelay_migrations"
+
+/** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
+export const migrate = Migrator.make({})({
+  loader: Migrator.fromRecord({
+    "1_initial": initial
+  }),
+  table: migrationsTable
+})

@@ -1,0 +1,287 @@
+import type { Effect, Option } from "effect"
+import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import type { StoreError, WriteKeyConflict } from "./StoreError.js"
+
+/**
+ * Everything the store keeps, as the rest of hookrelay sees it. Times are epoch milliseconds
+ * passed in by the caller (read from Effect's `Clock`); the store never reads the wall clock.
+ */
+
+/** A message seen for the same source within this window is a duplicate (SPEC §2). */
+export const dedupeWindowMs = 24 * 60 * 60 * 1000
+
+export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
+export type JobKind = "message" | "delete" | "audience"
+export type AttemptOutcome = "success" | "retryable" | "permanent"
+
+/** A source as stored: its configuration plus bookkeeping times. */
+export interface StoredSource {
+  readonly id: string
+  readonly writeKey: string
+  readonly webhooks?: WebhookSettings
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** One message of an ingest request. `body` is absent when the message is accepted but not delivered. */
+export interface EnqueueEntry {
+  readonly messageId: string
+  readonly userId?: string | undefined
+  /** The exact bytes to POST, serialized once at ingest. */
+  readonly body?: Uint8Array | undefined
+  /** Counted as `filtered` in the usage counters (SPEC §10, §11); only meaningful without a body. */
+  readonly filtered?: boolean | undefined
+}
+
+export interface EnqueueOptions {
+  /** Count this call as one tracking API request in the usage counters (default true). */
+  readonly countApiCall?: boolean | undefined
+}
+
+export interface EnqueueResult {
+  /** Entries that were not duplicates (with or without a job). */
+  readonly accepted: number
+  readonly duplicates: number
+  readonly jobsCreated: number
+  readonly jobIds: ReadonlyArray<string>
+  readonly duplicateMessageIds: ReadonlyArray<string>
+}
+
+/** A job inserted without deduplication (delete notifications, audience identifies). */
+export interface NewJob {
+  readonly sourceId: string
+  readonly messageId: string
+  readonly userId?: string | undefined
+  readonly kind: JobKind
+  readonly body: Uint8Array
+}
+
+/** A job handed to a dispatcher by `claimDue`; it holds the lease until `leaseExpiresAt`. */
+export interface ClaimedJob {
+  readonly id: string
+  readonly sourceId: string
+  readonly messageId: string
+  readonly userId: string | null
+  readonly kind: JobKind
+  readonly body: Uint8Array
+  readonly createdAt: number
+  /** Start of the 4 h retry window, kept across restarts and lease takeovers; null before any attempt. */
+  readonly firstAttemptAt: number | null
+  readonly nextDueAt: number
+  readonly attemptCount: number
+  /** The dispatcher's own JSON (per-URL progress); `null` until it stores one. Opaque to the store. */
+  readonly endpointState: unknown
+  readonly leaseExpiresAt: number
+}
+
+/** One HTTP attempt, as recorded. `responseSnippet` is cut to 1 KB (UTF-8) by the store. */
+export interface AttemptRecord {
+  readonly jobId: string
+  readonly url: string
+  readonly attempt: number
+  readonly startedAt: number
+  readonly durationMs: number
+  readonly statusCode?: number | null | undefined
+  readonly error?: string | null | undefined
+  readonly outcome: AttemptOutcome
+  readonly responseSnippet?: string | null | undefined
+}
+
+export interface StoredAttempt {
+  readonly jobId: string
+  readonly url: string
+  readonly attempt: number
+  readonly startedAt: number
+  readonly durationMs: number
+  readonly statusCode: number | null
+  readonly error: string | null
+  readonly outcome: AttemptOutcome
+  readonly responseSnippet: string | null
+}
+
+/** How a claimed job ends (or pauses). Applied only while the caller still holds the lease. */
+export type Completion =
+  | {
+    readonly _tag: "Delivered"
+    readonly jobId: string
+    readonly at: number
+    readonly firstAttemptAt?: number | undefined
+    readonly endpointState?: unknown
+  }
+  | {
+    readonly _tag: "Retry"
+    readonly jobId: string
+    readonly nextDueAt: number
+    readonly firstAttemptAt: number
+    readonly endpointState: unknown
+    readonly lastError: string | null
+  }
+  | {
+    readonly _tag: "Dead"
+    readonly jobId: string
+    readonly at: number
+    readonly lastError: string | null
+    readonly firstAttemptAt?: number | undefined
+    readonly endpointState?: unknown
+  }
+
+export interface CompleteResult {
+  /** Jobs whose transition was applied. */
+  readonly applied: ReadonlyArray<string>
+  /** Jobs the caller no longer holds (lease taken over, or not delivering): left untouched. */
+  readonly refused: ReadonlyArray<string>
+}
+
+/** A job without its body, for the admin API and the console. */
+export interface JobSummary {
+  readonly id: string
+  readonly sourceId: string
+  readonly messageId: string
+  readonly userId: string | null
+  readonly kind: JobKind
+  readonly status: JobStatus
+  readonly createdAt: number
+  readonly firstAttemptAt: number | null
+  readonly nextDueAt: number
+  readonly attemptCount: number
+  readonly leaseOwner: string | null
+  readonly leaseExpiresAt: number | null
+  readonly finishedAt: number | null
+  readonly lastError: string | null
+}
+
+export interface JobWithAttempts extends JobSummary {
+  readonly attempts: ReadonlyArray<StoredAttempt>
+}
+
+export interface Backlog {
+  readonly pending: number
+  readonly delivering: number
+  readonly delivered: number
+  readonly dead: number
+}
+
+export interface UsageDelta {
+  readonly apiCalls?: number | undefined
+  readonly messages?: number | undefined
+  readonly filtered?: number | undefined
+  readonly delivered?: number | undefined
+  readonly dead?: number | undefined
+}
+
+/** Counters of one source for one UTC day (`day` is `YYYY-MM-DD`). */
+export interface UsageDay {
+  readonly day: string
+  readonly apiCalls: number
+  readonly messages: number
+  readonly filtered: number
+  readonly delivered: number
+  readonly dead: number
+}
+
+export interface StoreShape {
+  // --- sources -------------------------------------------------------------------------------
+  readonly upsertSource: (
+    source: SourceConfig,
+    now: number
+  ) => Effect.Effect<StoredSource, StoreError | WriteKeyConflict>
+  readonly getSource: (id: string) => Effect.Effect<Option.Option<StoredSource>, StoreError>
+  /** Looks the key up by its SHA-256, then compares the key itself in constant time. */
+  readonly findSourceByWriteKey: (writeKey: string) => Effect.Effect<Option.Option<StoredSource>, StoreError>
+  readonly listSources: () => Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
+  /** Removes the source (not its jobs). `false` when there was no such source. */
+  readonly deleteSource: (id: string) => Effect.Effect<boolean, StoreError>
+
+  // --- ingest ----------------------------------------------------------------------------------
+  /**
+   * One transaction per ingest request: dedupe each entry against the last 24 h (and earlier
+   * entries of the same request), mark the rest seen, insert a pending job (due `now`) for each
+   * entry with a body, and count usage.
+   */
+  readonly enqueue: (
+    sourceId: string,
+    entries: ReadonlyArray<EnqueueEntry>,
+    now: number,
+    options?: EnqueueOptions
+  ) => Effect.Effect<EnqueueResult, StoreError>
+  /** Inserts pending jobs without deduplication; returns their ids in order. */
+  readonly insertJobs: (jobs: ReadonlyArray<NewJob>, now: number) => Effect.Effect<ReadonlyArray<string>, StoreError>
+
+  // --- dispatch --------------------------------------------------------------------------------
+  /**
+   * Takes up to `limit` jobs that are pending and due, or delivering with an expired lease, marks
+   * them delivering under `owner` until `now + leaseMs`, and returns them ordered by due time.
+   * `owner` must be unique per process (start).
+   */
+  readonly claimDue: (
+    owner: string,
+    now: number,
+    limit: number,
+    leaseMs: number
+  ) => Effect.Effect<ReadonlyArray<ClaimedJob>, StoreError>
+  /** Extends the leases `owner` still holds; returns the ids it still holds. */
+  readonly renewLeases: (
+    owner: string,
+    jobIds: ReadonlyArray<string>,
+    until: number
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /** Graceful shutdown: every job leased by `owner` (or only `jobIds`) back to pending, window kept. */
+  readonly releaseLeases: (owner: string, jobIds?: ReadonlyArray<string>) => Effect.Effect<number, StoreError>
+  /** Inserts attempts and adds them to their jobs' attempt counts (not lease-guarded: they happened). */
+  readonly recordAttempts: (records: ReadonlyArray<AttemptRecord>) => Effect.Effect<void, StoreError>
+  /** Persists the start of the retry window if it is not set yet; `false` when it already was. */
+  readonly markFirstAttempt: (jobId: string, at: number) => Effect.Effect<boolean, StoreError>
+  readonly markDelivered: (owner: string, jobId: string, now: number) => Effect.Effect<boolean, StoreError>
+  readonly reschedule: (
+    owner: string,
+    jobId: string,
+    nextDueAt: number,
+    firstAttemptAt: number,
+    endpointState: unknown,
+    lastError: string | null
+  ) => Effect.Effect<boolean, StoreError>
+  readonly markDead: (
+    owner: string,
+    jobId: string,
+    now: number,
+    lastError: string | null
+  ) => Effect.Effect<boolean, StoreError>
+  /**
+   * The batched form: records `attempts` and applies `completions` in one transaction, each
+   * completion only if `owner` still holds that job's lease. Counts delivered/dead usage.
+   */
+  readonly completeMany: (
+    owner: string,
+    completions: ReadonlyArray<Completion>,
+    attempts?: ReadonlyArray<AttemptRecord>
+  ) => Effect.Effect<CompleteResult, StoreError>
+  /** The earliest time a claim could find work (a pending job due, or a lease expiring). */
+  readonly nextWakeAt: () => Effect.Effect<Option.Option<number>, StoreError>
+
+  // --- admin -----------------------------------------------------------------------------------
+  readonly getJob: (jobId: string) => Effect.Effect<Option.Option<JobSummary>, StoreError>
+  readonly jobsForMessage: (messageId: string) => Effect.Effect<ReadonlyArray<JobWithAttempts>, StoreError>
+  /** Newest first. `before` pages by finished time. */
+  readonly listDeadLetters: (options: {
+    readonly sourceId?: string | undefined
+    readonly limit: number
+    readonly before?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
+  /** Dead → pending, due `now`, with a fresh 4 h window and reset endpoint state. `false` if not dead. */
+  readonly replayDeadLetter: (jobId: string, now: number) => Effect.Effect<boolean, StoreError>
+  readonly backlog: () => Effect.Effect<Backlog, StoreError>
+  readonly addUsage: (sourceId: string, now: number, delta: UsageDelta) => Effect.Effect<void, StoreError>
+  /** `days` UTC days ending with the day of `now`, oldest first, zeros included. */
+  readonly usage: (sourceId: string, now: number, days: number) => Effect.Effect<ReadonlyArray<UsageDay>, StoreError>
+
+  // --- retention -------------------------------------------------------------------------------
+  /** Deletes delivered jobs finished before `olderThan`, with their attempts. Returns jobs deleted. */
+  readonly purgeDelivered: (olderThan: number) => Effect.Effect<number, StoreError>
+  /** Forgets message ids seen before `olderThan` (call with now − 24 h). Returns rows deleted. */
+  readonly purgeSeen: (olderThan: number) => Effect.Effect<number, StoreError>
+  /** Explicit admin purge of dead letters finished before `olderThan` (optionally of one source). */
+  readonly purgeDeadLetters: (options: {
+    readonly olderThan: number
+    readonly sourceId?: string | undefined
+  }) => Effect.Effect<number, StoreError>
+}

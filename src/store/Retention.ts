@@ -1,0 +1,42 @@
+import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { dedupeWindowMs } from "./Model.js"
+import { Store } from "./Store.js"
+import { retentionConfig } from "./StoreConfig.js"
+
+/**
+ * One retention pass at `now`: delivered jobs (and their attempts) finished more than
+ * `retention` ago, and message ids seen more than 24 h ago. Dead letters stay until an operator
+ * replays or purges them.
+ */
+export const purgeExpired = (now: number, retention: Duration.DurationInput) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const delivered = yield* store.purgeDelivered(now - Duration.toMillis(retention))
+    const seen = yield* store.purgeSeen(now - dedupeWindowMs)
+    return { delivered, seen }
+  })
+
+export interface RetentionOptions {
+  readonly retention: Duration.DurationInput
+  /** How often to purge. Default hourly. */
+  readonly every?: Duration.DurationInput | undefined
+}
+
+/** Background retention: a pass at start, then every `every`. Failures are logged, never fatal. */
+export const layerRetention = (options: RetentionOptions): Layer.Layer<never, never, Store> =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const store = yield* Store
+    const pass = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const purged = yield* purgeExpired(now, options.retention).pipe(Effect.provideService(Store, store))
+      if (purged.delivered > 0 || purged.seen > 0) {
+        yield* Effect.logDebug("retention purge").pipe(Effect.annotateLogs(purged))
+      }
+    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("retention purge failed", cause)))
+    yield* pass.pipe(Effect.repeat(Schedule.spaced(options.every ?? Duration.hours(1))), Effect.forkScoped)
+  }))
+
+/** `layerRetention` with `HOOKRELAY_RETENTION` (default 7 days). */
+export const layerRetentionFromConfig = Layer.unwrapEffect(
+  Effect.map(retentionConfig, (retention) => layerRetention({ retention }))
+)

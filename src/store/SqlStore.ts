@@ -1,0 +1,933 @@
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Array as Arr, DateTime, Effect, Option, Schema } from "effect"
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import { migrate } from "./Migrations.js"
+import type {
+  AttemptRecord,
+  Backlog,
+  ClaimedJob,
+  CompleteResult,
+  Completion,
+  EnqueueEntry,
+  EnqueueOptions,
+  EnqueueResult,
+  JobKind,
+  JobStatus,
+  JobSummary,
+  JobWithAttempts,
+  NewJob,
+  StoredAttempt,
+  StoredSource,
+  StoreShape,
+  UsageDay,
+  UsageDelta
+} from "./Model.js"
+import { dedupeWindowMs } from "./Model.js"
+import { StoreError, WriteKeyConflict } from "./StoreError.js"
+
+/**
+ * The one implementation of `StoreShape`, over any `SqlClient` (SQLite or PostgreSQL). The few
+ * dialect differences (row locking, JSON table functions, empty blob literal) go through
+ * `sql.onDialectOrElse`; everything else is the same SQL.
+ *
+ * Multi-row statements are chunked so that no statement binds more than a few thousand
+ * parameters (SQLite allows 32 766, PostgreSQL 65 535). Batched updates whose values differ per
+ * row (completions) pass the rows as one JSON parameter (`json_each` / `jsonb_to_recordset`), so
+ * their SQL text is constant and prepared once.
+ */
+
+const dayMs = 24 * 60 * 60 * 1000
+const maxSnippetBytes = 1024
+const maxErrorBytes = 1024
+
+/** Rows per multi-row INSERT: jobs bind 9 parameters a row, attempts 9, seen 3. */
+const insertChunk = 500
+const seenChunk = 1000
+const idChunk = 500
+const purgeChunk = 1000
+
+// --- small pure helpers ----------------------------------------------------------------------
+
+/** node-postgres returns BIGINT and COUNT as strings; SQLite returns numbers. */
+const num = (value: unknown): number => typeof value === "number" ? value : Number(value)
+const numOrNull = (value: unknown): number | null => value === null || value === undefined ? null : num(value)
+
+const hashWriteKey = (writeKey: string): string => createHash("sha256").update(writeKey, "utf8").digest("hex")
+
+const sameSecret = (a: string, b: string): boolean => {
+  const left = Buffer.from(a, "utf8")
+  const right = Buffer.from(b, "utf8")
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+/** Cuts a string to at most `maxBytes` UTF-8 bytes without splitting a character. */
+export const cutUtf8 = (value: string, maxBytes: number): string => {
+  if (value.length * 3 <= maxBytes) return value
+  const bytes = Buffer.from(value, "utf8")
+  if (bytes.length <= maxBytes) return value
+  let end = maxBytes
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--
+  return bytes.subarray(0, end).toString("utf8")
+}
+
+const cutOrNull = (value: string | null | undefined, maxBytes: number): string | null =>
+  value === null || value === undefined ? null : cutUtf8(value, maxBytes)
+
+/**
+ * Job ids sort by creation time: 12 hex digits of the epoch millisecond, then 80 random bits.
+ * One `randomBytes` call per batch keeps this cheap on the ingest path.
+ */
+const newJobIds = (now: number, count: number): Array<string> => {
+  if (count === 0) return []
+  const prefix = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0")
+  const random = randomBytes(10 * count).toString("hex")
+  const ids = new Array<string>(count)
+  for (let i = 0; i < count; i++) ids[i] = prefix + random.slice(i * 20, i * 20 + 20)
+  return ids
+}
+
+const utcDay = (epochMs: number): number => Math.floor(epochMs / dayMs)
+const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.unsafeMake(day * dayMs))
+
+const encodeState = (state: unknown): string | null => state === undefined ? null : JSON.stringify(state)
+
+const decodeWebhooks = Schema.decodeUnknown(Schema.parseJson(WebhookSettings))
+const encodeWebhooks = Schema.encode(Schema.parseJson(WebhookSettings))
+
+// --- rows ------------------------------------------------------------------------------------
+
+interface SourceRow {
+  readonly id: string
+  readonly write_key: string
+  readonly webhooks: string | null
+  readonly created_at: unknown
+  readonly updated_at: unknown
+}
+
+interface ClaimRow {
+  readonly id: string
+  readonly source_id: string
+  readonly message_id: string
+  readonly user_id: string | null
+  readonly kind: string
+  readonly body: Uint8Array
+  readonly created_at: unknown
+  readonly first_attempt_at: unknown
+  readonly next_due_at: unknown
+  readonly attempts: unknown
+  readonly endpoint_state: string | null
+  readonly lease_expires_at: unknown
+}
+
+interface SummaryRow {
+  readonly id: string
+  readonly source_id: string
+  readonly message_id: string
+  readonly user_id: string | null
+  readonly kind: string
+  readonly status: string
+  readonly created_at: unknown
+  readonly first_attempt_at: unknown
+  readonly next_due_at: unknown
+  readonly attempts: unknown
+  readonly lease_owner: string | null
+  readonly lease_expires_at: unknown
+  readonly finished_at: unknown
+  readonly last_error: string | null
+}
+
+interface AttemptRow {
+  readonly job_id: string
+  readonly url: string
+  readonly attempt: unknown
+  readonly started_at: unknown
+  readonly duration_ms: unknown
+  readonly status_code: unknown
+  readonly error: string | null
+  readonly outcome: string
+  readonly response_snippet: string | null
+}
+
+const claimColumns =
+  "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"
+const summaryColumns =
+  "id, source_id, message_id, user_id, kind, status, created_at, first_attempt_at, next_due_at, attempts, lease_owner, lease_expires_at, finished_at, last_error"
+
+const toSummary = (row: SummaryRow): JobSummary => ({
+  id: row.id,
+  sourceId: row.source_id,
+  messageId: row.message_id,
+  userId: row.user_id,
+  kind: row.kind as JobKind,
+  status: row.status as JobStatus,
+  createdAt: num(row.created_at),
+  firstAttemptAt: numOrNull(row.first_attempt_at),
+  nextDueAt: num(row.next_due_at),
+  attemptCount: num(row.attempts),
+  leaseOwner: row.lease_owner,
+  leaseExpiresAt: numOrNull(row.lease_expires_at),
+  finishedAt: numOrNull(row.finished_at),
+  lastError: row.last_error
+})
+
+const toAttempt = (row: AttemptRow): StoredAttempt => ({
+  jobId: row.job_id,
+  url: row.url,
+  attempt: num(row.attempt),
+  startedAt: num(row.started_at),
+  durationMs: num(row.duration_ms),
+  statusCode: numOrNull(row.status_code),
+  error: row.error,
+  outcome: row.outcome as StoredAttempt["outcome"],
+  responseSnippet: row.response_snippet
+})
+
+/** One completion as a row of the JSON parameter of the batched UPDATE. */
+interface CompletionRow {
+  readonly id: string
+  readonly status: "delivered" | "pending" | "dead"
+  readonly at: number | null
+  readonly due: number | null
+  readonly first: number | null
+  readonly state: string | null
+  readonly err: string | null
+}
+
+const toCompletionRow = (completion: Completion): CompletionRow => {
+  switch (completion._tag) {
+    case "Delivered":
+      return {
+        id: completion.jobId,
+        status: "delivered",
+        at: completion.at,
+        due: null,
+        first: completion.firstAttemptAt ?? null,
+        state: encodeState(completion.endpointState),
+        err: null
+      }
+    case "Retry":
+      return {
+        id: completion.jobId,
+        status: "pending",
+        at: null,
+        due: completion.nextDueAt,
+        first: completion.firstAttemptAt,
+        state: encodeState(completion.endpointState),
+        err: cutOrNull(completion.lastError, maxErrorBytes)
+      }
+    case "Dead":
+      return {
+        id: completion.jobId,
+        status: "dead",
+        at: completion.at,
+        due: null,
+        first: completion.firstAttemptAt ?? null,
+        state: encodeState(completion.endpointState),
+        err: cutOrNull(completion.lastError, maxErrorBytes)
+      }
+  }
+}
+
+// --- the store -------------------------------------------------------------------------------
+
+/**
+ * Builds the store over the `SqlClient` in context: applies SQLite connection settings, runs the
+ * migrations, and returns the operations.
+ */
+export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  const connectionSettings: Effect.Effect<void, SqlError> = sql.onDialectOrElse({
+    sqlite: () =>
+      Effect.all([
+        // WAL is set by SqliteClient. NORMAL in WAL mode is durable against process crashes and
+        // loses at most the last commits on power loss; FULL would fsync every ingest commit.
+        sql`PRAGMA synchronous = NORMAL`,
+        sql`PRAGMA busy_timeout = 5000`,
+        sql`PRAGMA temp_store = MEMORY`,
+        sql`PRAGMA cache_size = -32000`
+      ], { discard: true }),
+    orElse: () => Effect.void
+  })
+  yield* connectionSettings.pipe(Effect.mapError((cause) => new StoreError({ operation: "open", cause })))
+
+  yield* migrate.pipe(Effect.mapError((cause) => new StoreError({ operation: "migrate", cause })))
+
+  const skipLocked = sql.literal(sql.onDialectOrElse({ pg: () => " FOR UPDATE SKIP LOCKED", orElse: () => "" }))
+  const emptyBlob = sql.literal(sql.onDialectOrElse({ pg: () => "''::bytea", orElse: () => "X''" }))
+
+  /** Maps every failure except the typed domain ones to a `StoreError` naming the operation. */
+  const fail = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, StoreError, R> =>
+    Effect.mapError(self, (cause) => new StoreError({ operation, cause }))
+
+  // --- sources ---------------------------------------------------------------------------------
+
+  const toSource = (row: SourceRow): Effect.Effect<StoredSource, StoreError> =>
+    row.webhooks === null
+      ? Effect.succeed({
+        id: row.id,
+        writeKey: row.write_key,
+        createdAt: num(row.created_at),
+        updatedAt: num(row.updated_at)
+      })
+      : decodeWebhooks(row.webhooks).pipe(
+        Effect.map((webhooks): StoredSource => ({
+          id: row.id,
+          writeKey: row.write_key,
+          webhooks,
+          createdAt: num(row.created_at),
+          updatedAt: num(row.updated_at)
+        })),
+        fail("decodeSource")
+      )
+
+  const upsertSource = Effect.fn("Store.upsertSource")(
+    function*(source: SourceConfig, now: number) {
+      const hash = hashWriteKey(source.writeKey)
+      const webhooks = source.webhooks === undefined ? null : yield* encodeWebhooks(source.webhooks)
+      const row = yield* sql.withTransaction(Effect.gen(function*() {
+        const taken = yield* sql<{ id: string }>`
+          SELECT id FROM sources WHERE write_key_hash = ${hash} AND id <> ${source.id}`
+        if (taken.length > 0) {
+          return yield* new WriteKeyConflict({ sourceId: source.id, conflictingSourceId: taken[0]!.id })
+        }
+        const rows = yield* sql<SourceRow>`
+          INSERT INTO sources (id, write_key, write_key_hash, webhooks, created_at, updated_at)
+          VALUES (${source.id}, ${source.writeKey}, ${hash}, ${webhooks}, ${now}, ${now})
+          ON CONFLICT (id) DO UPDATE SET
+            write_key = excluded.write_key,
+            write_key_hash = excluded.write_key_hash,
+            webhooks = excluded.webhooks,
+            updated_at = excluded.updated_at
+          RETURNING id, write_key, webhooks, created_at, updated_at`
+        return rows[0]!
+      }))
+      return yield* toSource(row)
+    },
+    Effect.mapError((error) =>
+      error instanceof WriteKeyConflict || error instanceof StoreError
+        ? error
+        : new StoreError({ operation: "upsertSource", cause: error })
+    )
+  )
+
+  const getSource = Effect.fn("Store.getSource")(
+    function*(id: string) {
+      const rows = yield* sql<SourceRow>`
+        SELECT id, write_key, webhooks, created_at, updated_at FROM sources WHERE id = ${id}`
+      return rows.length === 0 ? Option.none() : Option.some(yield* toSource(rows[0]!))
+    },
+    fail("getSource")
+  )
+
+  const findSourceByWriteKey = Effect.fn("Store.findSourceByWriteKey")(
+    function*(writeKey: string) {
+      const rows = yield* sql<SourceRow>`
+        SELECT id, write_key, webhooks, created_at, updated_at FROM sources
+        WHERE write_key_hash = ${hashWriteKey(writeKey)}`
+      const row = rows[0]
+      if (row === undefined || !sameSecret(row.write_key, writeKey)) return Option.none<StoredSource>()
+      return Option.some(yield* toSource(row))
+    },
+    fail("findSourceByWriteKey")
+  )
+
+  const listSources = Effect.fn("Store.listSources")(
+    function*() {
+      const rows = yield* sql<SourceRow>`
+        SELECT id, write_key, webhooks, created_at, updated_at FROM sources ORDER BY id`
+      return yield* Effect.forEach(rows, toSource)
+    },
+    fail("listSources")
+  )
+
+  const deleteSource = Effect.fn("Store.deleteSource")(
+    function*(id: string) {
+      const rows = yield* sql<{ id: string }>`DELETE FROM sources WHERE id = ${id} RETURNING id`
+      return rows.length > 0
+    },
+    fail("deleteSource")
+  )
+
+  // --- usage -----------------------------------------------------------------------------------
+
+  type UsageRow = {
+    readonly source_id: string
+    readonly day: number
+    readonly api_calls: number
+    readonly messages: number
+    readonly filtered: number
+    readonly delivered: number
+    readonly dead: number
+  }
+
+  const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
+    rows.length === 0 ? Effect.void : sql`
+      INSERT INTO usage_daily ${sql.insert(rows)}
+      ON CONFLICT (source_id, day) DO UPDATE SET
+        api_calls = usage_daily.api_calls + excluded.api_calls,
+        messages = usage_daily.messages + excluded.messages,
+        filtered = usage_daily.filtered + excluded.filtered,
+        delivered = usage_daily.delivered + excluded.delivered,
+        dead = usage_daily.dead + excluded.dead`.pipe(Effect.asVoid)
+
+  const usageRow = (sourceId: string, now: number, delta: UsageDelta): UsageRow => ({
+    source_id: sourceId,
+    day: utcDay(now),
+    api_calls: delta.apiCalls ?? 0,
+    messages: delta.messages ?? 0,
+    filtered: delta.filtered ?? 0,
+    delivered: delta.delivered ?? 0,
+    dead: delta.dead ?? 0
+  })
+
+  const addUsage = Effect.fn("Store.addUsage")(
+    function*(sourceId: string, now: number, delta: UsageDelta) {
+      yield* bumpUsage([usageRow(sourceId, now, delta)])
+    },
+    fail("addUsage")
+  )
+
+  const usage = Effect.fn("Store.usage")(
+    function*(sourceId: string, now: number, days: number) {
+      const last = utcDay(now)
+      const first = last - Math.max(1, Math.floor(days)) + 1
+      const rows = yield* sql<Record<string, unknown>>`
+        SELECT day, api_calls, messages, filtered, delivered, dead FROM usage_daily
+        WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}`
+      const byDay = new Map(rows.map((row) => [num(row.day), row]))
+      const result: Array<UsageDay> = []
+      for (let day = first; day <= last; day++) {
+        const row = byDay.get(day)
+        result.push({
+          day: formatDay(day),
+          apiCalls: row ? num(row.api_calls) : 0,
+          messages: row ? num(row.messages) : 0,
+          filtered: row ? num(row.filtered) : 0,
+          delivered: row ? num(row.delivered) : 0,
+          dead: row ? num(row.dead) : 0
+        })
+      }
+      return result
+    },
+    fail("usage")
+  )
+
+  // --- ingest ----------------------------------------------------------------------------------
+
+  type JobInsertRow = {
+    readonly id: string
+    readonly source_id: string
+    readonly message_id: string
+    readonly user_id: string | null
+    readonly kind: JobKind
+    readonly body: Uint8Array
+    readonly status: JobStatus
+    readonly created_at: number
+    readonly next_due_at: number
+  }
+
+  const insertJobRows = (rows: ReadonlyArray<JobInsertRow>) =>
+    Effect.forEach(
+      Arr.chunksOf(rows, insertChunk),
+      (chunk) => sql`INSERT INTO jobs ${sql.insert(chunk)}`,
+      { discard: true }
+    )
+
+  const enqueue = Effect.fn("Store.enqueue")(
+    function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
+      // Within one request the first occurrence of a message id wins.
+      const unique = new Map<string, EnqueueEntry>()
+      const duplicateMessageIds: Array<string> = []
+      for (const entry of entries) {
+        if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+        else unique.set(entry.messageId, entry)
+      }
+      // Sorted keys: concurrent PostgreSQL requests lock seen rows in one order (no deadlock).
+      const seenRows = Array.from(unique.keys()).sort().map((messageId) => ({
+        source_id: sourceId,
+        message_id: messageId,
+        seen_at: now
+      }))
+      const cutoff = now - dedupeWindowMs
+
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        // Inserted or refreshed (last seen > 24 h ago) rows come back; the rest are duplicates.
+        // Under concurrency the second inserter waits for the first's row lock, then sees it.
+        const accepted = new Set<string>()
+        for (const chunk of Arr.chunksOf(seenRows, seenChunk)) {
+          const rows = yield* sql<{ message_id: string }>`
+            INSERT INTO seen_messages ${sql.insert(chunk)}
+            ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
+            WHERE seen_messages.seen_at <= ${cutoff}
+            RETURNING message_id`
+          for (const row of rows) accepted.add(row.message_id)
+        }
+
+        const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
+        let filtered = 0
+        for (const entry of unique.values()) {
+          if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+          else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
+          else if (entry.filtered === true) filtered++
+        }
+        const jobIds = newJobIds(now, withBody.length)
+        yield* insertJobRows(withBody.map((entry, i) => ({
+          id: jobIds[i]!,
+          source_id: sourceId,
+          message_id: entry.messageId,
+          user_id: entry.userId ?? null,
+          kind: "message",
+          body: entry.body,
+          status: "pending",
+          created_at: now,
+          next_due_at: now
+        })))
+        yield* bumpUsage([usageRow(sourceId, now, {
+          apiCalls: options?.countApiCall === false ? 0 : 1,
+          messages: accepted.size,
+          filtered
+        })])
+        const result: EnqueueResult = {
+          accepted: accepted.size,
+          duplicates: duplicateMessageIds.length,
+          jobsCreated: jobIds.length,
+          jobIds,
+          duplicateMessageIds
+        }
+        return result
+      }))
+    },
+    fail("enqueue")
+  )
+
+  const insertJobs = Effect.fn("Store.insertJobs")(
+    function*(jobs: ReadonlyArray<NewJob>, now: number) {
+      const ids = newJobIds(now, jobs.length)
+      yield* sql.withTransaction(insertJobRows(jobs.map((job, i) => ({
+        id: ids[i]!,
+        source_id: job.sourceId,
+        message_id: job.messageId,
+        user_id: job.userId ?? null,
+        kind: job.kind,
+        body: job.body,
+        status: "pending",
+        created_at: now,
+        next_due_at: now
+      }))))
+      return ids
+    },
+    fail("insertJobs")
+  )
+
+  // --- dispatch --------------------------------------------------------------------------------
+
+  const toClaimed = (row: ClaimRow): ClaimedJob => ({
+    id: row.id,
+    sourceId: row.source_id,
+    messageId: row.message_id,
+    userId: row.user_id,
+    kind: row.kind as JobKind,
+    body: row.body,
+    createdAt: num(row.created_at),
+    firstAttemptAt: numOrNull(row.first_attempt_at),
+    nextDueAt: num(row.next_due_at),
+    attemptCount: num(row.attempts),
+    endpointState: row.endpoint_state === null ? null : JSON.parse(row.endpoint_state),
+    leaseExpiresAt: num(row.lease_expires_at)
+  })
+
+  const claimDue = Effect.fn("Store.claimDue")(
+    function*(owner: string, now: number, limit: number, leaseMs: number) {
+      const until = now + leaseMs
+      const columns = sql.literal(claimColumns)
+      // Each UPDATE is atomic on its own: SQLite runs one statement at a time, PostgreSQL locks
+      // the chosen rows (SKIP LOCKED: concurrent claimers take different rows, nobody waits).
+      // Expired leases first: a dead process's jobs are the oldest work.
+      const expired = limit <= 0 ? [] : yield* sql<ClaimRow>`
+        UPDATE jobs SET lease_owner = ${owner}, lease_expires_at = ${until}
+        WHERE id IN (
+          SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ${now}
+          ORDER BY lease_expires_at LIMIT ${limit}${skipLocked})
+        RETURNING ${columns}`
+      const room = limit - expired.length
+      const pending = room <= 0 ? [] : yield* sql<ClaimRow>`
+        UPDATE jobs SET status = 'delivering', lease_owner = ${owner}, lease_expires_at = ${until}
+        WHERE id IN (
+          SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ${now}
+          ORDER BY next_due_at LIMIT ${room}${skipLocked})
+        RETURNING ${columns}`
+      // RETURNING order is unspecified.
+      const jobs = expired.concat(pending).map(toClaimed)
+      return jobs.sort((a, b) => a.nextDueAt - b.nextDueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    },
+    fail("claimDue")
+  )
+
+  const renewLeases = Effect.fn("Store.renewLeases")(
+    function*(owner: string, jobIds: ReadonlyArray<string>, until: number) {
+      const held: Array<string> = []
+      for (const chunk of Arr.chunksOf(jobIds, idChunk)) {
+        const rows = yield* sql<{ id: string }>`
+          UPDATE jobs SET lease_expires_at = ${until}
+          WHERE status = 'delivering' AND lease_owner = ${owner} AND ${sql.in("id", chunk)}
+          RETURNING id`
+        for (const row of rows) held.push(row.id)
+      }
+      return held
+    },
+    fail("renewLeases")
+  )
+
+  const releaseLeases = Effect.fn("Store.releaseLeases")(
+    function*(owner: string, jobIds?: ReadonlyArray<string>) {
+      const release = (only: ReadonlyArray<string> | undefined) =>
+        sql<{ id: string }>`
+          UPDATE jobs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+          WHERE status = 'delivering' AND lease_owner = ${owner}${
+          only === undefined ? sql.literal("") : sql` AND ${sql.in("id", only)}`
+        }
+          RETURNING id`
+      if (jobIds === undefined) return (yield* release(undefined)).length
+      let released = 0
+      for (const chunk of Arr.chunksOf(jobIds, idChunk)) released += (yield* release(chunk)).length
+      return released
+    },
+    fail("releaseLeases")
+  )
+
+  const insertAttempts = (records: ReadonlyArray<AttemptRecord>) =>
+    Effect.gen(function*() {
+      if (records.length === 0) return
+      const rows = records.map((record) => ({
+        job_id: record.jobId,
+        url: record.url,
+        attempt: record.attempt,
+        started_at: record.startedAt,
+        duration_ms: Math.max(0, Math.round(record.durationMs)),
+        status_code: record.statusCode ?? null,
+        error: cutOrNull(record.error, maxErrorBytes),
+        outcome: record.outcome,
+        response_snippet: cutOrNull(record.responseSnippet, maxSnippetBytes)
+      }))
+      for (const chunk of Arr.chunksOf(rows, insertChunk)) {
+        yield* sql`INSERT INTO attempts ${sql.insert(chunk)}`
+      }
+      // Keep jobs.attempts equal to the attempts recorded: one UPDATE per distinct increment.
+      const perJob = new Map<string, number>()
+      for (const record of records) perJob.set(record.jobId, (perJob.get(record.jobId) ?? 0) + 1)
+      const byIncrement = new Map<number, Array<string>>()
+      for (const [jobId, n] of perJob) {
+        const ids = byIncrement.get(n)
+        if (ids === undefined) byIncrement.set(n, [jobId])
+        else ids.push(jobId)
+      }
+      for (const [n, ids] of byIncrement) {
+        for (const chunk of Arr.chunksOf(ids, idChunk)) {
+          yield* sql`UPDATE jobs SET attempts = attempts + ${n} WHERE ${sql.in("id", chunk)}`
+        }
+      }
+    })
+
+  const recordAttempts = Effect.fn("Store.recordAttempts")(
+    function*(records: ReadonlyArray<AttemptRecord>) {
+      if (records.length === 0) return
+      yield* sql.withTransaction(insertAttempts(records))
+    },
+    fail("recordAttempts")
+  )
+
+  const markFirstAttempt = Effect.fn("Store.markFirstAttempt")(
+    function*(jobId: string, at: number) {
+      const rows = yield* sql<{ id: string }>`
+        UPDATE jobs SET first_attempt_at = ${at}
+        WHERE id = ${jobId} AND first_attempt_at IS NULL
+        RETURNING id`
+      return rows.length > 0
+    },
+    fail("markFirstAttempt")
+  )
+
+  // One UPDATE for a whole batch of completions, rows joined from one JSON parameter. The lease
+  // guard (delivering, owned by the caller) is in the WHERE clause, so a job whose lease was taken
+  // over is left alone and reported as refused.
+  const completeStatement = (owner: string, rows: ReadonlyArray<CompletionRow>) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ id: string; source_id: string; status: string; finished_at: unknown }>`
+          UPDATE jobs AS j SET
+            status = v.status,
+            finished_at = v.at,
+            next_due_at = coalesce(v.due, j.next_due_at),
+            first_attempt_at = coalesce(j.first_attempt_at, v.first),
+            endpoint_state = coalesce(v.state, j.endpoint_state),
+            last_error = CASE WHEN v.status = 'delivered' THEN j.last_error ELSE v.err END,
+            body = CASE WHEN v.status = 'delivered' THEN ${emptyBlob} ELSE j.body END,
+            lease_owner = NULL,
+            lease_expires_at = NULL
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+            AS v(id text, status text, at bigint, due bigint, first bigint, state text, err text)
+          WHERE j.id = v.id AND j.status = 'delivering' AND j.lease_owner = ${owner}
+          RETURNING j.id, j.source_id, j.status, j.finished_at`,
+      orElse: () =>
+        sql<{ id: string; source_id: string; status: string; finished_at: unknown }>`
+          UPDATE jobs SET
+            status = v.status,
+            finished_at = v.at,
+            next_due_at = coalesce(v.due, jobs.next_due_at),
+            first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
+            endpoint_state = coalesce(v.state, jobs.endpoint_state),
+            last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
+            body = CASE WHEN v.status = 'delivered' THEN ${emptyBlob} ELSE jobs.body END,
+            lease_owner = NULL,
+            lease_expires_at = NULL
+          FROM (
+            SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
+              value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
+              value ->> 'err' AS err
+            FROM json_each(${JSON.stringify(rows)})
+          ) AS v
+          WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ${owner}
+          RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
+            jobs.finished_at AS finished_at`
+    })
+
+  const completeMany = Effect.fn("Store.completeMany")(
+    function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
+      // The last completion of a job wins (an UPDATE … FROM applies at most one row per job).
+      const byJob = new Map<string, CompletionRow>()
+      for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
+      const rows = Array.from(byJob.values())
+      if (rows.length === 0 && (attempts === undefined || attempts.length === 0)) {
+        return { applied: [], refused: [] } satisfies CompleteResult
+      }
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        if (attempts !== undefined) yield* insertAttempts(attempts)
+        const applied: Array<string> = []
+        const usage = new Map<string, UsageRow>()
+        for (const chunk of Arr.chunksOf(rows, idChunk)) {
+          const updated = yield* completeStatement(owner, chunk)
+          for (const row of updated) {
+            applied.push(row.id)
+            if (row.status !== "delivered" && row.status !== "dead") continue
+            const day = utcDay(num(row.finished_at))
+            const key = `${day}:${row.source_id}`
+            const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
+            usage.set(key, {
+              ...current,
+              delivered: current.delivered + (row.status === "delivered" ? 1 : 0),
+              dead: current.dead + (row.status === "dead" ? 1 : 0)
+            })
+          }
+        }
+        yield* bumpUsage(Array.from(usage.values()))
+        const appliedSet = new Set(applied)
+        const result: CompleteResult = {
+          applied,
+          refused: rows.filter((row) => !appliedSet.has(row.id)).map((row) => row.id)
+        }
+        return result
+      }))
+    },
+    fail("completeMany")
+  )
+
+  const completeOne = (owner: string, completion: Completion) =>
+    Effect.map(completeMany(owner, [completion]), (result) => result.applied.length === 1)
+
+  const markDelivered = (owner: string, jobId: string, now: number) =>
+    completeOne(owner, { _tag: "Delivered", jobId, at: now })
+
+  const reschedule = (
+    owner: string,
+    jobId: string,
+    nextDueAt: number,
+    firstAttemptAt: number,
+    endpointState: unknown,
+    lastError: string | null
+  ) => completeOne(owner, { _tag: "Retry", jobId, nextDueAt, firstAttemptAt, endpointState, lastError })
+
+  const markDead = (owner: string, jobId: string, now: number, lastError: string | null) =>
+    completeOne(owner, { _tag: "Dead", jobId, at: now, lastError })
+
+  const nextWakeAt = Effect.fn("Store.nextWakeAt")(
+    function*() {
+      const rows = yield* sql<{ due: unknown; lease: unknown }>`
+        SELECT
+          (SELECT min(next_due_at) FROM jobs WHERE status = 'pending') AS due,
+          (SELECT min(lease_expires_at) FROM jobs WHERE status = 'delivering') AS lease`
+      const due = numOrNull(rows[0]?.due)
+      const lease = numOrNull(rows[0]?.lease)
+      if (due === null) return Option.fromNullable(lease)
+      return Option.some(lease === null ? due : Math.min(due, lease))
+    },
+    fail("nextWakeAt")
+  )
+
+  // --- admin -----------------------------------------------------------------------------------
+
+  const summary = sql.literal(summaryColumns)
+
+  const getJob = Effect.fn("Store.getJob")(
+    function*(jobId: string) {
+      const rows = yield* sql<SummaryRow>`SELECT ${summary} FROM jobs WHERE id = ${jobId}`
+      return Option.map(Arr.head(rows), toSummary)
+    },
+    fail("getJob")
+  )
+
+  const jobsForMessage = Effect.fn("Store.jobsForMessage")(
+    function*(messageId: string) {
+      const jobs = yield* sql<SummaryRow>`
+        SELECT ${summary} FROM jobs WHERE message_id = ${messageId} ORDER BY created_at, id`
+      if (jobs.length === 0) return []
+      const attempts = yield* sql<AttemptRow>`
+        SELECT job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet
+        FROM attempts WHERE ${sql.in("job_id", jobs.map((job) => job.id))}
+        ORDER BY started_at, id`
+      const byJob = Arr.groupBy(attempts.map(toAttempt), (attempt) => attempt.jobId)
+      return jobs.map((row): JobWithAttempts => ({ ...toSummary(row), attempts: byJob[row.id] ?? [] }))
+    },
+    fail("jobsForMessage")
+  )
+
+  const listDeadLetters = Effect.fn("Store.listDeadLetters")(
+    function*(options: {
+      readonly sourceId?: string | undefined
+      readonly limit: number
+      readonly before?: number | undefined
+    }) {
+      const conditions = [sql`status = 'dead'`]
+      if (options.sourceId !== undefined) conditions.push(sql`source_id = ${options.sourceId}`)
+      if (options.before !== undefined) conditions.push(sql`finished_at < ${options.before}`)
+      const rows = yield* sql<SummaryRow>`
+        SELECT ${summary} FROM jobs WHERE ${sql.and(conditions)}
+        ORDER BY finished_at DESC, id DESC LIMIT ${Math.max(0, Math.floor(options.limit))}`
+      return rows.map(toSummary)
+    },
+    fail("listDeadLetters")
+  )
+
+  const replayDeadLetter = Effect.fn("Store.replayDeadLetter")(
+    function*(jobId: string, now: number) {
+      const rows = yield* sql<{ id: string }>`
+        UPDATE jobs SET status = 'pending', next_due_at = ${now}, first_attempt_at = NULL,
+          endpoint_state = NULL, attempts = 0, finished_at = NULL, last_error = NULL,
+          lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = ${jobId} AND status = 'dead'
+        RETURNING id`
+      return rows.length > 0
+    },
+    fail("replayDeadLetter")
+  )
+
+  const backlog = Effect.fn("Store.backlog")(
+    function*() {
+      // One scalar subquery per status, each answered from its partial index.
+      const rows = yield* sql<Record<string, unknown>>`
+        SELECT
+          (SELECT count(*) FROM jobs WHERE status = 'pending') AS pending,
+          (SELECT count(*) FROM jobs WHERE status = 'delivering') AS delivering,
+          (SELECT count(*) FROM jobs WHERE status = 'delivered') AS delivered,
+          (SELECT count(*) FROM jobs WHERE status = 'dead') AS dead`
+      const row = rows[0] ?? {}
+      const result: Backlog = {
+        pending: num(row.pending ?? 0),
+        delivering: num(row.delivering ?? 0),
+        delivered: num(row.delivered ?? 0),
+        dead: num(row.dead ?? 0)
+      }
+      return result
+    },
+    fail("backlog")
+  )
+
+  // --- retention -------------------------------------------------------------------------------
+
+  /**
+   * Deletes finished jobs in chunks, each chunk its own short transaction, so that a large purge
+   * never blocks ingest on SQLite's single connection for long.
+   */
+  const purgeJobs = (status: "delivered" | "dead", olderThan: number, sourceId: string | undefined) =>
+    Effect.gen(function*() {
+      let total = 0
+      while (true) {
+        const deleted = yield* sql.withTransaction(Effect.gen(function*() {
+          const conditions = [sql`status = ${status}`, sql`finished_at < ${olderThan}`]
+          if (sourceId !== undefined) conditions.push(sql`source_id = ${sourceId}`)
+          const ids = (yield* sql<{ id: string }>`
+            SELECT id FROM jobs WHERE ${sql.and(conditions)} ORDER BY finished_at LIMIT ${purgeChunk}`)
+            .map((row) => row.id)
+          if (ids.length === 0) return 0
+          yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", ids)}`
+          yield* sql`DELETE FROM jobs WHERE ${sql.in("id", ids)}`
+          return ids.length
+        }))
+        total += deleted
+        if (deleted < purgeChunk) return total
+      }
+    })
+
+  const purgeDelivered = Effect.fn("Store.purgeDelivered")(
+    function*(olderThan: number) {
+      return yield* purgeJobs("delivered", olderThan, undefined)
+    },
+    fail("purgeDelivered")
+  )
+
+  const purgeDeadLetters = Effect.fn("Store.purgeDeadLetters")(
+    function*(options: { readonly olderThan: number; readonly sourceId?: string | undefined }) {
+      return yield* purgeJobs("dead", options.olderThan, options.sourceId)
+    },
+    fail("purgeDeadLetters")
+  )
+
+  const purgeSeen = Effect.fn("Store.purgeSeen")(
+    function*(olderThan: number) {
+      const chunk = purgeChunk * 5
+      let total = 0
+      while (true) {
+        const rows = yield* sql<{ source_id: string }>`
+          DELETE FROM seen_messages WHERE (source_id, message_id) IN (
+            SELECT source_id, message_id FROM seen_messages WHERE seen_at < ${olderThan} LIMIT ${chunk})
+          RETURNING source_id`
+        total += rows.length
+        if (rows.length < chunk) return total
+      }
+    },
+    fail("purgeSeen")
+  )
+
+  const store: StoreShape = {
+    upsertSource,
+    getSource,
+    findSourceByWriteKey,
+    listSources: () => listSources(),
+    deleteSource,
+    enqueue,
+    insertJobs,
+    claimDue,
+    renewLeases,
+    releaseLeases,
+    recordAttempts,
+    markFirstAttempt,
+    markDelivered,
+    reschedule,
+    markDead,
+    completeMany,
+    nextWakeAt: () => nextWakeAt(),
+    getJob,
+    jobsForMessage,
+    listDeadLetters,
+    replayDeadLetter,
+    backlog: () => backlog(),
+    addUsage,
+    usage,
+    purgeDelivered,
+    purgeSeen,
+    purgeDeadLetters
+  }
+  return store
+})

@@ -1,0 +1,116 @@
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import type { ConfigError } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { mkdirSync } from "node:fs"
+import * as Path from "node:path"
+import type { StoreShape } from "./Model.js"
+import * as SqlStore from "./SqlStore.js"
+import { dataDirectoryConfig, postgresUrlConfig } from "./StoreConfig.js"
+import { StoreError } from "./StoreError.js"
+
+/**
+ * The outbox and everything around it: sources, jobs, attempts, dedupe, usage. One behaviour,
+ * two databases: SQLite (embedded, one process) and PostgreSQL (several processes sharing jobs
+ * through row leases).
+ */
+export class Store extends Context.Tag("hookrelay/Store")<Store, StoreShape>() {}
+
+/** The store over whatever `SqlClient` the context provides (migrations run when it is built). */
+export const layerSql: Layer.Layer<Store, StoreError, SqlClient.SqlClient> = Layer.effect(Store, SqlStore.make)
+
+export const sqliteFileName = "hookrelay.db"
+
+export interface SqliteOptions {
+  /** The database file (or `:memory:`). Wins over `directory`. */
+  readonly filename?: string | undefined
+  /** The data directory; the file is `<directory>/hookrelay.db`. Default `./data`. */
+  readonly directory?: string | undefined
+}
+
+export const sqliteFilename = (options: SqliteOptions): string =>
+  options.filename ?? Path.join(options.directory ?? "./data", sqliteFileName)
+
+/**
+ * SQLite in one file (WAL, synchronous=NORMAL, busy_timeout). The directory is created when
+ * missing. One connection: keep transactions short, as every statement blocks the event loop.
+ */
+export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const filename = sqliteFilename(options)
+    if (filename !== ":memory:" && !filename.startsWith("file:")) {
+      yield* Effect.try({
+        try: () => mkdirSync(Path.dirname(Path.resolve(filename)), { recursive: true }),
+        catch: (cause) => new StoreError({ operation: "open", cause })
+      })
+    }
+    return layerSql.pipe(
+      Layer.provide(
+        SqliteClient.layer({ filename }).pipe(
+          Layer.mapError((cause) => new StoreError({ operation: "open", cause }))
+        )
+      )
+    )
+  }))
+
+export interface PgOptions {
+  readonly url: string | Redacted.Redacted
+  /**
+   * Keep hookrelay's tables in this schema (created when missing) by setting `search_path` on
+   * every connection. Tests use a fresh schema per run. Letters, digits and `_` only.
+   */
+  readonly schema?: string | undefined
+  readonly maxConnections?: number | undefined
+}
+
+const schemaName = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+/** Adds `-c search_path=<schema>` to the connection's startup options (libpq `options`). */
+const withSearchPath = (url: string, schema: string): string => {
+  const parsed = new URL(url)
+  const options = parsed.searchParams.get("options")
+  parsed.searchParams.set("options", `${options === null ? "" : `${options} `}-c search_path=${schema}`)
+  return parsed.toString()
+}
+
+/** PostgreSQL through a node-postgres pool. Several hookrelay processes may share the database. */
+export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const schema = options.schema
+    if (schema !== undefined && !schemaName.test(schema)) {
+      return yield* new StoreError({ operation: "open", cause: new Error(`invalid schema name: ${schema}`) })
+    }
+    const raw = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
+    const url = schema === undefined ? raw : yield* Effect.try({
+      try: () => withSearchPath(raw, schema),
+      catch: (cause) => new StoreError({ operation: "open", cause })
+    })
+    const createSchema = Effect.gen(function*() {
+      if (schema === undefined) return
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`.pipe(
+        Effect.mapError((cause) => new StoreError({ operation: "open", cause }))
+      )
+    })
+    return Layer.effect(Store, Effect.zipRight(createSchema, SqlStore.make)).pipe(
+      Layer.provide(
+        PgClient.layer({
+          url: Redacted.make(url),
+          maxConnections: options.maxConnections,
+          applicationName: "hookrelay"
+        }).pipe(Layer.mapError((cause) => new StoreError({ operation: "open", cause })))
+      )
+    )
+  }))
+
+/**
+ * PostgreSQL when `DATABASE_URL` is a postgres:// URL, else SQLite under `HOOKRELAY_DATA_DIR`.
+ */
+export const layerFromConfig: Layer.Layer<Store, StoreError | ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const url = yield* postgresUrlConfig
+    if (Option.isSome(url)) return layerPg({ url: url.value })
+    return layerSqlite({ directory: yield* dataDirectoryConfig })
+  })
+)

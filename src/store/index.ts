@@ -1,0 +1,5 @@
+export * from "./Model.js"
+export * from "./Retention.js"
+export * from "./Store.js"
+export * from "./StoreConfig.js"
+export * from "./StoreError.js"

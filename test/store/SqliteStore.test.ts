@@ -1,0 +1,40 @@
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import * as Path from "node:path"
+import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
+import { storeSuite, survivesReopen } from "./storeSuite.js"
+
+/** A new store in a new temporary directory, removed when the test's scope closes. */
+const freshSqlite = () =>
+  Layer.unwrapScoped(
+    Effect.map(FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeTempDirectoryScoped())), (directory) =>
+      layerSqlite({ directory }))
+  ).pipe(Layer.provide(NodeFileSystem.layer))
+
+describe("Store (SQLite)", () => {
+  storeSuite(freshSqlite)
+
+  it.scopedLive("data survives closing and reopening the file", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const directory = yield* fs.makeTempDirectoryScoped()
+      yield* survivesReopen(layerSqlite({ filename: Path.join(directory, "nested", "store.db") }))
+      assert.isTrue(yield* fs.exists(Path.join(directory, "nested", "store.db")))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  it.scopedLive("layerFromConfig picks SQLite under HOOKRELAY_DATA_DIR without a postgres:// DATABASE_URL", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const directory = yield* fs.makeTempDirectoryScoped()
+      const provider = ConfigProvider.fromMap(
+        new Map([["HOOKRELAY_DATA_DIR", directory], ["DATABASE_URL", "mysql://nope"]])
+      )
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
+      }).pipe(Effect.provide(layerFromConfig.pipe(Layer.provide(Layer.setConfigProvider(provider)))))
+      assert.isTrue(yield* fs.exists(Path.join(directory, sqliteFileName)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+})
