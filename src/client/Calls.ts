@@ -1,0 +1,126 @@
+import { Either } from "effect"
+import { randomUUID } from "node:crypto"
+import { maxMessageBytes } from "../domain/Limits.js"
+import { decodeMessage, type MessageType } from "../domain/Message.js"
+import { formatTimestamp } from "../domain/Timestamp.js"
+import { InvalidMessage, MessageTooLarge } from "./Errors.js"
+import type { OutgoingMessage } from "./Outcome.js"
+import { library } from "./version.js"
+
+/** A user, group or alias id: a string, or a number (sent as its string). */
+export type Id = string | number
+
+/** Who did it: `userId`, `anonymousId`, or both. */
+export type Identity =
+  | { readonly userId: Id; readonly anonymousId?: Id | undefined }
+  | { readonly userId?: Id | undefined; readonly anonymousId: Id }
+
+/** A JSON object: `properties`, `traits`, `context`, `integrations`. */
+export type Fields = Readonly<Record<string, unknown>>
+
+/** Fields every call may carry. */
+export interface CommonParams {
+  /** Extra information about the call (`ip`, `userAgent`, `locale`, …); `context.library` is set by the client. */
+  readonly context?: Fields | undefined
+  /** Which destinations get the message (`{ "Webhooks": false }`; SPEC §2). */
+  readonly integrations?: Fields | undefined
+  /** When it happened (ISO 8601 string or `Date`). Default: now, by Effect's `Clock`. A past time is a historical import and is kept. */
+  readonly timestamp?: string | Date | undefined
+  /** Unique id of the message, at most 100 characters, for deduplication. Default: a random UUID. */
+  readonly messageId?: string | undefined
+}
+
+/** `identify`: who the user is. */
+export type IdentifyParams = Identity & CommonParams & { readonly traits?: Fields | undefined }
+
+/** `track`: an action the user did. */
+export type TrackParams = Identity & CommonParams & {
+  /** The action's name, e.g. `"Order Completed"`; non-empty. */
+  readonly event: string
+  readonly properties?: Fields | undefined
+}
+
+/** A page's standard properties, plus any of your own. */
+export interface PageProperties {
+  readonly url?: string | undefined
+  readonly title?: string | undefined
+  readonly referrer?: string | undefined
+  readonly path?: string | undefined
+  readonly [key: string]: unknown
+}
+
+/** `page`: a web page view. */
+export type PageParams = Identity & CommonParams & {
+  readonly name?: string | undefined
+  readonly category?: string | undefined
+  readonly properties?: PageProperties | undefined
+}
+
+/** `screen`: a mobile app screen view. */
+export type ScreenParams = Identity & CommonParams & {
+  readonly name?: string | undefined
+  readonly category?: string | undefined
+  readonly properties?: Fields | undefined
+}
+
+/** `group`: the user belongs to a group (account, company). */
+export type GroupParams = Identity & CommonParams & {
+  readonly groupId: Id
+  readonly traits?: Fields | undefined
+}
+
+/** `alias`: `previousId` and `userId` are the same user. */
+export type AliasParams = CommonParams & {
+  readonly userId: Id
+  readonly previousId: Id
+}
+
+/** A message ready to be batched: its JSON is computed once, measured, and sent as is. */
+export interface Prepared {
+  readonly message: OutgoingMessage
+  readonly json: string
+  /** UTF-8 length of `json`. */
+  readonly bytes: number
+}
+
+const invalid = (type: MessageType, path: string, message: string) =>
+  Either.left(new InvalidMessage({ type, path, issues: [{ path, message }] }))
+
+/**
+ * Validates a call with the domain's message schemas (the server's own rules), stamps it
+ * (`messageId`, `timestamp` at `now` unless given, `context.library`) and encodes it once.
+ */
+export const prepareMessage = (
+  type: MessageType,
+  params: object,
+  now: number
+): Either.Either<Prepared, InvalidMessage | MessageTooLarge> => {
+  const input: Record<string, unknown> = { ...params, type }
+  if (input.timestamp instanceof Date) {
+    if (Number.isNaN(input.timestamp.getTime())) return invalid(type, "timestamp", "must be a valid date")
+    input.timestamp = input.timestamp.toISOString()
+  }
+  const decoded = decodeMessage(input, type)
+  if (Either.isLeft(decoded)) {
+    const issues = decoded.left
+    return Either.left(new InvalidMessage({ type, path: issues[0]?.path ?? "", issues }))
+  }
+  const message = decoded.right
+  const stamped = {
+    ...message,
+    messageId: message.messageId ?? randomUUID(),
+    timestamp: message.timestamp ?? formatTimestamp(now),
+    context: { ...message.context, library }
+  } as OutgoingMessage
+  let json: string
+  try {
+    json = JSON.stringify(stamped)
+  } catch (error) {
+    return invalid(type, "", `must be serializable as JSON (${error instanceof Error ? error.message : String(error)})`)
+  }
+  const bytes = Buffer.byteLength(json, "utf8")
+  if (bytes > maxMessageBytes) {
+    return Either.left(new MessageTooLarge({ type, messageId: stamped.messageId, size: bytes, limit: maxMessageBytes }))
+  }
+  return Either.right({ message: stamped, json, bytes })
+}

@@ -1,0 +1,77 @@
+import { Clock, Duration, Effect } from "effect"
+import { formatTimestamp } from "../domain/Timestamp.js"
+import { type Batch, encodeBatch } from "./Batch.js"
+import type { DebugLog } from "./Debug.js"
+import { HttpError, RequestTimeout, type SendError } from "./Errors.js"
+import type { ResolvedOptions } from "./Options.js"
+import { Outcome } from "./Outcome.js"
+import { parseRetryAfter, retrySchedule } from "./RetryPolicy.js"
+import type { TransportShape } from "./Transport.js"
+import { version } from "./version.js"
+
+/**
+ * Sends one batch to `POST {endpoint}/v1/batch`, retrying as `retrySchedule` says, and reports
+ * its outcome. Never fails: a batch that cannot be delivered is a `Failure` outcome.
+ */
+export const makeSender = (
+  options: ResolvedOptions,
+  transport: TransportShape,
+  report: (outcome: Outcome) => Effect.Effect<void>,
+  log: DebugLog
+) => {
+  const headers = {
+    authorization: `Basic ${Buffer.from(`${options.writeKey}:`, "utf8").toString("base64")}`,
+    "content-type": "application/json",
+    "user-agent": `hookrelay-node/${version}`
+  }
+  const schedule = retrySchedule(options.maxRetries)
+  const timeoutMillis = Duration.toMillis(options.timeout)
+  const onTimeout = () => new RequestTimeout({ timeoutMillis })
+
+  return (batch: Batch): Effect.Effect<void> => {
+    const count = batch.messages.length
+    if (count === 0) return Effect.void
+    let attempts = 0
+    // `sentAt` is the time of each attempt, so that the server's clock-skew correction stays right on retries.
+    const attempt: Effect.Effect<void, SendError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      attempts++
+      const body = encodeBatch(batch.messages, formatTimestamp(now))
+      return transport.send({ url: options.batchUrl, headers, body }).pipe(
+        Effect.timeoutFail({ duration: options.timeout, onTimeout }),
+        Effect.flatMap((response) => {
+          if (response.status >= 200 && response.status < 300) return Effect.void
+          const retryAfterMillis = parseRetryAfter(response.retryAfter, now)
+          return Effect.fail(
+            new HttpError({
+              status: response.status,
+              body: response.body,
+              ...(retryAfterMillis !== undefined && { retryAfterMillis })
+            })
+          )
+        }),
+        Effect.tapError((error) => log(`batch of ${count} messages: attempt ${attempts} failed: ${error.message}`))
+      )
+    })
+    const messages = batch.messages.map((prepared) => prepared.message)
+    return log(`flushing ${count} messages (${batch.bodyBytes} bytes)`).pipe(
+      Effect.zipRight(Effect.retry(attempt, schedule)),
+      Effect.matchEffect({
+        onSuccess: () =>
+          Effect.zipRight(
+            log(`batch of ${count} messages delivered (${attempts} attempts)`),
+            report(Outcome.Success({ messages, attempts }))
+          ),
+        onFailure: (error) =>
+          Effect.zipRight(
+            log(`batch of ${count} messages failed after ${attempts} attempts: ${error.message}`),
+            report(Outcome.Failure({
+              messages,
+              attempts,
+              error,
+              status: error._tag === "HttpError" ? error.status : undefined
+            }))
+          )
+      })
+    )
+  }
+}

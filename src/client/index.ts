@@ -1,0 +1,162 @@
+/**
+ * `hookrelay/client`: send analytics messages to a hookrelay server (or anything that speaks
+ * Segment's `/v1/batch`) from Node.
+ *
+ * Two APIs over one engine:
+ * - Effect programs use the {@link Analytics} service, built by {@link layer} (options in code)
+ *   or {@link layerConfig} (options from the environment);
+ * - plain Node code uses {@link createClient}, whose calls return Promises.
+ *
+ * Every call is validated with the server's own message schemas, stamped (`messageId`,
+ * `timestamp`, `context.library`) and queued; it never waits for the network. A batcher sends
+ * the queue in batches of `flushAt` messages, every `flushAfter`, and never over 500 KB per
+ * request, with at most `maxInFlight` requests at a time; failed requests are retried
+ * (5xx, 429, timeouts, network errors) with jittered exponential backoff. Each batch's outcome
+ * is reported (`outcomes` stream, `onOutcome` callback). Closing flushes what is queued and
+ * waits for it. `DEBUG=analytics` logs queueing, flushes and failures; otherwise the library is
+ * silent.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from "hookrelay/client"
+ *
+ * const analytics = createClient({ writeKey: process.env.HOOKRELAY_WRITE_KEY!, endpoint: "https://relay.example.com" })
+ * await analytics.track({ userId: "u-1", event: "Order Completed", properties: { total: 42 } })
+ * await analytics.close()
+ * ```
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Analytics, layerConfig } from "hookrelay/client"
+ *
+ * const program = Effect.gen(function*() {
+ *   const analytics = yield* Analytics
+ *   yield* analytics.identify({ userId: "u-1", traits: { plan: "pro" } })
+ * })
+ * Effect.runPromise(Effect.provide(program, layerConfig()))
+ * ```
+ *
+ * @module
+ */
+
+export {
+  /** The client library's Effect service: `yield* Analytics` gives the calls, `flush` and the outcome streams. */
+  Analytics,
+  /** The methods of the {@link Analytics} service. */
+  type AnalyticsShape,
+  /** Why a call was refused: `InvalidMessage`, `MessageTooLarge` or `ClientClosed`. */
+  type CallError,
+  /** The service over the undici transport, from options given in code. Fails with `InvalidOptions`. */
+  layer,
+  /** The service from environment variables through `Config` (`HOOKRELAY_WRITE_KEY`, …; see `environmentVariables`). */
+  layerConfig,
+  /** The service over a `Transport` you provide (tests, or your own HTTP stack). */
+  layerWithoutTransport,
+  /** The service as a scoped effect needing a `Transport`, for building your own layer. */
+  make,
+  /** How far (in outcomes) an `outcomes` subscriber may fall behind before the oldest are discarded. */
+  outcomeBuffer
+} from "./Analytics.js"
+
+export {
+  /** The Promise client's methods. */
+  type Client,
+  /** The Promise client for plain Node code; throws `InvalidOptions` at once on bad options. */
+  createClient
+} from "./Client.js"
+
+export type {
+  /** Fields of an `alias` call. */
+  AliasParams,
+  /** Fields every call may carry: `context`, `integrations`, `timestamp`, `messageId`. */
+  CommonParams,
+  /** A JSON object (`properties`, `traits`, `context`, `integrations`). */
+  Fields,
+  /** Fields of a `group` call. */
+  GroupParams,
+  /** A user, group or alias id: a string, or a number (sent as its string). */
+  Id,
+  /** Fields of an `identify` call. */
+  IdentifyParams,
+  /** `userId`, `anonymousId`, or both. */
+  Identity,
+  /** Fields of a `page` call. */
+  PageParams,
+  /** Standard page properties (`url`, `title`, `referrer`, `path`) and your own. */
+  PageProperties,
+  /** Fields of a `screen` call. */
+  ScreenParams,
+  /** Fields of a `track` call. */
+  TrackParams
+} from "./Calls.js"
+
+export {
+  /** The client was closed; it accepts no more calls. */
+  ClientClosed,
+  /** The server answered with a non-2xx status (5xx and 429 are retried). */
+  HttpError,
+  /** A call's fields break a rule of the tracking API; `path` names the field. Nothing was queued. */
+  InvalidMessage,
+  /** The options were refused; `issues` names each option. */
+  InvalidOptions,
+  /** A message's JSON is over 32 KiB. Nothing was queued. */
+  MessageTooLarge,
+  /** A request got no answer within `timeout`. Retried. */
+  RequestTimeout,
+  /** Why one attempt at sending a batch failed. */
+  type SendError,
+  /** A request failed on the network (refused, reset, DNS, TLS). Retried unless the certificate is invalid. */
+  TransportError
+} from "./Errors.js"
+
+export {
+  /** The client's options; only `writeKey` is required. */
+  type AnalyticsOptions,
+  /** The defaults of the options (SPEC §9). */
+  defaults,
+  /** The environment variable read by `layerConfig` for each option. */
+  environmentVariables,
+  /** The options read from the environment, as a `Config`. */
+  optionsConfig,
+  /** `"drop"` (report and drop when the queue is full) or `"backpressure"` (wait for room). */
+  type Overflow
+} from "./Options.js"
+
+export {
+  /** What became of messages: `Success`, `Failure` (with the batch's messages) or `Dropped`. */
+  Outcome,
+  /** A message as sent: validated and stamped. */
+  type OutgoingMessage
+} from "./Outcome.js"
+
+export {
+  /** Backoff and `Retry-After` limits of the retry policy. */
+  initialBackoff,
+  /** The longest backoff delay. */
+  maxBackoff,
+  /** The longest `Retry-After` honoured. */
+  maxRetryAfter
+} from "./RetryPolicy.js"
+
+export {
+  /** The undici transport as a layer (what `layer` uses). */
+  layerUndici,
+  /** How batches reach the server; provide your own layer to replace HTTP. */
+  Transport,
+  /** One POST of a batch. */
+  type TransportRequest,
+  /** The answer to one POST. */
+  type TransportResponse,
+  /** The transport's single operation. */
+  type TransportShape,
+  /** Options of the undici transport. */
+  type UndiciTransportOptions
+} from "./Transport.js"
+
+export {
+  /** `context.library` of every message: `{ name: "hookrelay", version }`. */
+  library,
+  /** The client's version. */
+  version
+} from "./version.js"
