@@ -40,6 +40,8 @@ export interface ResponseFacts {
   readonly location?: string | undefined
 }
 
+const httpDateShape = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? .*\b\d{2}:\d{2}:\d{2}\b/
+
 /**
  * `Retry-After` as a delay from `now` (epoch ms): delta-seconds or an HTTP-date (RFC 9110 §10.2.3). A date in the
  * past is a zero delay; anything unreadable is ignored (`undefined`), and the normal backoff applies.
@@ -48,8 +50,11 @@ export const parseRetryAfter = (value: string | undefined, now: number): Duratio
   if (value === undefined) return undefined
   const trimmed = value.trim()
   if (/^\d+$/.test(trimmed)) return Duration.seconds(Number(trimmed))
-  // Date.parse reads the string only (no clock); it accepts the IMF-fixdate, RFC 850 and asctime forms.
-  const at = Date.parse(trimmed)
+  // Date.parse is lenient ("-5" is a year to it): only hand it what has the shape of one of the three HTTP-date forms
+  // (IMF-fixdate, RFC 850, asctime: a day name and a hh:mm:ss time). It reads the string only, no clock.
+  if (!httpDateShape.test(trimmed)) return undefined
+  // HTTP-dates are always GMT; asctime says so nowhere, and Date.parse would read it in local time.
+  const at = Date.parse(/GMT|UTC/.test(trimmed) ? trimmed : `${trimmed} GMT`)
   return Number.isNaN(at) ? undefined : Duration.millis(Math.max(0, at - now))
 }
 
