@@ -3,19 +3,19 @@ import {
   ConfigError,
   Context,
   Deferred,
+  Duration,
   Effect,
   Either,
   Fiber,
   Layer,
   PubSub,
   Queue,
-  Schedule,
   type Scope,
   Stream
 } from "effect"
 import { maxRequestBytes } from "../domain/Limits.js"
 import type { MessageType } from "../domain/Message.js"
-import { type Batch, batchSink, FlushRequest, type Item } from "./Batch.js"
+import { type Batch, batchSink, FlushRequest, type Item, timerFlush } from "./Batch.js"
 import {
   type AliasParams,
   type GroupParams,
@@ -86,11 +86,6 @@ type End = typeof End
 const isItem = (item: Item | End): item is Item => item !== End
 const isOutcome = (item: Outcome | End): item is Outcome => item !== End
 
-const completeFlushes = (batch: Batch) =>
-  batch.flushRequests.length === 0
-    ? Effect.void
-    : Effect.forEach(batch.flushRequests, (request) => Deferred.succeed(request.done, undefined), { discard: true })
-
 const makeResolved = (options: ResolvedOptions): Effect.Effect<AnalyticsShape, never, Transport | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
@@ -114,14 +109,49 @@ const makeResolved = (options: ResolvedOptions): Effect.Effect<AnalyticsShape, n
 
     const sendBatch = makeSender(options, transport, report, log)
 
-    // Count, time and bytes: the batch ends at `flushAt` messages, at a flush request, before it
-    // would pass the request limit, or when `flushAfter` has passed since the last batch.
-    // Ordered `mapEffect`: a batch's flush requests complete only after every earlier batch.
+    // Senders: `maxInFlight` long-lived fibers take batches from a hand-off queue. A permit of
+    // `inFlight` is held from the moment a batch is handed over until its outcome is reported,
+    // so the batcher stops pulling from the queue while every sender is busy (bounded memory),
+    // and taking every permit waits until nothing is in flight.
+    const inFlight = yield* Effect.makeSemaphore(options.maxInFlight)
+    const handOff = yield* Queue.unbounded<Batch>()
+    const sender = Effect.forever(
+      Effect.flatMap(Queue.take(handOff), (batch) => Effect.ensuring(sendBatch(batch), inFlight.release(1)))
+    )
+    for (let i = 0; i < options.maxInFlight; i++) yield* Effect.forkScoped(sender)
+    const allSent = inFlight.withPermits(options.maxInFlight)(Effect.void)
+
+    // The flush timer: `flushAfter` after the last batch, it puts a flush request in the queue.
+    const flushAfterMillis = Duration.toMillis(options.flushAfter)
+    let lastFlush = yield* Clock.currentTimeMillis
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const due = lastFlush + flushAfterMillis
+      if (now < due) return Effect.sleep(Duration.millis(due - now))
+      lastFlush = now
+      queue.unsafeOffer(timerFlush) // a full queue makes full batches anyway
+      return Effect.void
+    })))
+
+    const dispatch = (batch: Batch): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        if (batch.messages.length > 0) {
+          lastFlush = yield* Clock.currentTimeMillis
+          yield* inFlight.take(1)
+          yield* Queue.offer(handOff, batch)
+        }
+        if (batch.flushRequests.length > 0) {
+          yield* allSent
+          for (const request of batch.flushRequests) yield* Deferred.succeed(request.done!, undefined)
+        }
+      })
+
+    // The batcher: one fiber folds the queue into batches by count, bytes and flush requests
+    // (`batchSink`), and ends at the end marker, once every batch it made has its outcome.
     const consumer = yield* Stream.fromQueue(queue, { maxChunkSize: options.flushAt }).pipe(
       Stream.takeWhile(isItem),
-      Stream.aggregateWithin(batchSink(options.flushAt, maxRequestBytes), Schedule.spaced(options.flushAfter)),
-      Stream.mapEffect((batch) => Effect.as(sendBatch(batch), batch), { concurrency: options.maxInFlight }),
-      Stream.runForEach(completeFlushes),
+      Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
+      Stream.runForEach(dispatch),
+      Effect.zipRight(allSent),
       Effect.forkScoped
     )
 
@@ -165,8 +195,8 @@ const makeResolved = (options: ResolvedOptions): Effect.Effect<AnalyticsShape, n
         : Effect.map(Stream.fromPubSub(hub, { scoped: true }), (stream) => Stream.takeWhile(stream, isOutcome))
     )
 
-    // Graceful close: the end marker goes behind everything already queued, the stream flushes
-    // its last batch and ends, and `mapEffect` waits for the batches in flight.
+    // Graceful close: the end marker goes behind everything already queued, the batcher sends its
+    // last batch and ends once every batch has its outcome.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         state = "closing"

@@ -1,15 +1,21 @@
 import { Channel, Chunk, type Deferred, Sink } from "effect"
 import type { Prepared } from "./Calls.js"
 
-/** Asks the batcher to send what it holds now; `done` completes once every earlier batch has its outcome. */
+/**
+ * Asks the batcher to send what it holds now. `done`, when given, completes once every earlier
+ * batch has its outcome (`flush()`); the flush timer's requests have none.
+ */
 export class FlushRequest {
-  constructor(readonly done: Deferred.Deferred<void>) {}
+  constructor(readonly done: Deferred.Deferred<void> | undefined) {}
 }
+
+/** The flush timer's request: `flushAfter` has passed since the last batch. */
+export const timerFlush = new FlushRequest(undefined)
 
 /** What the queue carries: messages, and flush requests between them. */
 export type Item = Prepared | FlushRequest
 
-/** A batch as the batcher emits it. `bodyBytes` is the exact size of its request body. */
+/** A batch as the batcher emits it (possibly empty). `bodyBytes` is the exact size of its request body. */
 export interface Batch {
   readonly messages: Array<Prepared>
   readonly flushRequests: Array<FlushRequest>
@@ -37,8 +43,8 @@ export const encodeBatch = (messages: ReadonlyArray<Prepared>, sentAt: string): 
 
 /**
  * Folds queued items into one batch and ends it as soon as it holds `flushAt` messages, when a
- * flush request arrives, or before a message that would take the request body past
- * `maxRequestBytes` (that message starts the next batch: it is handed back as a leftover).
+ * flush request arrives (`flush()` or the timer), or before a message that would take the request
+ * body past `maxRequestBytes` (that message starts the next batch: it is handed back as a leftover).
  *
  * `Sink.foldWeighted` would do for the bytes, but it only ends on an element that overflows, so a
  * batch of exactly `flushAt` messages would wait for the next message or the timer.
@@ -55,7 +61,7 @@ export const batchSink = (flushAt: number, maxRequestBytes: number): Sink.Sink<B
         for (let index = 0; index < input.length; index++) {
           const item = Chunk.unsafeGet(input, index)
           if (item instanceof FlushRequest) {
-            batch.flushRequests.push(item)
+            if (item.done !== undefined) batch.flushRequests.push(item)
             return finish(Chunk.drop(input, index + 1))
           }
           const cost = batch.messages.length === 0 ? item.bytes : item.bytes + 1

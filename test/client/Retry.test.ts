@@ -1,0 +1,147 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import { type Outcome, TransportError } from "../../src/client/index.js"
+import { ok, type Responder, settle, startClient, status, trackCall } from "./support.js"
+
+const byAttempt = (answers: ReadonlyArray<ReturnType<typeof status>>): Responder => (received) =>
+  Effect.succeed(answers[received.attempt - 1] ?? answers.at(-1)!)
+
+const failure = (outcomes: ReadonlyArray<Outcome>) => {
+  const [outcome] = outcomes
+  if (outcomes.length !== 1 || outcome?._tag !== "Failure") {
+    throw new Error(`expected one Failure, got ${outcomes.map((o) => o._tag)}`)
+  }
+  return outcome
+}
+
+describe("retries", () => {
+  it.effect("503 twice then 200: delivered on the third try, after growing jittered delays", () =>
+    Effect.gen(function*() {
+      const { analytics, fake, outcomes } = yield* startClient(
+        { flushAt: 1 },
+        byAttempt([status(503), status(503), ok])
+      )
+      yield* analytics.track(trackCall(0))
+      const first = yield* fake.next
+      expect(first.at).toBe(0)
+      // First retry after 1 s ± 20 %, second after 2 s ± 20 %.
+      yield* TestClock.adjust("799 millis")
+      yield* settle
+      expect(fake.all).toHaveLength(1)
+      yield* TestClock.adjust("401 millis")
+      const second = yield* fake.next
+      expect(second.at).toBeGreaterThanOrEqual(800)
+      expect(second.at).toBeLessThanOrEqual(1200)
+      yield* TestClock.adjust("2400 millis")
+      const third = yield* fake.next
+      expect(third.at - second.at).toBeGreaterThanOrEqual(1600)
+      expect(third.at - second.at).toBeLessThanOrEqual(2400)
+      expect(third.at - second.at).toBeGreaterThan(second.at - first.at)
+      // The same messages each time, with the attempt's own sentAt.
+      expect(third.body.batch).toEqual(first.body.batch)
+      expect(Date.parse(third.body.sentAt)).toBe(Math.floor(third.at))
+      yield* settle
+      expect(outcomes).toEqual([expect.objectContaining({ _tag: "Success", attempts: 3 })])
+      expect(fake.all).toHaveLength(3)
+    }))
+
+  it.effect("503 forever: reported failed with its messages after maxRetries", () =>
+    Effect.gen(function*() {
+      const { analytics, fake, outcomes } = yield* startClient({ flushAt: 2 }, byAttempt([status(503)]))
+      yield* analytics.track(trackCall(0))
+      yield* analytics.track(trackCall(1))
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      expect(fake.all).toHaveLength(4) // maxRetries 3 = 4 attempts
+      const outcome = failure(outcomes)
+      expect(outcome.status).toBe(503)
+      expect(outcome.attempts).toBe(4)
+      expect(outcome.error._tag).toBe("HttpError")
+      expect(outcome.messages.map((message) => message.userId)).toEqual(["user-0", "user-1"])
+      expect(outcome.messages.map((message) => message.messageId)).toEqual(
+        fake.all[0]!.body.batch.map((message) => message.messageId)
+      )
+    }))
+
+  it.effect("maxRetries: 0 makes one attempt", () =>
+    Effect.gen(function*() {
+      const { analytics, fake, outcomes } = yield* startClient({ flushAt: 1, maxRetries: 0 }, byAttempt([status(500)]))
+      yield* analytics.track(trackCall(0))
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      expect(fake.all).toHaveLength(1)
+      expect(failure(outcomes).attempts).toBe(1)
+    }))
+
+  it.effect("400 is not retried", () =>
+    Effect.gen(function*() {
+      const { analytics, fake, outcomes } = yield* startClient({ flushAt: 1 }, byAttempt([status(400), ok]))
+      yield* analytics.track(trackCall(0))
+      yield* fake.next
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      expect(fake.all).toHaveLength(1)
+      const outcome = failure(outcomes)
+      expect(outcome.status).toBe(400)
+      expect(outcome.error.message).toContain("status_400")
+    }))
+
+  it.effect("429 with Retry-After: 7 is retried at 7 s", () =>
+    Effect.gen(function*() {
+      const { analytics, fake, outcomes } = yield* startClient({ flushAt: 1 }, byAttempt([status(429, "7"), ok]))
+      yield* analytics.track(trackCall(0))
+      yield* fake.next
+      yield* TestClock.adjust("6999 millis")
+      yield* settle
+      expect(fake.all).toHaveLength(1)
+      yield* TestClock.adjust("1 millis")
+      expect((yield* fake.next).at).toBe(7000)
+      yield* settle
+      expect(outcomes).toEqual([expect.objectContaining({ _tag: "Success", attempts: 2 })])
+    }))
+
+  it.effect("a request without an answer times out after `timeout` and is retried", () =>
+    Effect.gen(function*() {
+      const { analytics, fake, outcomes } = yield* startClient(
+        { flushAt: 1, timeout: "2 seconds", maxRetries: 1 },
+        (received) => received.attempt === 1 ? Effect.never : Effect.succeed(ok)
+      )
+      yield* analytics.track(trackCall(0))
+      yield* fake.next
+      yield* TestClock.adjust("1999 millis")
+      yield* settle
+      expect(fake.all).toHaveLength(1)
+      yield* TestClock.adjust("1 millis") // timed out at 2 s; retried ~1 s later
+      yield* TestClock.adjust("1200 millis")
+      const retry = yield* fake.next
+      expect(retry.at).toBeGreaterThanOrEqual(2800)
+      yield* settle
+      expect(outcomes).toEqual([expect.objectContaining({ _tag: "Success", attempts: 2 })])
+    }))
+
+  it.effect("network errors are retried; a permanent transport error is not", () =>
+    Effect.gen(function*() {
+      const reset = new TransportError({ reason: "socket hang up", code: "ECONNRESET", retryable: true })
+      const badCertificate = new TransportError({
+        reason: "self-signed",
+        code: "DEPTH_ZERO_SELF_SIGNED_CERT",
+        retryable: false
+      })
+      const flaky = yield* startClient({ flushAt: 1 }, (received) =>
+        received.attempt === 1 ? Effect.fail(reset) : Effect.succeed(ok))
+      yield* flaky.analytics.track(trackCall(0))
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      expect(flaky.outcomes).toEqual([expect.objectContaining({ _tag: "Success", attempts: 2 })])
+
+      const broken = yield* startClient({ flushAt: 1 }, () =>
+        Effect.fail(badCertificate))
+      yield* broken.analytics.track(trackCall(0))
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      const outcome = failure(broken.outcomes)
+      expect(outcome.error).toBe(badCertificate)
+      expect(outcome.status).toBeUndefined()
+      expect(broken.fake.all).toHaveLength(1)
+    }))
+})
