@@ -1,4 +1,51 @@
-// The server entrypoint lands with the server issue; until then `npm start` says what exists.
-console.log(
-  "hookrelay: the HTTP server is not built yet. The domain schemas and the delivery program are available as a library; run `npm test`."
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { createServer } from "node:http"
+import { provision } from "./config/Provisioning.js"
+import * as Dispatcher from "./delivery/Dispatcher.js"
+import * as Outcomes from "./delivery/Outcomes.js"
+import * as Transport from "./delivery/Transport.js"
+import * as Server from "./ingest/Server.js"
+import * as RelayLive from "./relay/RelayLive.js"
+import * as OutboxSignal from "./store/OutboxSignal.js"
+import { layerRetentionFromConfig } from "./store/Retention.js"
+import * as Store from "./store/Store.js"
+
+/**
+ * The hookrelay server (SPEC §7): configuration from the environment, the store it selects
+ * (SQLite under HOOKRELAY_DATA_DIR, or PostgreSQL at DATABASE_URL), sources provisioned from
+ * HOOKRELAY_CONFIG, the dispatcher, and the HTTP server. JSON logs. SIGTERM/SIGINT stop accepting,
+ * finish or release in-flight work, and exit 0.
+ */
+const serverConfig = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+  adminToken: Config.option(Config.redacted("HOOKRELAY_ADMIN_TOKEN")),
+  configFile: Config.option(Config.string("HOOKRELAY_CONFIG"))
+})
+
+const Engine = Layer.mergeAll(Dispatcher.layer(), layerRetentionFromConfig).pipe(
+  Layer.provideMerge(RelayLive.layer),
+  Layer.provideMerge(Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer)),
+  Layer.provideMerge(Store.layerFromConfig)
+)
+
+const Main = Layer.unwrapEffect(Effect.gen(function*() {
+  const config = yield* serverConfig
+  const provisioning = Option.match(config.configFile, {
+    onNone: () => Layer.empty,
+    onSome: (path) => Layer.effectDiscard(provision(path))
+  })
+  const http = Server.layer({ adminToken: config.adminToken }).pipe(
+    Layer.provide(provisioning),
+    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+    Layer.tap(() => Effect.logInfo(`hookrelay listening on http://${config.host}:${config.port}`))
+  )
+  return http.pipe(Layer.provide(Engine))
+}))
+
+Layer.launch(Main).pipe(
+  Effect.provide(Logger.json),
+  Logger.withMinimumLogLevel(LogLevel.Info),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -3,7 +3,8 @@ import type { BatchDefaults, BatchError } from "../domain/Batch.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { MessageType } from "../domain/Message.js"
 import type { SourceConfig } from "../domain/Settings.js"
-import type { StoreError } from "../store/StoreError.js"
+import type { Backlog, JobSummary, JobWithAttempts, StoredSource } from "../store/Model.js"
+import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 
 export interface IngestOptions {
   /** The type fixed by a single-message endpoint (`/v1/track`); a `type` in the message must agree. */
@@ -38,7 +39,25 @@ export interface RelayShape {
     options?: IngestOptions
   ) => Effect.Effect<IngestResult, BatchError | UnknownSource | StoreError>
   /** The source a write key belongs to (compared in constant time). */
-  readonly authenticate: (writeKey: string) => Effect.Effect<SourceConfig, UnknownSource | StoreError>
+  readonly authenticate: (writeKey: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
+
+  /** Creates or replaces a source and its webhook settings (already validated as `SourceConfig`). */
+  readonly putSource: (source: SourceConfig) => Effect.Effect<StoredSource, WriteKeyConflict | StoreError>
+  readonly getSource: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
+  readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
+  /** Removes a source; its jobs stay until delivered, dead or purged. */
+  readonly deleteSource: (sourceId: string) => Effect.Effect<void, UnknownSource | StoreError>
+
+  /** Every job of a message (one per source it came through) with its attempts. */
+  readonly messageJobs: (messageId: string) => Effect.Effect<ReadonlyArray<JobWithAttempts>, StoreError>
+  readonly deadLetters: (options: {
+    readonly sourceId?: string | undefined
+    readonly limit: number
+    readonly before?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
+  /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
+  readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
+  readonly backlog: Effect.Effect<Backlog, StoreError>
 }
 
 /** The hookrelay engine as a service: everything the HTTP server does, callable in-process. */

@@ -1,0 +1,311 @@
+import { Clock, Duration, Effect, FiberSet, Layer, Metric, Option } from "effect"
+import { randomUUID } from "node:crypto"
+import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
+import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
+import { OutboxSignal } from "../store/OutboxSignal.js"
+import { makeSourceCache } from "../store/SourceCache.js"
+import { Store } from "../store/Store.js"
+import type { AttemptRecord } from "./AttemptRecord.js"
+import { deliver } from "./Deliver.js"
+import { persistStates, restoreStates } from "./EndpointState.js"
+import { DeliveryOutcomes } from "./Outcomes.js"
+import { Transport, type TransportShape } from "./Transport.js"
+
+export interface DispatcherOptions {
+  /** Lease owner id, unique per process start. Default: a random UUID. */
+  readonly owner?: string | undefined
+  /** Requests in flight to one webhook URL at once (SPEC: default 16). */
+  readonly concurrencyPerEndpoint?: number | undefined
+  /** Jobs of one source held in memory at once: the bound of that source's mailbox. Default 256. */
+  readonly mailboxPerSource?: number | undefined
+  /** Jobs held in memory in all: the dispatcher's memory bound whatever the backlog on disk. Default 2 048. */
+  readonly maxJobsInMemory?: number | undefined
+  /** Jobs claimed per store round trip. Default 256. */
+  readonly claimBatch?: number | undefined
+  /** How long a claim is held before another process may take the job over. Default 60 s; renewed at a third. */
+  readonly lease?: Duration.DurationInput | undefined
+  /** How long the dispatcher sleeps when the outbox has nothing due (ingest in this process wakes it at once). */
+  readonly idlePoll?: Duration.DurationInput | undefined
+  /** A retry due later than this goes back to the store instead of waiting in memory. Default 5 s. */
+  readonly maxInlineDelay?: Duration.DurationInput | undefined
+  /** How long finished jobs wait to be written together. Default 5 ms. */
+  readonly flushDelay?: Duration.DurationInput | undefined
+}
+
+const storedOutcome = (outcome: AttemptRecord["outcome"]): StoredAttemptRecord["outcome"] => {
+  switch (outcome) {
+    case "Success":
+      return "success"
+    case "Retryable":
+      return "retryable"
+    case "Permanent":
+      return "permanent"
+    case "Aborted":
+      return "aborted"
+  }
+}
+
+const toStoredAttempt = (record: AttemptRecord): StoredAttemptRecord => ({
+  jobId: record.jobId,
+  url: record.url,
+  attempt: record.attemptNumber,
+  startedAt: record.startedAt,
+  durationMs: record.durationMs,
+  statusCode: record.status ?? null,
+  error: record.error ?? null,
+  outcome: storedOutcome(record.outcome),
+  responseSnippet: record.responseSnippet ?? null
+})
+
+/**
+ * The dispatcher: claims due jobs from the store under a lease and delivers each with `deliver`.
+ *
+ * It is an actor system keyed by endpoint. Each webhook URL has a gate of `concurrencyPerEndpoint`
+ * permits that its attempts pass through, and each source a mailbox bound: a source whose
+ * mailbox is full is left out of the next claims, so a slow or failing endpoint never holds the
+ * memory or the slots the others need. Retries due within `maxInlineDelay` wait in memory; later
+ * ones go back to the store with the job's per-URL progress, so the 4 h window and the backoff
+ * survive restarts. Finished jobs and their attempts are written in batches.
+ *
+ * On shutdown the job fibers are interrupted (their requests aborted, their attempts recorded),
+ * the last batch is written and every lease still held is released.
+ */
+export const make = (options: DispatcherOptions = {}) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const transport = yield* Transport
+    const signal = yield* OutboxSignal
+    const outcomes = yield* DeliveryOutcomes
+    const sources = makeSourceCache(store)
+
+    const owner = options.owner ?? randomUUID()
+    const concurrencyPerEndpoint = options.concurrencyPerEndpoint ?? 16
+    const mailboxPerSource = options.mailboxPerSource ?? 256
+    const maxJobsInMemory = options.maxJobsInMemory ?? 2048
+    const claimBatch = Math.min(options.claimBatch ?? 256, maxJobsInMemory)
+    const leaseMillis = Duration.toMillis(Duration.decode(options.lease ?? Duration.seconds(60)))
+    const idlePoll = options.idlePoll ?? Duration.millis(200)
+    const maxInlineDelay = options.maxInlineDelay ?? Duration.seconds(5)
+    const flushDelay = options.flushDelay ?? Duration.millis(5)
+
+    const held = new Map<string, ClaimedJob>()
+    const heldPerSource = new Map<string, number>()
+    const gates = new Map<string, Effect.Semaphore>()
+    let completions: Array<Completion> = []
+    let attempts: Array<StoredAttemptRecord> = []
+    const slotFreed = yield* Effect.makeLatch(false)
+    const workWaiting = yield* Effect.makeLatch(false)
+
+    const gate = (key: string): Effect.Semaphore => {
+      let semaphore = gates.get(key)
+      if (semaphore === undefined) {
+        semaphore = Effect.unsafeMakeSemaphore(concurrencyPerEndpoint)
+        gates.set(key, semaphore)
+      }
+      return semaphore
+    }
+
+    // Every attempt passes its URL's gate: the endpoint actor's concurrency limit.
+    const gatedTransport: TransportShape = {
+      post: (request) => gate(request.origin + request.path).withPermits(1)(transport.post(request))
+    }
+
+    const recordAttempt = (record: AttemptRecord) =>
+      Effect.suspend(() => {
+        attempts.push(toStoredAttempt(record))
+        return Effect.zipRight(Metric.increment(attemptsWithOutcome(storedOutcome(record.outcome))), workWaiting.open)
+      })
+
+    const finish = (job: ClaimedJob, completion: Completion) =>
+      Effect.suspend(() => {
+        completions.push(completion)
+        return workWaiting.open
+      })
+
+    const release = (job: ClaimedJob) =>
+      Effect.suspend(() => {
+        held.delete(job.id)
+        const count = (heldPerSource.get(job.sourceId) ?? 1) - 1
+        if (count <= 0) heldPerSource.delete(job.sourceId)
+        else heldPerSource.set(job.sourceId, count)
+        return slotFreed.open
+      })
+
+    const deadLetter = (job: ClaimedJob, now: number, reason: string) =>
+      Effect.zipRight(
+        finish(job, { _tag: "Dead", jobId: job.id, at: now, lastError: reason }),
+        publishDead(job, now, reason)
+      )
+
+    const publishDead = (job: ClaimedJob, now: number, reason: string) =>
+      Effect.zipRight(
+        Metric.increment(jobsDead),
+        outcomes.publish({
+          jobId: job.id,
+          sourceId: job.sourceId,
+          messageId: job.messageId,
+          kind: job.kind,
+          status: "dead",
+          at: now,
+          error: reason
+        })
+      )
+
+    const runJob = (job: ClaimedJob) =>
+      Effect.gen(function*() {
+        const startedAt = yield* Clock.currentTimeMillis
+        const source = yield* sources.byId(job.sourceId)
+        if (Option.isNone(source)) return yield* deadLetter(job, startedAt, "the source was deleted")
+        const settings = source.value.webhooks
+        if (settings === undefined) return yield* deadLetter(job, startedAt, "the source has no webhook destination")
+        if (!settings.enabled) return yield* deadLetter(job, startedAt, "the webhook destination is disabled")
+
+        const firstAttemptAt = job.firstAttemptAt ?? startedAt
+        const result = yield* deliver(
+          {
+            jobId: job.id,
+            messageId: job.messageId,
+            body: job.body,
+            settings,
+            firstAttemptAt,
+            endpointStates: restoreStates(job.endpointState)
+          },
+          { recordAttempt, maxInlineDelay }
+        ).pipe(Effect.either, Effect.provideService(Transport, gatedTransport))
+        const now = yield* Clock.currentTimeMillis
+
+        if (result._tag === "Left") {
+          const reason = result.left.message
+          yield* finish(job, {
+            _tag: "Dead",
+            jobId: job.id,
+            at: now,
+            lastError: reason,
+            firstAttemptAt,
+            endpointState: persistStates(result.left.endpoints)
+          })
+          return yield* publishDead(job, now, reason)
+        }
+        const outcome = result.right
+        if (outcome._tag === "Deferred") {
+          const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
+          return yield* finish(job, {
+            _tag: "Retry",
+            jobId: job.id,
+            nextDueAt: outcome.nextAttemptAt,
+            firstAttemptAt: outcome.firstAttemptAt,
+            endpointState: persistStates(outcome.endpoints),
+            lastError: last === undefined || last._tag === "Success" ? null : last.reason
+          })
+        }
+        yield* finish(job, { _tag: "Delivered", jobId: job.id, at: now, firstAttemptAt })
+        yield* Metric.increment(jobsDelivered)
+        yield* Metric.update(deliveryLatency, Math.max(0, now - job.createdAt) / 1000)
+        yield* outcomes.publish({
+          jobId: job.id,
+          sourceId: job.sourceId,
+          messageId: job.messageId,
+          kind: job.kind,
+          status: "delivered",
+          at: now,
+          url: outcome.url
+        })
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("delivery job failed unexpectedly", cause)),
+        Effect.annotateLogs({ jobId: job.id, messageId: job.messageId }),
+        Effect.ensuring(release(job))
+      )
+
+    const flush = Effect.suspend(() => {
+      if (completions.length === 0 && attempts.length === 0) return Effect.void
+      const batch = completions
+      const records = attempts
+      completions = []
+      attempts = []
+      return store.completeMany(owner, batch, records).pipe(
+        Effect.tap((result) =>
+          result.refused.length === 0 ? Effect.void : Effect.logWarning(
+            `${result.refused.length} finished jobs had been taken over by another dispatcher; their outcome was not written`
+          )
+        ),
+        Effect.catchAll((error) =>
+          Effect.logError("could not write finished jobs; they will be delivered again after their lease", error)
+        )
+      )
+    })
+
+    const flusher = Effect.gen(function*() {
+      while (true) {
+        yield* workWaiting.await
+        yield* workWaiting.close
+        yield* Effect.sleep(flushDelay)
+        yield* flush
+      }
+    })
+
+    const fibers = yield* FiberSet.make<void, never>()
+
+    const claimer = Effect.gen(function*() {
+      while (true) {
+        const room = maxJobsInMemory - held.size
+        if (room < Math.max(1, Math.floor(claimBatch / 4))) {
+          yield* slotFreed.close
+          yield* slotFreed.await.pipe(Effect.timeoutOption(idlePoll))
+          continue
+        }
+        const limit = Math.min(room, claimBatch)
+        const saturated = [...heldPerSource].filter(([, count]) => count >= mailboxPerSource).map(([id]) => id)
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated }).pipe(
+          Effect.catchAll((error) =>
+            Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
+          )
+        )
+        for (const job of claimed) {
+          held.set(job.id, job)
+          heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
+          yield* FiberSet.run(fibers, runJob(job))
+        }
+        if (claimed.length < limit) yield* signal.wait(idlePoll)
+      }
+    })
+
+    const renewer = Effect.gen(function*() {
+      while (true) {
+        yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMillis / 3))))
+        if (held.size === 0) continue
+        const now = yield* Clock.currentTimeMillis
+        yield* store.renewLeases(owner, [...held.keys()], now + leaseMillis).pipe(
+          Effect.catchAll((error) => Effect.logError("could not renew leases", error))
+        )
+      }
+    })
+
+    return { owner, fibers, claimer, renewer, flusher, flush, held }
+  })
+
+/**
+ * The dispatcher as a background layer: its fibers live in the layer's scope. At start it takes
+ * back jobs a previous process on an exclusive store (SQLite) left leased when it died.
+ */
+export const layer = (options: DispatcherOptions = {}): Layer.Layer<
+  never,
+  never,
+  Store | Transport | OutboxSignal | DeliveryOutcomes
+> =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const store = yield* Store
+    // Registered first, so it runs last: after the job fibers stopped, write what they finished and release the rest.
+    const dispatcher = yield* Effect.acquireRelease(make(options), (dispatcher) =>
+      Effect.gen(function*() {
+        yield* FiberSet.clear(dispatcher.fibers)
+        yield* dispatcher.flush
+        const released = yield* store.releaseLeases(dispatcher.owner).pipe(Effect.orElseSucceed(() => 0))
+        if (released > 0) yield* Effect.logInfo(`released ${released} leased jobs back to the outbox`)
+      }))
+    const recovered = yield* store.recoverAbandonedLeases().pipe(Effect.orElseSucceed(() => 0))
+    if (recovered > 0) yield* Effect.logInfo(`took back ${recovered} jobs left leased by a stopped process`)
+    yield* Effect.forkScoped(dispatcher.flusher)
+    yield* Effect.forkScoped(dispatcher.renewer)
+    yield* Effect.forkScoped(dispatcher.claimer)
+  }))

@@ -1,0 +1,147 @@
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Either, type Option, type Redacted, Schema } from "effect"
+import type { UnknownSource } from "../domain/IngestErrors.js"
+import { decodeWithIssues } from "../domain/Issues.js"
+import { SourceConfig } from "../domain/Settings.js"
+import { Relay } from "../relay/Relay.js"
+import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+import { requireAdmin } from "./AdminAuth.js"
+import { jobView, jobWithAttemptsView, sourceView } from "./AdminViews.js"
+import { errorResponse } from "./ErrorBody.js"
+
+const decodeSource = decodeWithIssues(SourceConfig)
+
+const maxAdminBodyBytes = 256 * 1024
+
+const readJson = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+  if (text.length > maxAdminBodyBytes) return Either.left(errorResponse(413, "payload_too_large", "body too large"))
+  try {
+    return Either.right(JSON.parse(text) as unknown)
+  } catch {
+    return Either.left(
+      errorResponse(400, "invalid_json", "the body must be JSON", [{ path: "", message: "is not valid JSON" }])
+    )
+  }
+})
+
+const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
+
+const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+
+type AdminFailure = UnknownSource | WriteKeyConflict | StoreError
+
+const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  switch (failure._tag) {
+    case "UnknownSource":
+      return Effect.succeed(errorResponse(404, "not_found", "no such source"))
+    case "WriteKeyConflict":
+      return Effect.succeed(
+        errorResponse(409, "write_key_conflict", "another source already uses this write key", [
+          { path: "writeKey", message: "is already used by another source" }
+        ])
+      )
+    case "StoreError":
+      return Effect.logError("admin request failed in the store", failure.operation).pipe(
+        Effect.as(errorResponse(503, "store_unavailable", "the store is unavailable"))
+      )
+  }
+}
+
+const putSource = Effect.gen(function*() {
+  const relay = yield* Relay
+  const sourceId = yield* param("sourceId")
+  const body = yield* readJson
+  if (Either.isLeft(body)) return body.left
+  const input = typeof body.right === "object" && body.right !== null && !Array.isArray(body.right)
+    ? { ...body.right, id: sourceId }
+    : body.right
+  const decoded = decodeSource(input)
+  if (Either.isLeft(decoded)) {
+    return errorResponse(
+      400,
+      "invalid_settings",
+      decoded.left.map((i) => `${i.path}: ${i.message}`).join("; "),
+      decoded.left
+    )
+  }
+  return json(sourceView(yield* relay.putSource(decoded.right)))
+})
+
+const LimitParam = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
+
+const deadLetters = Effect.gen(function*() {
+  const relay = yield* Relay
+  const params = yield* HttpServerRequest.ParsedSearchParams
+  const sourceId = typeof params.sourceId === "string" && params.sourceId !== "" ? params.sourceId : undefined
+  const limitInput = typeof params.limit === "string" ? params.limit : "100"
+  const limit = Schema.decodeUnknownEither(LimitParam)(limitInput)
+  if (Either.isLeft(limit)) {
+    return errorResponse(400, "invalid_request", "limit must be a whole number from 1 to 1000", [
+      { path: "limit", message: "must be a whole number from 1 to 1000" }
+    ])
+  }
+  const jobs = yield* relay.deadLetters({ sourceId, limit: limit.right })
+  return json({ deadLetters: jobs.map(jobView) })
+})
+
+/** The admin API (SPEC §7), every route behind the bearer token. */
+export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
+  const guard = requireAdmin(adminToken)
+  const route = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, AdminFailure, R>) =>
+    guard(Effect.catchAll(handler, failureResponse))
+  return HttpRouter.empty.pipe(
+    HttpRouter.get(
+      "/admin/sources",
+      route(
+        Effect.map(
+          Effect.flatMap(Relay, (relay) => relay.listSources),
+          (list) => json({ sources: list.map(sourceView) })
+        )
+      )
+    ),
+    HttpRouter.put("/admin/sources/:sourceId", route(putSource)),
+    HttpRouter.get(
+      "/admin/sources/:sourceId",
+      route(Effect.gen(function*() {
+        const relay = yield* Relay
+        return json(sourceView(yield* relay.getSource(yield* param("sourceId"))))
+      }))
+    ),
+    HttpRouter.del(
+      "/admin/sources/:sourceId",
+      route(Effect.gen(function*() {
+        const relay = yield* Relay
+        yield* relay.deleteSource(yield* param("sourceId"))
+        return HttpServerResponse.empty({ status: 204 })
+      }))
+    ),
+    HttpRouter.get(
+      "/admin/messages/:messageId",
+      route(Effect.gen(function*() {
+        const relay = yield* Relay
+        const messageId = yield* param("messageId")
+        const jobs = yield* relay.messageJobs(messageId)
+        if (jobs.length === 0) return errorResponse(404, "not_found", `no jobs for message ${messageId}`)
+        return json({ messageId, jobs: jobs.map(jobWithAttemptsView) })
+      }))
+    ),
+    HttpRouter.get("/admin/dead-letters", route(deadLetters)),
+    HttpRouter.post(
+      "/admin/dead-letters/:jobId/replay",
+      route(Effect.gen(function*() {
+        const relay = yield* Relay
+        const jobId = yield* param("jobId")
+        const replayed = yield* relay.replayDeadLetter(jobId)
+        return replayed
+          ? json({ success: true, jobId, status: "pending" }, 202)
+          : errorResponse(404, "not_found", `job ${jobId} is not a dead letter`)
+      }))
+    ),
+    HttpRouter.get(
+      "/admin/backlog",
+      route(Effect.map(Effect.flatMap(Relay, (relay) => relay.backlog), (backlog) => json(backlog)))
+    )
+  )
+}

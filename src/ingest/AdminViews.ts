@@ -1,0 +1,64 @@
+import { maskSecret } from "../domain/Secrets.js"
+import type { WebhookSettings } from "../domain/Settings.js"
+import type { JobSummary, JobWithAttempts, StoredAttempt, StoredSource } from "../store/Model.js"
+
+const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
+
+// Static headers often carry credentials for the receiver; their values are masked like the secrets.
+const sensitiveHeader = /authorization|token|secret|key|cookie|password|signature/i
+
+const maskHeaders = (headers: Readonly<Record<string, string>> | undefined) =>
+  headers === undefined ? undefined : Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name, sensitiveHeader.test(name) ? maskSecret(value) : value])
+  )
+
+const webhooksView = (settings: WebhookSettings) => ({
+  enabled: settings.enabled,
+  hasSharedSecret: settings.sharedSecret !== undefined && settings.sharedSecret !== "",
+  ...(settings.sharedSecret !== undefined && settings.sharedSecret !== "" &&
+    { sharedSecret: maskSecret(settings.sharedSecret) }),
+  endpoints: settings.endpoints.map((endpoint) => ({
+    url: endpoint.url,
+    ...(endpoint.headers !== undefined && { headers: maskHeaders(endpoint.headers) })
+  }))
+})
+
+/** A source as the admin API shows it: secrets never in full (SPEC §7). */
+export const sourceView = (source: StoredSource) => ({
+  id: source.id,
+  writeKey: maskSecret(source.writeKey),
+  ...(source.webhooks !== undefined && { webhooks: webhooksView(source.webhooks) }),
+  createdAt: iso(source.createdAt),
+  updatedAt: iso(source.updatedAt)
+})
+
+export const jobView = (job: JobSummary) => ({
+  id: job.id,
+  sourceId: job.sourceId,
+  messageId: job.messageId,
+  userId: job.userId,
+  kind: job.kind,
+  status: job.status,
+  createdAt: iso(job.createdAt),
+  firstAttemptAt: iso(job.firstAttemptAt),
+  nextDueAt: iso(job.nextDueAt),
+  attemptCount: job.attemptCount,
+  finishedAt: iso(job.finishedAt),
+  lastError: job.lastError
+})
+
+export const attemptView = (attempt: StoredAttempt) => ({
+  url: attempt.url,
+  attempt: attempt.attempt,
+  startedAt: iso(attempt.startedAt),
+  durationMs: attempt.durationMs,
+  statusCode: attempt.statusCode,
+  error: attempt.error,
+  outcome: attempt.outcome,
+  responseSnippet: attempt.responseSnippet
+})
+
+export const jobWithAttemptsView = (job: JobWithAttempts) => ({
+  ...jobView(job),
+  attempts: job.attempts.map(attemptView)
+})

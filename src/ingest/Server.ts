@@ -1,0 +1,34 @@
+import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { Effect, type Option, type Redacted } from "effect"
+import { renderPrometheus } from "../metrics/Prometheus.js"
+import { adminRoutes } from "./AdminApi.js"
+import { errorResponse } from "./ErrorBody.js"
+import { trackingRoutes } from "./TrackingApi.js"
+
+export interface ServerOptions {
+  /** `HOOKRELAY_ADMIN_TOKEN`; without it the admin API answers 404. */
+  readonly adminToken: Option.Option<Redacted.Redacted>
+}
+
+const operationalRoutes = HttpRouter.empty.pipe(
+  HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
+  HttpRouter.get(
+    "/metrics",
+    Effect.map(
+      renderPrometheus,
+      (text) => HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+    )
+  )
+)
+
+/** Every hookrelay route: the tracking API, the admin API, health and metrics. */
+export const router = (options: ServerOptions) =>
+  HttpRouter.concatAll(trackingRoutes, adminRoutes(options.adminToken), operationalRoutes).pipe(
+    Effect.catchTag("RouteNotFound", () => Effect.succeed(errorResponse(404, "not_found", "no such route")))
+  )
+
+/**
+ * The hookrelay HTTP app as a layer: mount it on any `HttpServer` (NodeHttpServer.layer in
+ * main.ts, or the embedding service's own). Needs `Relay`.
+ */
+export const layer = (options: ServerOptions) => HttpServer.serve(router(options), HttpMiddleware.xForwardedHeaders)

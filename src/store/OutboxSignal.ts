@@ -1,0 +1,30 @@
+import { Context, Effect, Layer } from "effect"
+import type { Duration } from "effect"
+
+export interface OutboxSignalShape {
+  /** Something was committed to the outbox: wake the dispatcher now instead of at its next poll. */
+  readonly notify: Effect.Effect<void>
+  /** Waits until the next `notify` (or one that came since the last wait), at most `timeout`. */
+  readonly wait: (timeout: Duration.DurationInput) => Effect.Effect<void>
+}
+
+/**
+ * The in-process doorbell between ingest and the dispatcher. They never call each other: ingest
+ * commits to the store and rings; the dispatcher claims from the store. Processes that share a
+ * PostgreSQL database find each other's work by polling.
+ */
+export class OutboxSignal extends Context.Tag("hookrelay/OutboxSignal")<OutboxSignal, OutboxSignalShape>() {}
+
+export const make = Effect.gen(function*() {
+  const latch = yield* Effect.makeLatch(false)
+  return OutboxSignal.of({
+    notify: latch.open,
+    wait: (timeout) =>
+      latch.await.pipe(
+        Effect.timeoutOption(timeout),
+        Effect.zipRight(latch.close)
+      )
+  })
+})
+
+export const layer = Layer.effect(OutboxSignal, make)

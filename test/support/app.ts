@@ -1,0 +1,69 @@
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer, Option, Redacted } from "effect"
+import type { Scope } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:http"
+import { tmpdir } from "node:os"
+import * as Path from "node:path"
+import * as Dispatcher from "../../src/delivery/Dispatcher.js"
+import * as Outcomes from "../../src/delivery/Outcomes.js"
+import * as Transport from "../../src/delivery/Transport.js"
+import * as Server from "../../src/ingest/Server.js"
+import { Relay } from "../../src/relay/Relay.js"
+import * as RelayLive from "../../src/relay/RelayLive.js"
+import * as OutboxSignal from "../../src/store/OutboxSignal.js"
+import { Store } from "../../src/store/Store.js"
+import * as StoreLayers from "../../src/store/Store.js"
+
+export const adminToken = "admin-token-for-tests-0123456789"
+
+export interface AppOptions {
+  /** Run the dispatcher (default true). */
+  readonly dispatch?: boolean | undefined
+  readonly admin?: boolean | undefined
+  /** A store layer to use instead of a fresh SQLite file. */
+  readonly store?: Layer.Layer<Store, unknown> | undefined
+  readonly dispatcher?: Dispatcher.DispatcherOptions | undefined
+}
+
+/** A temporary directory removed when the scope closes. */
+export const tempDirectory = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "hookrelay-test-"))),
+  (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
+)
+
+/**
+ * The whole server as users run it — SQLite file, dispatcher, HTTP on 127.0.0.1:0 — in a scope.
+ * Returns its base URL and the services behind it.
+ */
+export const startApp = (options: AppOptions = {}) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDirectory
+    const store = options.store ?? StoreLayers.layerSqlite({ directory })
+    const base = Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(
+      Layer.provideMerge(store)
+    )
+    const engine = (options.dispatch ?? true)
+      ? Layer.merge(RelayLive.layer, Dispatcher.layer(options.dispatcher)).pipe(Layer.provideMerge(base))
+      : RelayLive.layer.pipe(Layer.provideMerge(base))
+    const http = Server.layer({
+      adminToken: (options.admin ?? true) ? Option.some(Redacted.make(adminToken)) : Option.none()
+    }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(engine)
+    )
+    const context = yield* Layer.build(http)
+    const server = yield* Effect.provide(HttpServer.HttpServer, context)
+    const address = server.address
+    const baseUrl = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+    return {
+      baseUrl,
+      relay: yield* Effect.provide(Relay, context),
+      store: yield* Effect.provide(Store, context),
+      directory
+    }
+  })
+
+export type App = Effect.Effect.Success<ReturnType<typeof startApp>>
+export type AppScope = Scope.Scope
