@@ -92,8 +92,7 @@ const intBetween = (min: number, max: number) =>
     )
   ).annotations({ message: () => `must be an integer from ${min} to ${max}` })
 
-const optional = <A, I>(schema: Schema.Schema<A, I, never>) =>
-  Schema.optionalWith(schema, { exact: true, nullable: true })
+const optional = <A, I>(schema: Schema.Schema<A, I, never>) => Schema.optional(schema)
 
 const OptionsSchema = Schema.Struct({
   writeKey: WriteKey.annotations({ message: () => "is required: a non-empty string without white space or ':'" }),
@@ -121,12 +120,18 @@ const OptionsSchema = Schema.Struct({
 // ignored without a word.
 const decodeOptions = Schema.decodeUnknownEither(OptionsSchema, { errors: "all", onExcessProperty: "error" })
 
+// An optional option is `X | undefined`: a bad value fails both members; say it once, as X's rule.
+const firstPerPath = (issues: ReadonlyArray<FieldIssue>): ReadonlyArray<FieldIssue> =>
+  issues.filter((issue, index) => issues.findIndex((other) => other.path === issue.path) === index)
+
 const withoutTrailingSlashes = (url: string): string => url.replace(/\/+$/, "")
 
 /** Checks the options and applies the defaults. */
 export const resolveOptions = (input: unknown): Either.Either<ResolvedOptions, InvalidOptions> => {
   const decoded = decodeOptions(input)
-  if (Either.isLeft(decoded)) return Either.left(new InvalidOptions({ issues: issuesFromParseError(decoded.left) }))
+  if (Either.isLeft(decoded)) {
+    return Either.left(new InvalidOptions({ issues: firstPerPath(issuesFromParseError(decoded.left)) }))
+  }
   const options = decoded.right
   if (options.flushAt !== undefined && options.size !== undefined && options.flushAt !== options.size) {
     const issue: FieldIssue = { path: "size", message: "is an alias of flushAt: give one of them, not both" }

@@ -1,0 +1,214 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Deferred, Effect, FiberId, Layer, Queue } from "effect"
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import {
+  Analytics,
+  ClientClosed,
+  createClient,
+  InvalidMessage,
+  layer,
+  layerConfig,
+  type Outcome,
+  version
+} from "../../src/client/index.js"
+
+interface Request {
+  readonly method: string
+  readonly url: string
+  readonly headers: IncomingHttpHeaders
+  readonly body: any
+  /** Completes when the client hangs up before an answer. */
+  readonly aborted: Deferred.Deferred<void>
+}
+
+type Answer = (request: Request, response: ServerResponse) => void
+
+const answer200: Answer = (_, response) => {
+  response.writeHead(200, { "content-type": "application/json" })
+  response.end("{\"success\":true}")
+}
+
+/** A real node:http server on 127.0.0.1, port 0, for the life of the scope. */
+const loopbackServer = (answer: Answer = answer200) =>
+  Effect.gen(function*() {
+    const requests = yield* Queue.unbounded<Request>()
+    const server = yield* Effect.acquireRelease(
+      Effect.async<ReturnType<typeof createServer>>((resume) => {
+        const server = createServer((incoming, response) => {
+          const chunks: Array<Buffer> = []
+          incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
+          incoming.on("end", () => {
+            const aborted = Deferred.unsafeMake<void>(FiberId.none)
+            response.on("close", () => {
+              if (!response.writableFinished) Deferred.unsafeDone(aborted, Effect.void)
+            })
+            const request: Request = {
+              method: incoming.method ?? "",
+              url: incoming.url ?? "",
+              headers: incoming.headers,
+              body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
+              aborted
+            }
+            Queue.unsafeOffer(requests, request)
+            answer(request, response)
+          })
+        })
+        server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+      }),
+      (server) =>
+        Effect.async<void>((resume) => {
+          server.closeAllConnections()
+          server.close(() => resume(Effect.void))
+        })
+    )
+    const { port } = server.address() as AddressInfo
+    return { endpoint: `http://127.0.0.1:${port}`, port, next: Queue.take(requests), requests }
+  })
+
+const basic = (writeKey: string) => `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`
+
+describe("on the wire (real loopback server, undici transport)", () => {
+  it.scopedLive("POST /v1/batch with Basic auth, JSON body {batch, sentAt}", () =>
+    Effect.gen(function*() {
+      const server = yield* loopbackServer()
+      const before = Date.now()
+      yield* Effect.gen(function*() {
+        const analytics = yield* Analytics
+        yield* analytics.identify({ userId: "u-1", traits: { plan: "pro" } })
+        yield* analytics.track({ anonymousId: "a-1", event: "Signed Up", properties: { source: "ad" } })
+      }).pipe(
+        Effect.provide(layer({ writeKey: "wk_live_1", endpoint: `${server.endpoint}/base/`, flushAt: 2 }))
+      )
+      const request = yield* server.next
+      expect(request.method).toBe("POST")
+      expect(request.url).toBe("/base/v1/batch")
+      expect(request.headers.authorization).toBe(basic("wk_live_1"))
+      expect(request.headers["content-type"]).toBe("application/json")
+      expect(request.headers["user-agent"]).toBe(`hookrelay-node/${version}`)
+      expect(Object.keys(request.body)).toEqual(["batch", "sentAt"])
+      const sentAt = Date.parse(request.body.sentAt)
+      expect(sentAt).toBeGreaterThanOrEqual(before - 1)
+      expect(sentAt).toBeLessThanOrEqual(Date.now())
+      expect(request.body.batch).toEqual([
+        expect.objectContaining({ type: "identify", userId: "u-1", traits: { plan: "pro" } }),
+        expect.objectContaining({ type: "track", anonymousId: "a-1", event: "Signed Up", properties: { source: "ad" } })
+      ])
+      expect(request.body.batch[0].context).toEqual({ library: { name: "hookrelay", version } })
+    }))
+
+  it.live("the Promise client: createClient → track → close → the server has it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* loopbackServer()
+      const outcomes: Array<Outcome> = []
+      yield* Effect.promise(async () => {
+        const client = createClient({
+          writeKey: "wk_promise",
+          endpoint: server.endpoint,
+          onOutcome: (outcome) => outcomes.push(outcome)
+        })
+        await client.track({ userId: "u-2", event: "Order Completed", properties: { total: 42 } })
+        await expect(client.track({ userId: "u-2", event: "" })).rejects.toBeInstanceOf(InvalidMessage)
+        await client.close()
+        await expect(client.track({ userId: "u-2", event: "Late" })).rejects.toBeInstanceOf(ClientClosed)
+        await expect(client.flush()).rejects.toBeInstanceOf(ClientClosed)
+        await client.close() // again: a no-op
+      })
+      const request = yield* server.next
+      expect(request.headers.authorization).toBe(basic("wk_promise"))
+      expect(request.body.batch).toEqual([
+        expect.objectContaining({ type: "track", userId: "u-2", event: "Order Completed", properties: { total: 42 } })
+      ])
+      expect(outcomes).toEqual([expect.objectContaining({ _tag: "Success", attempts: 1 })])
+      expect(yield* Queue.size(server.requests)).toBe(0)
+    })))
+
+  it.live("the Promise client: flush sends at once, with backpressure when asked", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* loopbackServer()
+      yield* Effect.promise(async () => {
+        const client = createClient({
+          writeKey: "wk",
+          endpoint: server.endpoint,
+          flushAt: 5,
+          maxQueueSize: 3,
+          overflow: "backpressure"
+        })
+        await Promise.all(Array.from({ length: 23 }, (_, i) => client.page({ userId: `u-${i}`, name: "Home" })))
+        await client.flush()
+        await client.close()
+      })
+      const batches = Array.from(yield* Queue.takeAll(server.requests), (request) => request.body.batch.length)
+      expect(batches.reduce((sum, size) => sum + size, 0)).toBe(23)
+      expect(Math.max(...batches)).toBeLessThanOrEqual(5)
+    })))
+
+  it.scopedLive("layerConfig reads HOOKRELAY_* through Config", () =>
+    Effect.gen(function*() {
+      const server = yield* loopbackServer()
+      const provider = ConfigProvider.fromMap(
+        new Map([["HOOKRELAY_WRITE_KEY", "wk_env"], ["HOOKRELAY_ENDPOINT", server.endpoint], [
+          "HOOKRELAY_FLUSH_AT",
+          "1"
+        ]])
+      )
+      yield* Effect.flatMap(Analytics, (analytics) => analytics.alias({ userId: "u-3", previousId: "a-3" })).pipe(
+        Effect.provide(Layer.provide(layerConfig(), Layer.setConfigProvider(provider)))
+      )
+      const request = yield* server.next
+      expect(request.headers.authorization).toBe(basic("wk_env"))
+      expect(request.body.batch).toEqual([expect.objectContaining({ type: "alias", userId: "u-3", previousId: "a-3" })])
+    }))
+
+  it.scopedLive("a request without an answer is aborted at the timeout and reported", () =>
+    Effect.gen(function*() {
+      const server = yield* loopbackServer(() => undefined) // never answers
+      const outcomes: Array<Outcome> = []
+      yield* Effect.flatMap(Analytics, (analytics) => analytics.track({ userId: "u", event: "e" })).pipe(
+        Effect.provide(layer({
+          writeKey: "wk",
+          endpoint: server.endpoint,
+          flushAt: 1,
+          timeout: 200,
+          maxRetries: 0,
+          onOutcome: (outcome) => outcomes.push(outcome)
+        }))
+      )
+      expect(outcomes).toHaveLength(1)
+      const outcome = outcomes[0]!
+      expect(outcome._tag === "Failure" && outcome.error._tag).toBe("RequestTimeout")
+      yield* Deferred.await((yield* server.next).aborted) // the server saw the client hang up
+    }))
+
+  it.scopedLive("an error answer's body and status are reported; a refused connection is a TransportError", () =>
+    Effect.gen(function*() {
+      const server = yield* loopbackServer((_, response) => {
+        response.writeHead(400, { "content-type": "application/json" })
+        response.end("{\"success\":false,\"code\":\"invalid_message\"}")
+      })
+      const outcomes: Array<Outcome> = []
+      const send = (endpoint: string) =>
+        Effect.flatMap(Analytics, (analytics) => analytics.track({ userId: "u", event: "e" })).pipe(
+          Effect.provide(layer({
+            writeKey: "wk",
+            endpoint,
+            flushAt: 1,
+            maxRetries: 0,
+            onOutcome: (outcome) => outcomes.push(outcome)
+          }))
+        )
+      yield* send(server.endpoint)
+      expect(outcomes[0]).toMatchObject({ _tag: "Failure", status: 400 })
+      const first = outcomes[0]!
+      expect(first._tag === "Failure" && first.error.message).toBe(
+        "HTTP 400: {\"success\":false,\"code\":\"invalid_message\"}"
+      )
+      yield* send("http://127.0.0.1:1") // nothing listens on port 1
+      const refused = outcomes[1]!
+      expect(refused._tag === "Failure" && refused.error).toMatchObject({
+        _tag: "TransportError",
+        code: "ECONNREFUSED",
+        retryable: true
+      })
+    }))
+})
