@@ -8,7 +8,7 @@ import type { AttemptSink } from "./AttemptRecord.js"
 import { AllEndpointsFailed, DeliveryResult, EndpointState } from "./DeliveryResult.js"
 import type { Delivered, Pending, Retired } from "./DeliveryResult.js"
 import { deadline, retryPolicy, stepper } from "./RetryPolicy.js"
-import type { RetryPolicyOptions } from "./RetryPolicy.js"
+import type { RetryPolicyOptions, RetryStepper } from "./RetryPolicy.js"
 import { signatureFor } from "./Signature.js"
 import type { Transport } from "./Transport.js"
 
@@ -70,11 +70,8 @@ const runEndpoint = (
     let attempts = prior?.attempts ?? 0
     let lastOutcome = prior?.lastOutcome
     let nextAttemptAt = prior?.nextAttemptAt ?? 0
-    const retries = stepper(retryPolicy({
-      ...context.policy,
-      firstAttemptAt: context.firstAttemptAt,
-      priorAttempts: attempts
-    }))
+    // Built at the first retryable failure: most deliveries succeed at once and never need it.
+    let retries: RetryStepper | undefined
     const retire = (why: Retired["why"]) =>
       EndpointState.Retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
 
@@ -97,7 +94,6 @@ const runEndpoint = (
       const outcome = yield* attempt({
         jobId: context.job.jobId,
         messageId: context.job.messageId,
-        body: context.job.body,
         endpoint,
         attemptNumber: attempts,
         record: context.record
@@ -109,6 +105,11 @@ const runEndpoint = (
         case "Permanent":
           return yield* Effect.fail(retire("permanent"))
         case "Retryable": {
+          retries ??= stepper(retryPolicy({
+            ...context.policy,
+            firstAttemptAt: context.firstAttemptAt,
+            priorAttempts: attempts - 1
+          }))
           const next = yield* retries.next(outcome)
           if (Option.isNone(next)) return yield* Effect.fail(retire("out-of-window"))
           nextAttemptAt = next.value
@@ -163,20 +164,20 @@ export const deliver = (
       policy: options.policy
     }
     const signature = signatureFor(signingSecret(job.settings), job.body)
-    const priorByUrl = new Map((job.endpointStates ?? []).map((state) => [state.url, state]))
+    const priorStates = job.endpointStates ?? []
 
     // states[i] is endpoint i's final state; runs are the endpoints still to try, by index.
     const states: Array<EndpointState | undefined> = []
     const runs: Array<Effect.Effect<Delivered, Pending | Retired, Transport>> = []
     job.settings.endpoints.forEach((endpoint, index) => {
-      const prior = priorByUrl.get(endpoint.url)
+      const prior = priorStates.find((state) => state.url === endpoint.url)
       if (prior?._tag === "Retired") {
         states[index] = prior
         return
       }
       states[index] = undefined
       runs.push(
-        runEndpoint(context, prepareEndpoint(endpoint, signature), prior).pipe(
+        runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior).pipe(
           Effect.tapError((state) => Effect.sync(() => (states[index] = state)))
         )
       )
