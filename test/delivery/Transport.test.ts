@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { AttemptOutcome } from "../../src/delivery/AttemptOutcome.js"
 import { deliver } from "../../src/delivery/Deliver.js"
 import type { DeliveryJob } from "../../src/delivery/Deliver.js"
@@ -159,7 +159,8 @@ describe("Transport and attempt over real sockets", () => {
     Effect.gen(function*() {
       const server = yield* startServer((_, res) => res.writeHead(200).end(), { tls: tlsFixture })
       const { records, sink } = recorder()
-      const exit = yield* deliver(job(server.url), { recordAttempt: sink }).pipe(
+      const firstAttemptAt = yield* Clock.currentTimeMillis
+      const exit = yield* deliver(job(server.url, { firstAttemptAt }), { recordAttempt: sink }).pipe(
         Effect.provide(Transport.layer()),
         Effect.exit
       )
@@ -168,7 +169,7 @@ describe("Transport and attempt over real sockets", () => {
         new AllEndpointsFailed({
           jobId: "job-1",
           messageId: "m-1",
-          firstAttemptAt: Exit.isFailure(exit) ? (exit.cause as any).error.firstAttemptAt : 0,
+          firstAttemptAt,
           endpoints: [
             EndpointState.Retired({
               url: server.url,
@@ -306,6 +307,28 @@ describe("Transport and attempt over real sockets", () => {
       yield* Fiber.interrupt(fiber)
       yield* waitUntil(() => server.requests[1]!.aborted, "interrupting the delivery aborted the request")
       expect(records[1]).toMatchObject({ attemptNumber: 2, outcome: "Aborted" })
+    }))
+
+  it.scopedLive("never sends a request interrupted while it waited for a connection", () =>
+    Effect.gen(function*() {
+      const held: Array<() => void> = []
+      const server = yield* startServer((_, res) => held.push(() => res.writeHead(200).end()))
+      const transport = yield* Transport.make({ connections: 1 })
+      const request = { ...Transport.requestTarget(server.url), headers: [], body }
+      const first = yield* Effect.fork(transport.post(request))
+      yield* waitUntil(() => server.requests.length === 1, "the first request holds the only connection")
+      const second = yield* Effect.fork(transport.post(request))
+      yield* realWait(20)
+      yield* Fiber.interrupt(second)
+      held[0]!()
+      expect((yield* Fiber.join(first)).status).toBe(200)
+      yield* realWait(50)
+      expect(server.requests).toHaveLength(1)
+      // The pool goes on: the next request is sent and answered.
+      const third = yield* Effect.fork(transport.post(request))
+      yield* waitUntil(() => held.length === 2, "the next request arrives")
+      held[1]!()
+      expect((yield* Fiber.join(third)).status).toBe(200)
     }))
 
   it.scoped("times out a body that never ends at 5 s too: the deadline covers headers and body", () =>
