@@ -12,7 +12,8 @@ export const dedupeWindowMs = 24 * 60 * 60 * 1000
 
 export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
 export type JobKind = "message" | "delete" | "audience"
-export type AttemptOutcome = "success" | "retryable" | "permanent"
+/** `aborted`: the attempt was cut short on our side (another URL succeeded first, or shutdown). */
+export type AttemptOutcome = "success" | "retryable" | "permanent" | "aborted"
 
 /** A source as stored: its configuration plus bookkeeping times. */
 export interface StoredSource {
@@ -54,6 +55,11 @@ export interface NewJob {
   readonly userId?: string | undefined
   readonly kind: JobKind
   readonly body: Uint8Array
+}
+
+export interface ClaimOptions {
+  /** Leave these sources' jobs for later (their mailbox in the claiming dispatcher is full). */
+  readonly excludeSourceIds?: ReadonlyArray<string> | undefined
 }
 
 /** A job handed to a dispatcher by `claimDue`; it holds the lease until `leaseExpiresAt`. */
@@ -217,7 +223,8 @@ export interface StoreShape {
     owner: string,
     now: number,
     limit: number,
-    leaseMs: number
+    leaseMs: number,
+    options?: ClaimOptions
   ) => Effect.Effect<ReadonlyArray<ClaimedJob>, StoreError>
   /** Extends the leases `owner` still holds; returns the ids it still holds. */
   readonly renewLeases: (
@@ -227,6 +234,12 @@ export interface StoreShape {
   ) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Graceful shutdown: every job leased by `owner` (or only `jobIds`) back to pending, window kept. */
   readonly releaseLeases: (owner: string, jobIds?: ReadonlyArray<string>) => Effect.Effect<number, StoreError>
+  /**
+   * At a dispatcher's start on a store one process owns (SQLite): every job still marked delivering was
+   * leased by a process that died, so it goes back to pending now instead of after its lease. A no-op on
+   * PostgreSQL, where other live processes hold leases. Returns the jobs taken back.
+   */
+  readonly recoverAbandonedLeases: () => Effect.Effect<number, StoreError>
   /** Inserts attempts and adds them to their jobs' attempt counts (not lease-guarded: they happened). */
   readonly recordAttempts: (records: ReadonlyArray<AttemptRecord>) => Effect.Effect<void, StoreError>
   /** Persists the start of the retry window if it is not set yet; `false` when it already was. */

@@ -43,7 +43,7 @@ const freshPg = (url: string) => () => {
 
 describe.skipIf(skipReason !== undefined)("Store (PostgreSQL)", () => {
   const url = databaseUrl ?? ""
-  storeSuite(freshPg(url))
+  storeSuite(freshPg(url), { shared: true })
 
   it.live("data survives closing and reopening the pool", () => {
     const schema = newSchema()

@@ -14,7 +14,7 @@ const freshSqlite = () =>
   ).pipe(Layer.provide(NodeFileSystem.layer))
 
 describe("Store (SQLite)", () => {
-  storeSuite(freshSqlite)
+  storeSuite(freshSqlite, { shared: false })
 
   it.scopedLive("data survives closing and reopening the file", () =>
     Effect.gen(function*() {

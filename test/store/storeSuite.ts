@@ -38,7 +38,12 @@ export const entry = (messageId: string, userId?: string): EnqueueEntry => ({
 
 const ids = (jobs: ReadonlyArray<ClaimedJob>) => jobs.map((job) => job.id)
 
-export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>) => {
+export interface SuiteOptions {
+  /** PostgreSQL: several live processes share the database, so no lease is abandoned at start. */
+  readonly shared: boolean
+}
+
+export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>, options: SuiteOptions) => {
   const test = <A, E>(name: string, body: Effect.Effect<A, E, Store>) =>
     it.live(name, () => Effect.provide(body, fresh()))
 
@@ -317,6 +322,43 @@ export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>) => {
         )
         // Completing twice is refused too: the job is no longer delivering.
         assert.isFalse(yield* store.markDelivered("new", job!.id, T0 + 33 * second))
+      })
+    )
+
+    test(
+      "claims can leave some sources' jobs for later",
+      Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.enqueue("web", [entry("w1"), entry("w2")], T0)
+        yield* store.enqueue("app", [entry("a1")], T0 + 1)
+        yield* store.enqueue("cli", [entry("c1")], T0 + 2)
+        const first = yield* store.claimDue("w", T0 + 10, 10, second, { excludeSourceIds: ["web", "cli"] })
+        assert.deepStrictEqual(first.map((job) => job.messageId), ["a1"])
+        const rest = yield* store.claimDue("w", T0 + 10, 10, second, { excludeSourceIds: [] })
+        assert.deepStrictEqual(rest.map((job) => job.messageId).sort(), ["c1", "w1", "w2"])
+        // Expired leases obey the exclusion too.
+        const taken = yield* store.claimDue("x", T0 + 10 + second, 10, second, { excludeSourceIds: ["web"] })
+        assert.deepStrictEqual(taken.map((job) => job.messageId).sort(), ["a1", "c1"])
+      })
+    )
+
+    test(
+      options.shared
+        ? "leases are not recovered at start on a shared database"
+        : "at start, jobs a dead process left delivering go back to pending",
+      Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.enqueue("web", [entry("m1"), entry("m2"), entry("m3")], T0)
+        yield* store.claimDue("dead-process", T0, 2, hour)
+        const recovered = yield* store.recoverAbandonedLeases()
+        if (options.shared) {
+          assert.strictEqual(recovered, 0)
+          assert.strictEqual((yield* store.backlog()).delivering, 2)
+          return
+        }
+        assert.strictEqual(recovered, 2)
+        assert.deepStrictEqual(yield* store.backlog(), { pending: 3, delivering: 0, delivered: 0, dead: 0 })
+        assert.strictEqual((yield* store.claimDue("new", T0 + 1, 10, hour)).length, 3)
       })
     )
 
