@@ -137,12 +137,32 @@ const initial = Effect.gen(function*() {
   ])
 })
 
+/**
+ * PostgreSQL: the jobs and seen tables churn like a queue (every job is inserted, updated twice,
+ * and purged), so the default autovacuum thresholds (20 % of the table) leave the claim query
+ * planned from stale statistics — measured: a bitmap scan and sort of all 30 000 due rows (35 ms)
+ * instead of the partial index in due order (0.2 ms) — and dead index entries pile up.
+ * Vacuum and analyze them after 1 % changes instead. SQLite needs nothing here.
+ */
+const queueTableTuning = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      statements(sql, [
+        `ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01)`,
+        `ALTER TABLE seen_messages SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01)`
+      ]),
+    orElse: () => Effect.void
+  })
+})
+
 export const migrationsTable = "hookrelay_migrations"
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
 export const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
-    "1_initial": initial
+    "1_initial": initial,
+    "2_queue_table_tuning": queueTableTuning
   }),
   table: migrationsTable
 })
