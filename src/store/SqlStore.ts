@@ -201,6 +201,8 @@ interface CompletionRow {
   readonly first: number | null
   readonly state: string | null
   readonly err: string | null
+  /** Attempts recorded for this job in the same call, added to its count by the same UPDATE. */
+  readonly inc: number
 }
 
 const toCompletionRow = (completion: Completion): CompletionRow => {
@@ -213,7 +215,8 @@ const toCompletionRow = (completion: Completion): CompletionRow => {
         due: null,
         first: completion.firstAttemptAt ?? null,
         state: encodeState(completion.endpointState),
-        err: null
+        err: null,
+        inc: 0
       }
     case "Retry":
       return {
@@ -223,7 +226,8 @@ const toCompletionRow = (completion: Completion): CompletionRow => {
         due: completion.nextDueAt,
         first: completion.firstAttemptAt,
         state: encodeState(completion.endpointState),
-        err: cutOrNull(completion.lastError, maxErrorBytes)
+        err: cutOrNull(completion.lastError, maxErrorBytes),
+        inc: 0
       }
     case "Dead":
       return {
@@ -233,7 +237,8 @@ const toCompletionRow = (completion: Completion): CompletionRow => {
         due: null,
         first: completion.firstAttemptAt ?? null,
         state: encodeState(completion.endpointState),
-        err: cutOrNull(completion.lastError, maxErrorBytes)
+        err: cutOrNull(completion.lastError, maxErrorBytes),
+        inc: 0
       }
   }
 }
@@ -663,6 +668,28 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("recoverAbandonedLeases")
   )
 
+  const countPerJob = (records: ReadonlyArray<AttemptRecord>): Map<string, number> => {
+    const perJob = new Map<string, number>()
+    for (const record of records) perJob.set(record.jobId, (perJob.get(record.jobId) ?? 0) + 1)
+    return perJob
+  }
+
+  /** Keeps jobs.attempts equal to the attempts recorded: one UPDATE per distinct increment. */
+  const incrementAttempts = (perJob: ReadonlyMap<string, number>) =>
+    Effect.gen(function*() {
+      const byIncrement = new Map<number, Array<string>>()
+      for (const [jobId, n] of perJob) {
+        const ids = byIncrement.get(n)
+        if (ids === undefined) byIncrement.set(n, [jobId])
+        else ids.push(jobId)
+      }
+      for (const [n, ids] of byIncrement) {
+        for (const chunk of Arr.chunksOf(ids, idChunk)) {
+          yield* sql`UPDATE jobs SET attempts = attempts + ${n} WHERE ${sql.in("id", chunk)}`
+        }
+      }
+    })
+
   const insertAttempts = (records: ReadonlyArray<AttemptRecord>) =>
     Effect.gen(function*() {
       if (records.length === 0) return
@@ -680,26 +707,12 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       for (const chunk of Arr.chunksOf(rows, insertChunk)) {
         yield* sql`INSERT INTO attempts ${sql.insert(chunk)}`
       }
-      // Keep jobs.attempts equal to the attempts recorded: one UPDATE per distinct increment.
-      const perJob = new Map<string, number>()
-      for (const record of records) perJob.set(record.jobId, (perJob.get(record.jobId) ?? 0) + 1)
-      const byIncrement = new Map<number, Array<string>>()
-      for (const [jobId, n] of perJob) {
-        const ids = byIncrement.get(n)
-        if (ids === undefined) byIncrement.set(n, [jobId])
-        else ids.push(jobId)
-      }
-      for (const [n, ids] of byIncrement) {
-        for (const chunk of Arr.chunksOf(ids, idChunk)) {
-          yield* sql`UPDATE jobs SET attempts = attempts + ${n} WHERE ${sql.in("id", chunk)}`
-        }
-      }
     })
 
   const recordAttempts = Effect.fn("Store.recordAttempts")(
     function*(records: ReadonlyArray<AttemptRecord>) {
       if (records.length === 0) return
-      yield* sql.withTransaction(insertAttempts(records))
+      yield* sql.withTransaction(Effect.zipRight(insertAttempts(records), incrementAttempts(countPerJob(records))))
     },
     untraced,
     fail("recordAttempts")
@@ -727,6 +740,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           UPDATE jobs AS j SET
             status = v.status,
             finished_at = v.at,
+            attempts = j.attempts + v.inc,
             next_due_at = coalesce(v.due, j.next_due_at),
             first_attempt_at = coalesce(j.first_attempt_at, v.first),
             endpoint_state = coalesce(v.state, j.endpoint_state),
@@ -735,7 +749,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
             lease_owner = NULL,
             lease_expires_at = NULL
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-            AS v(id text, status text, at bigint, due bigint, first bigint, state text, err text)
+            AS v(id text, status text, at bigint, due bigint, first bigint, state text, err text, inc integer)
           WHERE j.id = v.id AND j.status = 'delivering' AND j.lease_owner = ${owner}
           RETURNING j.id, j.source_id, j.status, j.finished_at`,
       orElse: () =>
@@ -743,6 +757,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           UPDATE jobs SET
             status = v.status,
             finished_at = v.at,
+            attempts = jobs.attempts + v.inc,
             next_due_at = coalesce(v.due, jobs.next_due_at),
             first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
             endpoint_state = coalesce(v.state, jobs.endpoint_state),
@@ -753,7 +768,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           FROM (
             SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
               value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
-              value ->> 'err' AS err
+              value ->> 'err' AS err, value ->> 'inc' AS inc
             FROM json_each(${JSON.stringify(rows)})
           ) AS v
           WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ${owner}
@@ -766,7 +781,8 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       // The last completion of a job wins (an UPDATE … FROM applies at most one row per job).
       const byJob = new Map<string, CompletionRow>()
       for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
-      const rows = Array.from(byJob.values())
+      const increments = countPerJob(attempts ?? [])
+      const rows = Array.from(byJob.values(), (row) => ({ ...row, inc: increments.get(row.id) ?? 0 }))
       if (rows.length === 0 && (attempts === undefined || attempts.length === 0)) {
         return { applied: [], refused: [] } satisfies CompleteResult
       }
@@ -790,6 +806,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           }
         }
         yield* bumpUsage(Array.from(usage.values()))
+        // Attempts of jobs not completed here (or whose completion was refused) still count.
+        for (const jobId of applied) increments.delete(jobId)
+        yield* incrementAttempts(increments)
         const appliedSet = new Set(applied)
         const result: CompleteResult = {
           applied,

@@ -547,6 +547,17 @@ export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>, options: Su
           status: "delivering",
           attempts: []
         })
+
+        // A refused completion still records its attempts (they happened) and counts them.
+        const refused = yield* store.completeMany("not-the-owner", [{ _tag: "Delivered", jobId: app.id, at: T0 + 5 }], [
+          { jobId: app.id, url: "https://c.example", attempt: 1, startedAt: T0 + 4, durationMs: 1, outcome: "success" }
+        ])
+        assert.deepStrictEqual(refused, { applied: [], refused: [app.id] })
+        const appAfter = (yield* store.jobsForMessage("m1")).find((job) => job.id === app.id)!
+        assert.deepStrictEqual(
+          { status: appAfter.status, count: appAfter.attemptCount, attempts: appAfter.attempts.length },
+          { status: "delivering", count: 1, attempts: 1 }
+        )
         assert.deepStrictEqual(yield* store.jobsForMessage("nope"), [])
       })
     )
