@@ -7,6 +7,7 @@ import { makeSourceCache } from "../store/SourceCache.js"
 import { Store } from "../store/Store.js"
 import type { AttemptRecord } from "./AttemptRecord.js"
 import { deliver } from "./Deliver.js"
+import { EndpointGate } from "./EndpointGate.js"
 import { persistStates, restoreStates } from "./EndpointState.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
 import { Transport, type TransportShape } from "./Transport.js"
@@ -90,24 +91,23 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const held = new Map<string, ClaimedJob>()
     const heldPerSource = new Map<string, number>()
-    const gates = new Map<string, Effect.Semaphore>()
+    const gates = new Map<string, EndpointGate>()
     let completions: Array<Completion> = []
     let attempts: Array<StoredAttemptRecord> = []
-    const slotFreed = yield* Effect.makeLatch(false)
     const workWaiting = yield* Effect.makeLatch(false)
 
-    const gate = (key: string): Effect.Semaphore => {
-      let semaphore = gates.get(key)
-      if (semaphore === undefined) {
-        semaphore = Effect.unsafeMakeSemaphore(concurrencyPerEndpoint)
-        gates.set(key, semaphore)
+    const gate = (key: string): EndpointGate => {
+      let endpoint = gates.get(key)
+      if (endpoint === undefined) {
+        endpoint = new EndpointGate(concurrencyPerEndpoint)
+        gates.set(key, endpoint)
       }
-      return semaphore
+      return endpoint
     }
 
     // Every attempt passes its URL's gate: the endpoint actor's concurrency limit.
     const gatedTransport: TransportShape = {
-      post: (request) => gate(request.origin + request.path).withPermits(1)(transport.post(request))
+      post: (request) => gate(request.origin + request.path).withPermit(transport.post(request))
     }
 
     const recordAttempt = (record: AttemptRecord) =>
@@ -116,24 +116,30 @@ export const make = (options: DispatcherOptions = {}) =>
         return Effect.zipRight(Metric.increment(attemptsWithOutcome(storedOutcome(record.outcome))), workWaiting.open)
       })
 
-    const finish = (job: ClaimedJob, completion: Completion) =>
+    const finish = (completion: Completion) =>
       Effect.suspend(() => {
         completions.push(completion)
         return workWaiting.open
       })
 
+    const claimThreshold = Math.max(1, Math.floor(claimBatch / 4))
+    const mailboxLowWater = Math.floor(mailboxPerSource / 2)
+
+    // Rings the claimer only when another claim is worth a round trip: enough room in all, or a
+    // full mailbox half empty again. Ringing on every finished job would claim one job per query.
     const release = (job: ClaimedJob) =>
       Effect.suspend(() => {
         held.delete(job.id)
         const count = (heldPerSource.get(job.sourceId) ?? 1) - 1
         if (count <= 0) heldPerSource.delete(job.sourceId)
         else heldPerSource.set(job.sourceId, count)
-        return slotFreed.open
+        const room = maxJobsInMemory - held.size
+        return room === claimThreshold || count === mailboxLowWater ? signal.notify : Effect.void
       })
 
     const deadLetter = (job: ClaimedJob, now: number, reason: string) =>
       Effect.zipRight(
-        finish(job, { _tag: "Dead", jobId: job.id, at: now, lastError: reason }),
+        finish({ _tag: "Dead", jobId: job.id, at: now, lastError: reason }),
         publishDead(job, now, reason)
       )
 
@@ -176,7 +182,7 @@ export const make = (options: DispatcherOptions = {}) =>
 
         if (result._tag === "Left") {
           const reason = result.left.message
-          yield* finish(job, {
+          yield* finish({
             _tag: "Dead",
             jobId: job.id,
             at: now,
@@ -189,7 +195,7 @@ export const make = (options: DispatcherOptions = {}) =>
         const outcome = result.right
         if (outcome._tag === "Deferred") {
           const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
-          return yield* finish(job, {
+          return yield* finish({
             _tag: "Retry",
             jobId: job.id,
             nextDueAt: outcome.nextAttemptAt,
@@ -198,7 +204,7 @@ export const make = (options: DispatcherOptions = {}) =>
             lastError: last === undefined || last._tag === "Success" ? null : last.reason
           })
         }
-        yield* finish(job, { _tag: "Delivered", jobId: job.id, at: now, firstAttemptAt })
+        yield* finish({ _tag: "Delivered", jobId: job.id, at: now, firstAttemptAt })
         yield* Metric.increment(jobsDelivered)
         yield* Metric.update(deliveryLatency, Math.max(0, now - job.createdAt) / 1000)
         yield* outcomes.publish({
@@ -216,7 +222,8 @@ export const make = (options: DispatcherOptions = {}) =>
         Effect.ensuring(release(job))
       )
 
-    const flush = Effect.suspend(() => {
+    // Uninterruptible: the batch leaves the buffers before the write, so it must not be cut half-way.
+    const flush = Effect.uninterruptible(Effect.suspend(() => {
       if (completions.length === 0 && attempts.length === 0) return Effect.void
       const batch = completions
       const records = attempts
@@ -232,7 +239,7 @@ export const make = (options: DispatcherOptions = {}) =>
           Effect.logError("could not write finished jobs; they will be delivered again after their lease", error)
         )
       )
-    })
+    }))
 
     const flusher = Effect.gen(function*() {
       while (true) {
@@ -245,12 +252,19 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const fibers = yield* FiberSet.make<void, never>()
 
+    const admit = (job: ClaimedJob) => {
+      held.set(job.id, job)
+      heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
+      return FiberSet.run(fibers, runJob(job))
+    }
+
     const claimer = Effect.gen(function*() {
       while (true) {
+        // The doorbell is reset before looking, so a ring that comes while we claim is not lost.
+        yield* signal.reset
         const room = maxJobsInMemory - held.size
-        if (room < Math.max(1, Math.floor(claimBatch / 4))) {
-          yield* slotFreed.close
-          yield* slotFreed.await.pipe(Effect.timeoutOption(idlePoll))
+        if (room < claimThreshold) {
+          yield* signal.wait(idlePoll)
           continue
         }
         const limit = Math.min(room, claimBatch)
@@ -261,12 +275,18 @@ export const make = (options: DispatcherOptions = {}) =>
             Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
           )
         )
+        // One claim can bring more of a source than its mailbox holds: the excess goes straight back.
+        const overflow: Array<string> = []
         for (const job of claimed) {
-          held.set(job.id, job)
-          heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
-          yield* FiberSet.run(fibers, runJob(job))
+          if ((heldPerSource.get(job.sourceId) ?? 0) >= mailboxPerSource) overflow.push(job.id)
+          else yield* admit(job)
         }
-        if (claimed.length < limit) yield* signal.wait(idlePoll)
+        if (overflow.length > 0) {
+          yield* store.releaseLeases(owner, overflow).pipe(
+            Effect.catchAll((error) => Effect.logError("could not release overflowing jobs", error))
+          )
+        }
+        if (claimed.length < limit || overflow.length > 0) yield* signal.wait(idlePoll)
       }
     })
 

@@ -24,7 +24,7 @@ export const attempts = Metric.counter("hookrelay_attempts_total", {
   incremental: true
 })
 
-export const attemptsWithOutcome = (outcome: "success" | "retryable" | "permanent") =>
+export const attemptsWithOutcome = (outcome: "success" | "retryable" | "permanent" | "aborted") =>
   Metric.tagged(attempts, "outcome", outcome)
 
 /** Seconds from ingest to the receiver's 2xx. */

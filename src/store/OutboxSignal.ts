@@ -4,7 +4,9 @@ import type { Duration } from "effect"
 export interface OutboxSignalShape {
   /** Something was committed to the outbox: wake the dispatcher now instead of at its next poll. */
   readonly notify: Effect.Effect<void>
-  /** Waits until the next `notify` (or one that came since the last wait), at most `timeout`. */
+  /** Forgets earlier rings: call before looking for work, then `wait` if none was found. */
+  readonly reset: Effect.Effect<void>
+  /** Waits for a `notify` since the last `reset`, at most `timeout`. */
   readonly wait: (timeout: Duration.DurationInput) => Effect.Effect<void>
 }
 
@@ -19,11 +21,8 @@ export const make = Effect.gen(function*() {
   const latch = yield* Effect.makeLatch(false)
   return OutboxSignal.of({
     notify: latch.open,
-    wait: (timeout) =>
-      latch.await.pipe(
-        Effect.timeoutOption(timeout),
-        Effect.zipRight(latch.close)
-      )
+    reset: latch.close,
+    wait: (timeout) => Effect.asVoid(Effect.timeoutOption(latch.await, timeout))
   })
 })
 

@@ -1,0 +1,92 @@
+import { type ChildProcess, fork } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+export const resultsDir = join(repoRoot, "bench", "results")
+
+export interface SinkStats {
+  readonly requests: number
+  readonly distinct: number
+  readonly firstAt: number
+  readonly lastAt: number
+  readonly receipts?: Record<string, number> | undefined
+}
+
+export interface Sink {
+  readonly url: string
+  readonly port: number
+  readonly stats: () => Promise<SinkStats>
+  readonly reset: () => void
+  readonly stop: () => Promise<void>
+  readonly process: ChildProcess
+}
+
+/** Starts `bench/support/sink.ts` in a process of its own and waits until it listens. */
+export const startSink = (env: Record<string, string> = {}): Promise<Sink> =>
+  new Promise((resolve, reject) => {
+    const child = fork(join(repoRoot, "bench", "support", "sink.ts"), [], {
+      execArgv: ["--import", "tsx"],
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "inherit", "inherit", "ipc"]
+    })
+    child.once("error", reject)
+    child.once("message", (message: { type: string; port: number }) => {
+      const url = `http://127.0.0.1:${message.port}`
+      resolve({
+        url,
+        port: message.port,
+        process: child,
+        stats: () =>
+          new Promise((done) => {
+            const onMessage = (reply: { type: string } & SinkStats) => {
+              if (reply.type !== "stats") return
+              child.off("message", onMessage)
+              done(reply)
+            }
+            child.on("message", onMessage)
+            child.send({ type: "stats" })
+          }),
+        reset: () => child.send({ type: "reset" }),
+        stop: () =>
+          new Promise((done) => {
+            child.once("exit", () => done())
+            child.send({ type: "stop" })
+          })
+      })
+    })
+  })
+
+/** Samples this process's RSS until stopped; returns the peak in bytes. */
+export const sampleRss = (everyMillis = 20) => {
+  let peak = process.memoryUsage().rss
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss)
+  }, everyMillis)
+  return {
+    peak: () => peak,
+    stop: () => {
+      clearInterval(timer)
+      return Math.max(peak, process.memoryUsage().rss)
+    }
+  }
+}
+
+export const sleep = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis))
+
+export const waitFor = async (condition: () => Promise<boolean>, timeoutMillis: number, pollMillis = 20) => {
+  const deadline = performance.now() + timeoutMillis
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error("benchmark timed out")
+    await sleep(pollMillis)
+  }
+}
+
+export const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10
+
+export const writeResults = (name: string, markdown: string, json: unknown) => {
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, `${name}.md`), markdown)
+  writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(json, null, 2)}\n`)
+}

@@ -1,0 +1,71 @@
+/**
+ * A webhook receiver for benchmarks, meant to run in its own process (`fork`): answers every POST
+ * with 200 once its body is read, counts requests and distinct message ids, and reports to its
+ * parent over IPC. Loopback only.
+ *
+ *   { type: "ready", port }              sent once listening
+ *   { type: "stats" } → { type: "stats", requests, distinct, firstAt, lastAt, receiptTimes? }
+ */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+
+const delayMillis = Number(process.env.SINK_DELAY_MS ?? 0)
+let requests = 0
+let firstAt = 0
+let lastAt = 0
+const seen = new Set<string>()
+const receipts = new Map<string, number>()
+const keepReceipts = process.env.SINK_RECEIPTS === "1"
+
+const messageIdOf = (body: string): string | undefined => {
+  const match = /"messageId":"([^"]*)"/.exec(body)
+  return match === null ? undefined : match[1]
+}
+
+const server = createServer((request, response) => {
+  const chunks: Array<Buffer> = []
+  request.on("data", (chunk: Buffer) => chunks.push(chunk))
+  request.on("end", () => {
+    const now = performance.timeOrigin + performance.now()
+    requests += 1
+    if (firstAt === 0) firstAt = now
+    lastAt = now
+    const id = messageIdOf(Buffer.concat(chunks).toString("utf8"))
+    if (id !== undefined) {
+      seen.add(id)
+      if (keepReceipts && !receipts.has(id)) receipts.set(id, now)
+    }
+    const answer = () => response.writeHead(200, { "content-type": "text/plain" }).end("ok")
+    if (delayMillis > 0) setTimeout(answer, delayMillis)
+    else answer()
+  })
+})
+server.keepAliveTimeout = 30_000
+
+server.listen(Number(process.env.SINK_PORT ?? 0), "127.0.0.1", () => {
+  process.send?.({ type: "ready", port: (server.address() as AddressInfo).port })
+})
+
+process.on("message", (message: { type: string }) => {
+  if (message.type === "stats") {
+    process.send?.({
+      type: "stats",
+      requests,
+      distinct: seen.size,
+      firstAt,
+      lastAt,
+      receipts: keepReceipts ? Object.fromEntries(receipts) : undefined
+    })
+  } else if (message.type === "reset") {
+    requests = 0
+    firstAt = 0
+    lastAt = 0
+    seen.clear()
+    receipts.clear()
+  } else if (message.type === "stop") {
+    server.close()
+    server.closeAllConnections()
+    process.exit(0)
+  }
+})
+process.on("disconnect", () => process.exit(0))

@@ -1,0 +1,157 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Stream, TestClock } from "effect"
+import * as Dispatcher from "../../src/delivery/Dispatcher.js"
+import { DeliveryOutcomes } from "../../src/delivery/Outcomes.js"
+import * as Outcomes from "../../src/delivery/Outcomes.js"
+import * as Transport from "../../src/delivery/Transport.js"
+import { deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
+import { stampMessage } from "../../src/domain/Stamp.js"
+import * as OutboxSignal from "../../src/store/OutboxSignal.js"
+import { Store } from "../../src/store/Store.js"
+import * as StoreLayers from "../../src/store/Store.js"
+import { tempDirectory } from "../support/app.js"
+import { closedPort, startServer, waitUntil } from "./support.js"
+
+const hour = 60 * 60 * 1000
+const minute = 60 * 1000
+
+const bodyFor = (messageId: string, now: number) =>
+  encodeBody(deliveredBody(stampMessage(
+    { type: "track", userId: "u", event: "E", messageId },
+    { receivedAt: now, generatedMessageId: messageId }
+  )))
+
+/** A store on a fresh SQLite file plus what the dispatcher needs, without the dispatcher. */
+const baseLayer = (directory: string) =>
+  Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(
+    Layer.provideMerge(StoreLayers.layerSqlite({ directory }))
+  )
+
+const enqueue = (sourceId: string, ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    for (let start = 0; start < ids.length; start += 1000) {
+      const chunk = ids.slice(start, start + 1000)
+      yield* store.enqueue(sourceId, chunk.map((id) => ({ messageId: id, body: bodyFor(id, now) })), now)
+    }
+  })
+
+const source = (id: string, url: string) =>
+  Effect.flatMap(Store, (store) =>
+    Effect.flatMap(
+      Effect.clockWith((clock) => clock.currentTimeMillis),
+      (now) => store.upsertSource({ id, writeKey: `key-${id}`, webhooks: { enabled: true, endpoints: [{ url }] } }, now)
+    ))
+
+describe("Dispatcher", () => {
+  it.scopedLive("delivers what is due, records the attempts and reports the outcomes", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        yield* source("s1", `${receiver.url}/hook`)
+        const outcomes = yield* DeliveryOutcomes
+        const seen: Array<string> = []
+        yield* outcomes.stream.pipe(
+          Stream.runForEach((outcome) => Effect.sync(() => seen.push(outcome.status))),
+          Effect.forkScoped
+        )
+        yield* Effect.sleep("10 millis")
+        yield* Layer.build(Dispatcher.layer())
+        yield* enqueue("s1", Array.from({ length: 50 }, (_, i) => `m-${i}`))
+        yield* waitUntil(() => receiver.requests.length === 50, "50 deliveries")
+        const store = yield* Store
+        yield* waitUntil(() => seen.length === 50, "50 outcomes")
+        expect(seen.every((status) => status === "delivered")).toBe(true)
+        yield* Effect.sleep("100 millis")
+        const [job] = yield* store.jobsForMessage("m-7")
+        expect(job).toMatchObject({ status: "delivered", attemptCount: 1 })
+        expect(job!.attempts).toMatchObject([{ url: `${receiver.url}/hook`, statusCode: 204, outcome: "success" }])
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scopedLive("keeps a fast endpoint fast while another answers after 4.9 s", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const slow = yield* startServer((_request, response) => {
+        setTimeout(() => response.writeHead(200).end(), 4900)
+      })
+      const fast = yield* startServer((_request, response) => response.writeHead(200).end())
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        yield* source("slow", slow.url)
+        yield* source("fast", fast.url)
+        // The slow source's jobs are older: a FIFO dispatcher would serve them first.
+        yield* enqueue("slow", Array.from({ length: 600 }, (_, i) => `slow-${i}`))
+        yield* enqueue("fast", Array.from({ length: 600 }, (_, i) => `fast-${i}`))
+        const started = performance.now()
+        yield* Layer.build(Dispatcher.layer({ maxJobsInMemory: 512, mailboxPerSource: 64 }))
+        yield* waitUntil(() => fast.requests.length === 600, "600 fast deliveries", 20_000)
+        const fastSeconds = (performance.now() - started) / 1000
+        // Every fast job done before the first slow answer came back: the slow endpoint held its own slots only.
+        expect(fastSeconds).toBeLessThan(4.9)
+        expect(slow.requests.length).toBeLessThanOrEqual(16)
+      }).pipe(Effect.provide(context))
+    }), 30_000)
+
+  it.scoped("resumes the 4 h window across restarts: 3 h 59 m ago gets one attempt, 4 h 01 m none", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer((_request, response) => response.writeHead(500).end())
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", receiver.url)
+        yield* enqueue("s1", ["inside", "outside"])
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        // A process that died long ago had started both jobs' windows.
+        const claimed = yield* store.claimDue("old-process", now, 10, 60_000)
+        const started = { inside: now - (3 * hour + 59 * minute), outside: now - (4 * hour + 1 * minute) }
+        yield* store.completeMany(
+          "old-process",
+          claimed.map((job) => ({
+            _tag: "Retry" as const,
+            jobId: job.id,
+            nextDueAt: now,
+            firstAttemptAt: started[job.messageId as "inside" | "outside"],
+            endpointState: [{ tag: "pending", url: receiver.url, attempts: 12, nextAttemptAt: now }],
+            lastError: "HTTP 500"
+          }))
+        )
+        yield* Layer.build(Dispatcher.layer())
+        yield* waitUntil(() => receiver.requests.length >= 1, "one attempt")
+        yield* TestClock.adjust("1 second")
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        yield* TestClock.adjust("10 millis")
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+        expect(receiver.requests).toHaveLength(1)
+        const [inside] = yield* store.jobsForMessage("inside")
+        const [outside] = yield* store.jobsForMessage("outside")
+        expect(inside).toMatchObject({ status: "dead", attemptCount: 1 })
+        expect(outside).toMatchObject({ status: "dead", attemptCount: 0 })
+        expect(outside!.attempts).toStrictEqual([])
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scopedLive("releases its leases on shutdown so that a restart delivers them", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const port = yield* closedPort
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", `http://127.0.0.1:${port}/down`)
+        yield* enqueue("s1", Array.from({ length: 20 }, (_, i) => `r-${i}`))
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Layer.build(Dispatcher.layer())
+          // Long enough to claim every job and make the first, refused, attempts.
+          yield* Effect.sleep("300 millis")
+        }))
+        const backlog = yield* store.backlog()
+        expect(backlog).toMatchObject({ delivering: 0, pending: 20 })
+      }).pipe(Effect.provide(context))
+    }))
+})
