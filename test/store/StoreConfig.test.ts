@@ -1,0 +1,70 @@
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Either, Layer, Option, Redacted, TestClock } from "effect"
+import {
+  layerRetention,
+  layerSqlite,
+  parseRetention,
+  postgresUrlConfig,
+  retentionConfig,
+  Store
+} from "../../src/store/index.js"
+import { entry } from "./storeSuite.js"
+
+const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromJson(env))
+
+describe("store configuration", () => {
+  it("HOOKRELAY_RETENTION takes days or a duration", () => {
+    assert.deepStrictEqual(parseRetention("7"), Either.right(Duration.days(7)))
+    assert.deepStrictEqual(parseRetention(" 36 hours "), Either.right(Duration.hours(36)))
+    assert.deepStrictEqual(parseRetention("2 days"), Either.right(Duration.days(2)))
+    assert.isTrue(Either.isLeft(parseRetention("0")))
+    assert.isTrue(Either.isLeft(parseRetention("soon")))
+    assert.isTrue(Either.isLeft(parseRetention("-3 days")))
+  })
+
+  it.effect("retention defaults to 7 days and rejects nonsense", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* retentionConfig.pipe(withEnv({})), Duration.days(7))
+      assert.deepStrictEqual(yield* retentionConfig.pipe(withEnv({ HOOKRELAY_RETENTION: "3" })), Duration.days(3))
+      const error = yield* Effect.flip(retentionConfig.pipe(withEnv({ HOOKRELAY_RETENTION: "forever" })))
+      assert.include(String(error), "HOOKRELAY_RETENTION")
+    }))
+
+  it.effect("a postgres:// DATABASE_URL selects PostgreSQL, anything else SQLite", () =>
+    Effect.gen(function*() {
+      const url = (env: Record<string, string>) =>
+        postgresUrlConfig.pipe(withEnv(env), Effect.map(Option.map(Redacted.value)))
+      assert.deepStrictEqual(yield* url({ DATABASE_URL: "postgres://u@h/db" }), Option.some("postgres://u@h/db"))
+      assert.deepStrictEqual(yield* url({ DATABASE_URL: "postgresql://u@h/db" }), Option.some("postgresql://u@h/db"))
+      assert.deepStrictEqual(yield* url({ DATABASE_URL: "sqlite:///tmp/x.db" }), Option.none())
+      assert.deepStrictEqual(yield* url({}), Option.none())
+    }))
+})
+
+describe("retention layer", () => {
+  it.scoped("purges on its schedule, driven by the Clock", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const directory = yield* fs.makeTempDirectoryScoped()
+      const context = yield* Layer.build(
+        layerRetention({ retention: "1 day", every: "1 hour" }).pipe(Layer.provideMerge(layerSqlite({ directory })))
+      )
+      const store = yield* Effect.provide(Store, context)
+      // TestClock starts at 0: a job delivered at 0 is purged once the clock passes 1 day.
+      yield* store.enqueue("web", [entry("m1"), entry("m2")], 0)
+      const jobs = yield* store.claimDue("w", 0, 10, 60_000)
+      yield* store.completeMany("w", jobs.map((job) => ({ _tag: "Delivered" as const, jobId: job.id, at: 0 })))
+
+      const settle = Effect.repeatN(Effect.yieldNow(), 20)
+      yield* TestClock.adjust("23 hours")
+      yield* settle
+      assert.strictEqual((yield* store.backlog()).delivered, 2)
+      // Seen ids are forgotten after 24 h, delivered jobs after the retention.
+      yield* TestClock.adjust("2 hours")
+      yield* settle
+      assert.strictEqual((yield* store.backlog()).delivered, 0)
+      assert.strictEqual((yield* store.enqueue("web", [entry("m1")], 25 * 3600_000)).accepted, 1)
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+})
