@@ -264,7 +264,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         sql`PRAGMA cache_size = -32000`,
         // Checkpoint every ~40 MB of WAL instead of every 4 MB: each checkpoint fsyncs twice, and
         // on the ingest path that was the largest share of commit time (measured: p99 commit
-        // ≈ 20 ms → 3 ms). The file is truncated back to 64 MB at most after a checkpoint.
+        // ≈ 20 ms → 3–9 ms). The file is truncated back to 64 MB at most after a checkpoint.
         sql`PRAGMA wal_autocheckpoint = 10000`,
         sql`PRAGMA journal_size_limit = 67108864`
       ], { discard: true }),
