@@ -2,14 +2,10 @@ import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { createServer } from "node:http"
 import { provision } from "./config/Provisioning.js"
-import * as Dispatcher from "./delivery/Dispatcher.js"
-import * as Outcomes from "./delivery/Outcomes.js"
-import * as Transport from "./delivery/Transport.js"
 import * as Server from "./ingest/Server.js"
-import * as RelayLive from "./relay/RelayLive.js"
-import * as OutboxSignal from "./store/OutboxSignal.js"
-import { layerRetentionFromConfig } from "./store/Retention.js"
+import { layerEngine } from "./relay/Engine.js"
 import * as Store from "./store/Store.js"
+import { retentionConfig } from "./store/StoreConfig.js"
 
 /**
  * The hookrelay server (SPEC §7): configuration from the environment, the store it selects
@@ -24,10 +20,8 @@ const serverConfig = Config.all({
   configFile: Config.option(Config.string("HOOKRELAY_CONFIG"))
 })
 
-const Engine = Layer.mergeAll(Dispatcher.layer(), layerRetentionFromConfig).pipe(
-  Layer.provideMerge(RelayLive.layer),
-  Layer.provideMerge(Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer)),
-  Layer.provideMerge(Store.layerFromConfig)
+const Engine = Layer.unwrapEffect(
+  Effect.map(retentionConfig, (retention) => layerEngine(Store.layerFromConfig, { retention }))
 )
 
 const Main = Layer.unwrapEffect(Effect.gen(function*() {

@@ -1,4 +1,5 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Stream } from "effect"
+import type { DeliveryOutcome } from "../delivery/Outcomes.js"
 import type { BatchDefaults, BatchError } from "../domain/Batch.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { MessageType } from "../domain/Message.js"
@@ -58,6 +59,13 @@ export interface RelayShape {
   /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
   readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
   readonly backlog: Effect.Effect<Backlog, StoreError>
+
+  /**
+   * Every job that ends from the moment of subscription on: delivered (with the URL that took it)
+   * or dead-lettered (with the reason). A subscriber that falls more than 16 384 outcomes behind
+   * loses the oldest; the store keeps every job's status regardless.
+   */
+  readonly outcomes: Stream.Stream<DeliveryOutcome>
 }
 
 /** The hookrelay engine as a service: everything the HTTP server does, callable in-process. */

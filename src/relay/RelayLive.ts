@@ -1,8 +1,9 @@
 import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
-import { randomUUID } from "node:crypto"
+import { DeliveryOutcomes } from "../delivery/Outcomes.js"
 import { validateBatch } from "../domain/Batch.js"
 import { deliveredBody, encodeBody } from "../domain/DeliveredBody.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
+import { uuidv7 } from "../domain/MessageId.js"
 import { skipReason } from "../domain/Routing.js"
 import { stampMessage } from "../domain/Stamp.js"
 import { messagesIngested } from "../metrics/Metrics.js"
@@ -15,6 +16,7 @@ import { type IngestOptions, Relay, type RelayShape } from "./Relay.js"
 export const make = Effect.gen(function*() {
   const store = yield* Store
   const signal = yield* OutboxSignal
+  const deliveryOutcomes = yield* DeliveryOutcomes
   const sources = makeSourceCache(store)
 
   const sourceById = (sourceId: string) =>
@@ -38,7 +40,7 @@ export const make = Effect.gen(function*() {
       const entries: Array<EnqueueEntry> = messages.map((message) => {
         const stamped = stampMessage(message, {
           receivedAt,
-          generatedMessageId: message.messageId ?? randomUUID(),
+          generatedMessageId: message.messageId ?? uuidv7(receivedAt),
           batchSentAt: options.batchSentAt
         })
         messageIds.push(stamped.messageId)
@@ -98,9 +100,10 @@ export const make = Effect.gen(function*() {
         Effect.flatMap((now) => store.replayDeadLetter(jobId, now)),
         Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
       ),
-    backlog: store.backlog()
+    backlog: store.backlog(),
+    outcomes: deliveryOutcomes.stream
   })
 })
 
-/** The engine over the `Store` in context. */
+/** The engine over the `Store` in context; the dispatcher is a layer of its own (`Dispatcher.layer`). */
 export const layer = Layer.effect(Relay, make)

@@ -1,0 +1,121 @@
+/**
+ * hookrelay as a library: run the webhook destination engine inside your own Effect service.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Relay, layerSqlite } from "hookrelay"
+ *
+ * const program = Effect.gen(function*() {
+ *   const relay = yield* Relay
+ *   yield* relay.putSource({
+ *     id: "backend",
+ *     writeKey: "wk_backend",
+ *     webhooks: { enabled: true, sharedSecret: "s3cret", endpoints: [{ url: "https://example.com/hook" }] }
+ *   })
+ *   yield* relay.ingest("backend", [{ type: "track", userId: "u1", event: "Signed Up" }])
+ * })
+ *
+ * program.pipe(Effect.provide(layerSqlite({ directory: "./data" })), Effect.runPromise)
+ * ```
+ *
+ * @module
+ */
+
+export {
+  /**
+   * The engine as a service: `ingest` (validate, stamp, route, commit to the outbox), source
+   * management, message and dead-letter look-ups, and the `outcomes` stream.
+   */
+  Relay
+} from "./relay/Relay.js"
+export type {
+  /** Options of `Relay.ingest`: a fixed type, batch-level defaults and `sentAt`. */
+  IngestOptions,
+  /** What `Relay.ingest` committed: accepted, duplicates, jobs created and the message ids. */
+  IngestResult,
+  /** The operations of the `Relay` service. */
+  RelayShape
+} from "./relay/Relay.js"
+
+export {
+  /** The engine (Relay, dispatcher, retention) over any `Store` layer. */
+  layerEngine,
+  /** The engine on PostgreSQL; several processes may share one database. */
+  layerPg,
+  /** The engine on an embedded SQLite file, the default. Fails with `StoreError` when the file cannot be opened. */
+  layerSqlite
+} from "./relay/Engine.js"
+export type {
+  /** Dispatcher, transport and retention options of the engine layers. */
+  EngineOptions
+} from "./relay/Engine.js"
+
+export {
+  /**
+   * Delivers one message now, without a store (retries wait in memory). Needs `Transport`:
+   * provide `transportLayer()`. Fails with `InvalidMessages` / `MessageTooLarge` or `AllEndpointsFailed`.
+   */
+  deliverMessage as deliver
+} from "./relay/DeliverOnce.js"
+
+export {
+  /** The dispatcher as a background layer (claims due jobs and delivers them). */
+  layer as dispatcherLayer
+} from "./delivery/Dispatcher.js"
+export type {
+  /** Concurrency per endpoint, memory bound, lease and polling of the dispatcher. */
+  DispatcherOptions
+} from "./delivery/Dispatcher.js"
+
+export {
+  /** The outbound HTTP client of deliveries (undici, 5 s deadline, 64 KB body cap). */
+  layer as transportLayer,
+  /** The `Transport` service tag, for tests that script receivers. */
+  Transport
+} from "./delivery/Transport.js"
+export type {
+  /** Extra certificate authorities, timeout and body limits of the transport. */
+  TransportOptions
+} from "./delivery/Transport.js"
+
+export {
+  /** Every URL of a job failed permanently or ran out of its 4 h window. */
+  AllEndpointsFailed
+} from "./delivery/DeliveryResult.js"
+export type {
+  /** `Delivered` (a URL answered 2xx) or `Deferred` (retry later). */
+  DeliveryResult
+} from "./delivery/DeliveryResult.js"
+export type {
+  /** A job that ended: delivered or dead, as the `Relay.outcomes` stream reports it. */
+  DeliveryOutcome
+} from "./delivery/Outcomes.js"
+
+export {
+  /** Some message of a request is invalid (HTTP 400); each issue names the field and, in a batch, the index. */
+  InvalidMessages,
+  /** A message's JSON is over 32 KiB (HTTP 413). */
+  MessageTooLarge,
+  /** A batch holds more than 2 500 messages (HTTP 400). */
+  TooManyMessages,
+  /** No source has this id or write key (HTTP 401 for write keys). */
+  UnknownSource
+} from "./domain/IngestErrors.js"
+export {
+  /** A store operation failed; nothing of the call was committed. */
+  StoreError,
+  /** Another source already uses this write key. */
+  WriteKeyConflict
+} from "./store/StoreError.js"
+
+export {
+  /** The `X-Signature` value: lowercase hex HMAC-SHA1 of the body, keyed by the shared secret. */
+  sign
+} from "./delivery/Signature.js"
+export {
+  /** Schema of a source and its webhook destination (SPEC §1), for validating configuration. */
+  SourceConfig,
+  /** Schema of a webhook destination: enabled, shared secret, 1 to 5 endpoints with static headers. */
+  WebhookSettings
+} from "./domain/Settings.js"

@@ -1,0 +1,47 @@
+import { type Duration, Layer } from "effect"
+import * as Dispatcher from "../delivery/Dispatcher.js"
+import * as Outcomes from "../delivery/Outcomes.js"
+import * as Transport from "../delivery/Transport.js"
+import * as BacklogGauge from "../metrics/BacklogGauge.js"
+import * as OutboxSignal from "../store/OutboxSignal.js"
+import { layerRetention } from "../store/Retention.js"
+import type { Store } from "../store/Store.js"
+import * as StoreLayers from "../store/Store.js"
+import { defaultRetention } from "../store/StoreConfig.js"
+import type { StoreError } from "../store/StoreError.js"
+import type { Relay } from "./Relay.js"
+import * as RelayLive from "./RelayLive.js"
+
+export interface EngineOptions {
+  /** The dispatcher's tuning, or `false` to only ingest (another process delivers). Default: on. */
+  readonly dispatcher?: Dispatcher.DispatcherOptions | false | undefined
+  /** The HTTP client of deliveries (extra CAs, timeout). */
+  readonly transport?: Transport.TransportOptions | undefined
+  /** How long delivered jobs and their attempts are kept. Default 7 days. */
+  readonly retention?: Duration.DurationInput | undefined
+}
+
+/** The whole engine over a store layer: `Relay`, the dispatcher, retention and the backlog gauge. */
+export const layerEngine = <E, R>(
+  store: Layer.Layer<Store, E, R>,
+  options: EngineOptions = {}
+): Layer.Layer<Relay, E, R> => {
+  const background = Layer.mergeAll(
+    options.dispatcher === false ? Layer.empty : Dispatcher.layer(options.dispatcher),
+    layerRetention({ retention: options.retention ?? defaultRetention }),
+    BacklogGauge.layer()
+  )
+  const services = Layer.mergeAll(Transport.layer(options.transport), OutboxSignal.layer, Outcomes.layer).pipe(
+    Layer.provideMerge(store)
+  )
+  return Layer.merge(RelayLive.layer, background).pipe(Layer.provide(services))
+}
+
+/** The engine on an embedded SQLite file (`<directory>/hookrelay.db`, default `./data`). One process per file. */
+export const layerSqlite = (
+  options: StoreLayers.SqliteOptions & EngineOptions = {}
+): Layer.Layer<Relay, StoreError> => layerEngine(StoreLayers.layerSqlite(options), options)
+
+/** The engine on PostgreSQL: several processes may share the database and its jobs. */
+export const layerPg = (options: StoreLayers.PgOptions & EngineOptions): Layer.Layer<Relay, StoreError> =>
+  layerEngine(StoreLayers.layerPg(options), options)

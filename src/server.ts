@@ -1,0 +1,33 @@
+/**
+ * The hookrelay HTTP server as a layer: mount the Segment-compatible tracking API, the admin API,
+ * `/healthz` and `/metrics` on any `@effect/platform` `HttpServer`. It needs the `Relay` service
+ * (from `hookrelay`'s `layerSqlite` / `layerPg`).
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+ * import { Layer, Option } from "effect"
+ * import { createServer } from "node:http"
+ * import { layerSqlite } from "hookrelay"
+ * import { layer as hookrelayServer } from "hookrelay/server"
+ *
+ * hookrelayServer({ adminToken: Option.none() }).pipe(
+ *   Layer.provide(NodeHttpServer.layer(createServer, { port: 8080 })),
+ *   Layer.provide(layerSqlite()),
+ *   Layer.launch,
+ *   NodeRuntime.runMain
+ * )
+ * ```
+ *
+ * @module
+ */
+export {
+  /** The HTTP app as a layer over the `HttpServer` and `Relay` in context. */
+  layer,
+  /** The router itself, to combine with your own routes before serving. */
+  router
+} from "./ingest/Server.js"
+export type {
+  /** `adminToken`: the bearer token of the admin API; `Option.none()` disables it. */
+  ServerOptions
+} from "./ingest/Server.js"
