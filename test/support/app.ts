@@ -10,6 +10,7 @@ import * as Dispatcher from "../../src/delivery/Dispatcher.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import * as Server from "../../src/ingest/Server.js"
+import * as BacklogGauge from "../../src/metrics/BacklogGauge.js"
 import { Relay } from "../../src/relay/Relay.js"
 import * as RelayLive from "../../src/relay/RelayLive.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
@@ -45,8 +46,10 @@ export const startApp = (options: AppOptions = {}) =>
       Layer.provideMerge(store)
     )
     const engine = (options.dispatch ?? true)
-      ? Layer.merge(RelayLive.layer, Dispatcher.layer(options.dispatcher)).pipe(Layer.provideMerge(base))
-      : RelayLive.layer.pipe(Layer.provideMerge(base))
+      ? Layer.mergeAll(RelayLive.layer, Dispatcher.layer(options.dispatcher), BacklogGauge.layer()).pipe(
+        Layer.provideMerge(base)
+      )
+      : Layer.merge(RelayLive.layer, BacklogGauge.layer()).pipe(Layer.provideMerge(base))
     const http = Server.layer({
       adminToken: (options.admin ?? true) ? Option.some(Redacted.make(adminToken)) : Option.none()
     }).pipe(

@@ -1,0 +1,32 @@
+import { Duration, Effect, Layer, Metric, Schedule } from "effect"
+import { Store } from "../store/Store.js"
+import { backlogWithStatus } from "./Metrics.js"
+
+export interface BacklogGaugeOptions {
+  /** How often the store is counted. Default 5 s. */
+  readonly every?: Duration.DurationInput | undefined
+}
+
+/** One count of the outbox into the `hookrelay_backlog_jobs` gauge, by status. */
+export const updateBacklog = Effect.gen(function*() {
+  const store = yield* Store
+  const backlog = yield* store.backlog()
+  yield* Metric.set(backlogWithStatus("pending"), backlog.pending)
+  yield* Metric.set(backlogWithStatus("delivering"), backlog.delivering)
+  yield* Metric.set(backlogWithStatus("dead"), backlog.dead)
+})
+
+/**
+ * Keeps the backlog gauge current: a count at start, then every `every` on Effect's Clock. The
+ * count is one query per period, whatever the traffic; a failure is logged and the next period
+ * tries again.
+ */
+export const layer = (options: BacklogGaugeOptions = {}): Layer.Layer<never, never, Store> =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const store = yield* Store
+    const pass = updateBacklog.pipe(
+      Effect.provideService(Store, store),
+      Effect.catchAllCause((cause) => Effect.logWarning("backlog count failed", cause))
+    )
+    yield* pass.pipe(Effect.repeat(Schedule.spaced(options.every ?? Duration.seconds(5))), Effect.forkScoped)
+  }))
