@@ -4,12 +4,17 @@ import type { JobSummary, JobWithAttempts, StoredAttempt, StoredSource } from ".
 
 const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
 
-// Static headers often carry credentials for the receiver; their values are masked like the secrets.
-const sensitiveHeader = /authorization|token|secret|key|cookie|password|signature/i
+// Static headers often carry credentials for the receiver; their values are masked like the secrets,
+// whether the header's name says so (X-Api-Key, X-Auth) or its value does (`Bearer …` under any name).
+const sensitiveHeader = /auth|token|secret|key|cookie|session|password|passwd|credential|signature/i
+const credentialValue = /^\s*(bearer|basic|digest|token|apikey)\s/i
+
+const headerView = (name: string, value: string) =>
+  sensitiveHeader.test(name) || credentialValue.test(value) ? maskSecret(value) : value
 
 const maskHeaders = (headers: Readonly<Record<string, string>> | undefined) =>
   headers === undefined ? undefined : Object.fromEntries(
-    Object.entries(headers).map(([name, value]) => [name, sensitiveHeader.test(name) ? maskSecret(value) : value])
+    Object.entries(headers).map(([name, value]) => [name, headerView(name, value)])
   )
 
 const webhooksView = (settings: WebhookSettings) => ({
