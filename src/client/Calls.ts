@@ -75,13 +75,21 @@ export type AliasParams = CommonParams & {
   readonly previousId: Id
 }
 
-/** A message ready to be batched: its JSON is computed once, measured, and sent as is. */
+/**
+ * A message ready to be batched. Its JSON is computed once, measured, and sent as is; only the
+ * JSON is kept (a third of the object graph's memory): `messageOf` rebuilds the message for an
+ * outcome, and only when someone observes outcomes.
+ */
 export interface Prepared {
-  readonly message: OutgoingMessage
+  readonly type: MessageType
+  readonly messageId: string
   readonly json: string
   /** UTF-8 length of `json`. */
   readonly bytes: number
 }
+
+/** The message as it is sent. */
+export const messageOf = (prepared: Prepared): OutgoingMessage => JSON.parse(prepared.json)
 
 const invalid = (type: MessageType, path: string, message: string) =>
   Either.left(new InvalidMessage({ type, path, issues: [{ path, message }] }))
@@ -95,23 +103,23 @@ export const prepareMessage = (
   params: object,
   now: number
 ): Either.Either<Prepared, InvalidMessage | MessageTooLarge> => {
-  const input: Record<string, unknown> = { ...params, type }
+  let input = params as { readonly timestamp?: unknown }
   if (input.timestamp instanceof Date) {
     if (Number.isNaN(input.timestamp.getTime())) return invalid(type, "timestamp", "must be a valid date")
-    input.timestamp = input.timestamp.toISOString()
+    input = { ...input, timestamp: input.timestamp.toISOString() }
   }
   const decoded = decodeMessage(input, type)
   if (Either.isLeft(decoded)) {
     const issues = decoded.left
     return Either.left(new InvalidMessage({ type, path: issues[0]?.path ?? "", issues }))
   }
-  const message = decoded.right
-  const stamped = {
-    ...message,
-    messageId: message.messageId ?? randomUUID(),
-    timestamp: message.timestamp ?? formatTimestamp(now),
-    context: { ...message.context, library }
-  } as OutgoingMessage
+  // `decodeMessage` returns a new top-level object (it copies its input before decoding), so it is
+  // stamped in place: spreading it into yet another object costs memory on the hot path (measured:
+  // V8 promotes far more to the old generation). `context` is copied: it may be the caller's.
+  const stamped = decoded.right as { messageId?: string; timestamp?: string; context?: object }
+  const messageId = stamped.messageId ??= randomUUID()
+  stamped.timestamp ??= formatTimestamp(now)
+  stamped.context = { ...stamped.context, library }
   let json: string
   try {
     json = JSON.stringify(stamped)
@@ -120,7 +128,7 @@ export const prepareMessage = (
   }
   const bytes = Buffer.byteLength(json, "utf8")
   if (bytes > maxMessageBytes) {
-    return Either.left(new MessageTooLarge({ type, messageId: stamped.messageId, size: bytes, limit: maxMessageBytes }))
+    return Either.left(new MessageTooLarge({ type, messageId, size: bytes, limit: maxMessageBytes }))
   }
-  return Either.right({ message: stamped, json, bytes })
+  return Either.right({ type, messageId, json, bytes })
 }

@@ -1,6 +1,8 @@
-import { Cause, Effect, Either, Exit, Fiber, ManagedRuntime, Runtime } from "effect"
-import { Analytics, type AnalyticsShape, type CallError, layer } from "./Analytics.js"
+import { Cause, type Effect, Either, Exit, ManagedRuntime } from "effect"
+import type { MessageType } from "../domain/Message.js"
+import { engineLayer } from "./Analytics.js"
 import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
+import { Engine, type EngineShape } from "./Engine.js"
 import { ClientClosed } from "./Errors.js"
 import { type AnalyticsOptions, resolveOptions } from "./Options.js"
 
@@ -35,17 +37,18 @@ const resolved = Promise.resolve()
 
 /**
  * Creates a {@link Client}. Throws `InvalidOptions` at once when an option is wrong. One
- * `ManagedRuntime` runs the client for its whole life; calls run on it synchronously when they
- * can (a call only waits with `overflow: "backpressure"` and a full queue).
+ * `ManagedRuntime` runs the client for its whole life. A call runs no fiber: it is validated,
+ * stamped and queued synchronously; only a call that must wait for room
+ * (`overflow: "backpressure"`) or report a drop runs an effect on the runtime.
  */
 export const createClient = (options: AnalyticsOptions): Client => {
   const checked = resolveOptions(options)
   if (Either.isLeft(checked)) throw checked.left
-  const runtime = ManagedRuntime.make(layer(options))
-  let service: AnalyticsShape | undefined
+  const runtime = ManagedRuntime.make(engineLayer(checked.right))
+  let engine: EngineShape | undefined
   let closing: Promise<void> | undefined
-  const ready = runtime.runPromise(Analytics).then((built) => {
-    service = built
+  const ready = runtime.runPromise(Engine).then((built) => {
+    engine = built
     return built
   })
   // A failed start is reported by every call; do not let it surface as an unhandled rejection too.
@@ -54,33 +57,40 @@ export const createClient = (options: AnalyticsOptions): Client => {
   const settle = <E>(exit: Exit.Exit<void, E>): Promise<void> =>
     Exit.isSuccess(exit) ? resolved : Promise.reject(Cause.squash(exit.cause))
 
-  const run = <E>(effect: Effect.Effect<void, E>): Promise<void> => {
-    const exit = runtime.runSyncExit(effect)
-    if (Exit.isFailure(exit) && Cause.isDieType(exit.cause) && Runtime.isAsyncFiberException(exit.cause.defect)) {
-      // The call had to wait (backpressure): its fiber goes on; settle when it ends.
-      return runtime.runPromiseExit(Fiber.join(exit.cause.defect.fiber as Fiber.Fiber<void, E>)).then(settle)
+  const run = <E>(effect: Effect.Effect<void, E>): Promise<void> => runtime.runPromiseExit(effect).then(settle)
+
+  const enqueue = (built: EngineShape, type: MessageType, params: object): Promise<void> => {
+    if (built.debug) return run(built.analytics[type](params as never))
+    const enqueued = built.enqueueNow(type, params)
+    switch (enqueued._tag) {
+      case "Queued":
+        return resolved
+      case "Dropped":
+        runtime.runFork(enqueued.report)
+        return resolved
+      case "Wait":
+        return run(enqueued.wait)
+      case "Refused":
+        return Promise.reject(enqueued.error)
     }
-    return settle(exit)
   }
 
-  const call =
-    <P>(method: (analytics: AnalyticsShape) => (params: P) => Effect.Effect<void, CallError>) =>
-    (params: P): Promise<void> => {
-      if (closing !== undefined) return Promise.reject(new ClientClosed())
-      if (service !== undefined) return run(method(service)(params))
-      return ready.then((built) => run(method(built)(params)))
-    }
+  const call = <P extends object>(type: MessageType) => (params: P): Promise<void> => {
+    if (closing !== undefined) return Promise.reject(new ClientClosed())
+    if (engine !== undefined) return enqueue(engine, type, params)
+    return ready.then((built) => enqueue(built, type, params))
+  }
 
   return {
-    identify: call((analytics) => analytics.identify),
-    track: call((analytics) => analytics.track),
-    page: call((analytics) => analytics.page),
-    screen: call((analytics) => analytics.screen),
-    group: call((analytics) => analytics.group),
-    alias: call((analytics) => analytics.alias),
+    identify: call<IdentifyParams>("identify"),
+    track: call<TrackParams>("track"),
+    page: call<PageParams>("page"),
+    screen: call<ScreenParams>("screen"),
+    group: call<GroupParams>("group"),
+    alias: call<AliasParams>("alias"),
     flush: () => {
       if (closing !== undefined) return Promise.reject(new ClientClosed())
-      return ready.then((built) => run(built.flush))
+      return ready.then((built) => run(built.analytics.flush))
     },
     close: () => {
       closing ??= runtime.dispose()

@@ -1,12 +1,19 @@
 import { Clock, Duration, Effect } from "effect"
 import { formatTimestamp } from "../domain/Timestamp.js"
 import { type Batch, encodeBatch } from "./Batch.js"
+import { messageOf } from "./Calls.js"
 import type { DebugLog } from "./Debug.js"
 import { HttpError, RequestTimeout, type SendError } from "./Errors.js"
 import type { ResolvedOptions } from "./Options.js"
 import { Outcome } from "./Outcome.js"
 import { parseRetryAfter, retrySchedule } from "./RetryPolicy.js"
 import type { TransportShape } from "./Transport.js"
+
+/** Where outcomes go; building one is skipped when nobody observes them. */
+export interface OutcomeSink {
+  readonly observed: () => boolean
+  readonly report: (outcome: Outcome) => Effect.Effect<void>
+}
 import { version } from "./version.js"
 
 /**
@@ -16,7 +23,7 @@ import { version } from "./version.js"
 export const makeSender = (
   options: ResolvedOptions,
   transport: TransportShape,
-  report: (outcome: Outcome) => Effect.Effect<void>,
+  outcomes: OutcomeSink,
   log: DebugLog
 ) => {
   const headers = {
@@ -52,24 +59,26 @@ export const makeSender = (
         Effect.tapError((error) => log(`batch of ${count} messages: attempt ${attempts} failed: ${error.message}`))
       )
     })
-    const messages = batch.messages.map((prepared) => prepared.message)
+    const messages = () => batch.messages.map(messageOf)
     return log(`flushing ${count} messages (${batch.bodyBytes} bytes)`).pipe(
       Effect.zipRight(Effect.retry(attempt, schedule)),
       Effect.matchEffect({
         onSuccess: () =>
           Effect.zipRight(
             log(`batch of ${count} messages delivered (${attempts} attempts)`),
-            report(Outcome.Success({ messages, attempts }))
+            outcomes.observed() ? outcomes.report(Outcome.Success({ messages: messages(), attempts })) : Effect.void
           ),
         onFailure: (error) =>
           Effect.zipRight(
             log(`batch of ${count} messages failed after ${attempts} attempts: ${error.message}`),
-            report(Outcome.Failure({
-              messages,
-              attempts,
-              error,
-              status: error._tag === "HttpError" ? error.status : undefined
-            }))
+            outcomes.observed()
+              ? outcomes.report(Outcome.Failure({
+                messages: messages(),
+                attempts,
+                error,
+                status: error._tag === "HttpError" ? error.status : undefined
+              }))
+              : Effect.void
           )
       })
     )

@@ -54,10 +54,13 @@ export {
   /** The service over a `Transport` you provide (tests, or your own HTTP stack). */
   layerWithoutTransport,
   /** The service as a scoped effect needing a `Transport`, for building your own layer. */
-  make,
+  make
+} from "./Analytics.js"
+
+export {
   /** How far (in outcomes) an `outcomes` subscriber may fall behind before the oldest are discarded. */
   outcomeBuffer
-} from "./Analytics.js"
+} from "./Engine.js"
 
 export {
   /** The Promise client's methods. */

@@ -120,6 +120,28 @@ describe("stamping", () => {
       expect(page).toMatchObject({ type: "page", anonymousId: "a", timestamp: "2020-01-02T03:04:05.006Z" })
     }))
 
+  it.effect("the caller's objects are left as they were", () =>
+    Effect.gen(function*() {
+      const { analytics, fake } = yield* startClient()
+      const context = { ip: "203.0.113.9" }
+      const properties = { total: 1 }
+      const params = { userId: "u", event: "e", properties, context, timestamp: new Date(0) }
+      yield* analytics.track(params)
+      yield* analytics.flush
+      expect(params).toEqual({
+        userId: "u",
+        event: "e",
+        properties: { total: 1 },
+        context: { ip: "203.0.113.9" },
+        timestamp: new Date(0)
+      })
+      expect(Object.keys(params)).toEqual(["userId", "event", "properties", "context", "timestamp"])
+      expect(fake.messages()[0]).toMatchObject({
+        timestamp: "1970-01-01T00:00:00.000Z",
+        context: { ip: "203.0.113.9" }
+      })
+    }))
+
   it.effect("all six calls send their type and fields", () =>
     Effect.gen(function*() {
       const { analytics, fake } = yield* startClient()

@@ -1,0 +1,212 @@
+import { Context, Deferred, Duration, Effect, Either, Fiber, PubSub, Queue, type Scope, Stream } from "effect"
+import { maxRequestBytes } from "../domain/Limits.js"
+import type { MessageType } from "../domain/Message.js"
+import type { AnalyticsShape, CallError } from "./Analytics.js"
+import { type Batch, batchSink, FlushRequest, type Item, timerFlush } from "./Batch.js"
+import { messageOf, type Prepared, prepareMessage } from "./Calls.js"
+import { debugEnabled, makeDebugLog } from "./Debug.js"
+import { ClientClosed } from "./Errors.js"
+import type { ResolvedOptions } from "./Options.js"
+import { Outcome } from "./Outcome.js"
+import { makeSender } from "./Sender.js"
+import { Transport } from "./Transport.js"
+
+/** How many outcomes a slow `outcomes` subscriber may fall behind before the oldest are discarded. */
+export const outcomeBuffer = 4096
+
+/** What became of a call, decided at once, without running an effect. */
+export type Enqueued =
+  | { readonly _tag: "Queued"; readonly prepared: Prepared }
+  /** The queue was full: `report` publishes the `Dropped` outcome and logs it. */
+  | { readonly _tag: "Dropped"; readonly report: Effect.Effect<void> }
+  /** The queue was full and `overflow` is `"backpressure"`: `wait` queues the message once there is room. */
+  | { readonly _tag: "Wait"; readonly wait: Effect.Effect<void, ClientClosed> }
+  | { readonly _tag: "Refused"; readonly error: CallError }
+
+/**
+ * The client's engine: the `Analytics` service, plus the synchronous entry the Promise facade
+ * uses so that a call costs no fiber (a call is synchronous unless it must wait for room).
+ */
+export interface EngineShape {
+  readonly analytics: AnalyticsShape
+  readonly enqueueNow: (type: MessageType, params: object) => Enqueued
+  /** `DEBUG=analytics`: calls should go through `analytics`, which logs them. */
+  readonly debug: boolean
+}
+
+export class Engine extends Context.Tag("hookrelay/client/Engine")<Engine, EngineShape>() {}
+
+/** Marks the end of the queue (close) and of the outcome stream. */
+const End = Symbol.for("hookrelay/client/End")
+type End = typeof End
+
+const isItem = (item: Item | End): item is Item => item !== End
+const isOutcome = (item: Outcome | End): item is Outcome => item !== End
+
+/** Builds the engine over the `Transport` in context; closing the scope closes the client. */
+export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape, never, Transport | Scope.Scope> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport
+    const clock = yield* Effect.clock
+    const debug = yield* Effect.orElseSucceed(debugEnabled, () => false)
+    const log = makeDebugLog(debug)
+    const queue = yield* Queue.bounded<Item | End>(options.maxQueueSize)
+    const hub = yield* PubSub.sliding<Outcome | End>(outcomeBuffer)
+    let state: "open" | "closing" | "closed" = "open"
+    let subscribers = 0
+    const observed = () => options.onOutcome !== undefined || subscribers > 0
+
+    const report = (outcome: Outcome): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (options.onOutcome !== undefined) {
+          try {
+            options.onOutcome(outcome)
+          } catch (error) {
+            return Effect.zipRight(log(`onOutcome threw: ${String(error)}`), PubSub.publish(hub, outcome))
+          }
+        }
+        return PubSub.publish(hub, outcome)
+      })
+
+    const sendBatch = makeSender(options, transport, { observed, report }, log)
+
+    // Senders: `maxInFlight` long-lived fibers take batches from a hand-off queue. A permit of
+    // `inFlight` is held from the moment a batch is handed over until its outcome is reported,
+    // so the batcher stops pulling from the queue while every sender is busy (bounded memory),
+    // and taking every permit waits until nothing is in flight.
+    const inFlight = yield* Effect.makeSemaphore(options.maxInFlight)
+    const handOff = yield* Queue.unbounded<Batch>()
+    const sender = Effect.forever(
+      Effect.flatMap(Queue.take(handOff), (batch) => Effect.ensuring(sendBatch(batch), inFlight.release(1)))
+    )
+    for (let i = 0; i < options.maxInFlight; i++) yield* Effect.forkScoped(sender)
+    const allSent = inFlight.withPermits(options.maxInFlight)(Effect.void)
+
+    // The flush timer: `flushAfter` after the last batch, it puts a flush request in the queue.
+    const flushAfterMillis = Duration.toMillis(options.flushAfter)
+    let lastFlush = clock.unsafeCurrentTimeMillis()
+    yield* Effect.forkScoped(Effect.forever(Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const due = lastFlush + flushAfterMillis
+      if (now < due) return Effect.sleep(Duration.millis(due - now))
+      lastFlush = now
+      queue.unsafeOffer(timerFlush) // a full queue makes full batches anyway
+      return Effect.void
+    })))
+
+    const dispatch = (batch: Batch): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        if (batch.messages.length > 0) {
+          lastFlush = clock.unsafeCurrentTimeMillis()
+          yield* inFlight.take(1)
+          yield* Queue.offer(handOff, batch)
+        }
+        if (batch.flushRequests.length > 0) {
+          yield* allSent
+          for (const request of batch.flushRequests) yield* Deferred.succeed(request.done!, undefined)
+        }
+      })
+
+    // The batcher: one fiber folds the queue into batches by count, bytes and flush requests
+    // (`batchSink`), and ends at the end marker, once every batch it made has its outcome.
+    // (`Stream.aggregateWithin` measured ~0.85 ms per batch here, forking two fibers per batch;
+    // the flush timer above is one fiber for the client's life.)
+    const consumer = yield* Stream.fromQueue(queue, { maxChunkSize: options.flushAt }).pipe(
+      Stream.takeWhile(isItem),
+      Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
+      Stream.runForEach(dispatch),
+      Effect.zipRight(allSent),
+      Effect.forkScoped
+    )
+
+    const closed = Effect.fail(new ClientClosed())
+
+    const logQueued = (prepared: Prepared): Effect.Effect<void> =>
+      debug ? log(`queued ${prepared.type} ${prepared.messageId}`) : Effect.void
+
+    const reportDropped = (prepared: Prepared): Effect.Effect<void> =>
+      Effect.zipRight(
+        log(`queue full (${options.maxQueueSize} messages): dropped ${prepared.type} ${prepared.messageId}`),
+        Effect.suspend(() => observed() ? report(Outcome.Dropped({ message: messageOf(prepared) })) : Effect.void)
+      )
+
+    const enqueueNow = (type: MessageType, params: object): Enqueued => {
+      if (state !== "open") return { _tag: "Refused", error: new ClientClosed() }
+      const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
+      if (Either.isLeft(prepared)) return { _tag: "Refused", error: prepared.left }
+      const item = prepared.right
+      if (queue.unsafeOffer(item)) return { _tag: "Queued", prepared: item }
+      if (options.overflow === "drop") return { _tag: "Dropped", report: reportDropped(item) }
+      return {
+        _tag: "Wait",
+        wait: Effect.flatMap(Queue.offer(queue, item), (accepted) => accepted ? logQueued(item) : closed)
+      }
+    }
+
+    const enqueue = (type: MessageType) => (params: object): Effect.Effect<void, CallError> =>
+      Effect.suspend(() => {
+        const enqueued = enqueueNow(type, params)
+        switch (enqueued._tag) {
+          case "Queued":
+            return logQueued(enqueued.prepared)
+          case "Dropped":
+            return enqueued.report
+          case "Wait":
+            return enqueued.wait
+          case "Refused":
+            return Effect.fail(enqueued.error)
+        }
+      })
+
+    const flush: Effect.Effect<void, ClientClosed> = Effect.suspend(() => {
+      if (state !== "open") return closed
+      return Effect.flatMap(Deferred.make<void>(), (done) =>
+        Effect.zipRight(
+          Queue.offer(queue, new FlushRequest(done)),
+          Deferred.await(done)
+        ))
+    })
+
+    const subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope> = Effect.suspend(() =>
+      state === "closed"
+        ? Effect.succeed(Stream.empty)
+        : Effect.acquireRelease(
+          Effect.sync(() => subscribers++),
+          () => Effect.sync(() => subscribers--)
+        ).pipe(
+          Effect.zipRight(Stream.fromPubSub(hub, { scoped: true })),
+          Effect.map((stream) => Stream.takeWhile(stream, isOutcome))
+        )
+    )
+
+    // Graceful close: the end marker goes behind everything already queued, the batcher sends its
+    // last batch and ends once every batch has its outcome.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        state = "closing"
+        yield* log("closing: sending what is queued")
+        yield* Effect.raceFirst(Queue.offer(queue, End), Fiber.await(consumer))
+        yield* Fiber.await(consumer)
+        yield* Queue.shutdown(queue)
+        state = "closed"
+        yield* PubSub.publish(hub, End)
+        yield* log("closed")
+      })
+    )
+
+    return {
+      analytics: {
+        identify: enqueue("identify"),
+        track: enqueue("track"),
+        page: enqueue("page"),
+        screen: enqueue("screen"),
+        group: enqueue("group"),
+        alias: enqueue("alias"),
+        flush,
+        outcomes: Stream.unwrapScoped(subscribe),
+        subscribe
+      },
+      enqueueNow,
+      debug
+    }
+  })
