@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
-import { type Outcome, TransportError } from "../../src/client/index.js"
+import { Duration, Effect, TestClock } from "effect"
+import { maxRetryAfter, type Outcome, TransportError } from "../../src/client/index.js"
+import { parseRetryAfter } from "../../src/client/RetryPolicy.js"
 import { ok, type Responder, settle, startClient, status, trackCall } from "./support.js"
 
 const byAttempt = (answers: ReadonlyArray<ReturnType<typeof status>>): Responder => (received) =>
@@ -13,6 +14,19 @@ const failure = (outcomes: ReadonlyArray<Outcome>) => {
   }
   return outcome
 }
+
+describe("Retry-After", () => {
+  it("reads delay-seconds and HTTP dates, capped at maxRetryAfter", () => {
+    const now = Date.parse("2026-11-21T09:00:00Z")
+    expect(parseRetryAfter("7", now)).toBe(7000)
+    expect(parseRetryAfter(" 0 ", now)).toBe(0)
+    expect(parseRetryAfter("Sat, 21 Nov 2026 09:00:30 GMT", now)).toBe(30_000)
+    expect(parseRetryAfter("Sat, 21 Nov 2026 08:00:00 GMT", now)).toBe(0)
+    expect(parseRetryAfter("86400", now)).toBe(Duration.toMillis(maxRetryAfter))
+    expect(parseRetryAfter("soon", now)).toBeUndefined()
+    expect(parseRetryAfter(undefined, now)).toBeUndefined()
+  })
+})
 
 describe("retries", () => {
   it.effect("503 twice then 200: delivered on the third try, after growing jittered delays", () =>

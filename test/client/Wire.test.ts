@@ -143,6 +143,36 @@ describe("on the wire (real loopback server, undici transport)", () => {
       expect(Math.max(...batches)).toBeLessThanOrEqual(5)
     })))
 
+  it.live("the Promise client: a full queue drops without rejecting and reports the drop to onOutcome", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const held: Array<ServerResponse> = []
+      const server = yield* loopbackServer((_, response) => {
+        held.push(response)
+      })
+      const outcomes: Array<Outcome> = []
+      const client = createClient({
+        writeKey: "wk",
+        endpoint: server.endpoint,
+        flushAt: 1,
+        maxInFlight: 1,
+        maxQueueSize: 1,
+        onOutcome: (outcome) => outcomes.push(outcome)
+      })
+      yield* Effect.promise(() => client.flush()) // started
+      // Synchronous calls: the first is taken by the batcher, the second fills the queue (1).
+      const calls = Array.from({ length: 4 }, (_, i) => client.track({ userId: `u-${i}`, event: "e" }))
+      yield* Effect.promise(() => Promise.all(calls)) // none rejects
+      yield* server.next // u-0 is in flight, held by the server
+      expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Dropped", "Dropped"])
+      expect(outcomes.map((outcome) => outcome._tag === "Dropped" && outcome.message.userId)).toEqual(["u-2", "u-3"])
+      // Answer what the server holds, as it comes.
+      yield* Effect.forkScoped(
+        Effect.forever(Effect.sync(() => held.shift()?.end("{}")).pipe(Effect.zipRight(Effect.sleep(5))))
+      )
+      yield* Effect.promise(() => client.close())
+      expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Dropped", "Dropped", "Success", "Success"])
+    })))
+
   it.scopedLive("layerConfig reads HOOKRELAY_* through Config", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer()
