@@ -1,0 +1,44 @@
+// A consumer of the published package: type-checked against the tarball's .d.ts, then run.
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer, Option, Stream } from "effect"
+import { type DeliveryOutcome, layerSqlite, Relay } from "hookrelay"
+import { createClient } from "hookrelay/client"
+import { layer as hookrelayServer } from "hookrelay/server"
+import { createServer } from "node:http"
+
+const receiverPort = Number(process.env.RECEIVER_PORT)
+const serverPort = Number(process.env.SERVER_PORT)
+
+const program = Effect.gen(function*() {
+  const relay = yield* Relay
+  yield* relay.putSource({
+    id: "consumer",
+    writeKey: "wk_consumer",
+    webhooks: { enabled: true, endpoints: [{ url: `http://127.0.0.1:${receiverPort}/hook` }] }
+  })
+  const outcomes = yield* relay.outcomes.pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+  yield* Effect.sleep("50 millis")
+  yield* relay.ingest("consumer", [{ type: "track", userId: "u1", event: "From Relay", messageId: "via-relay" }])
+  const client = createClient({ writeKey: "wk_consumer", endpoint: `http://127.0.0.1:${serverPort}`, flushAt: 1 })
+  yield* Effect.promise(() => client.track({ userId: "u2", event: "From Client", messageId: "via-client" }))
+  yield* Effect.promise(() => client.close())
+  const done: ReadonlyArray<DeliveryOutcome> = [...(yield* outcomes.await.pipe(Effect.flatten))]
+  console.log(JSON.stringify(done.map((outcome) => [outcome.messageId, outcome.status]).sort()))
+})
+
+const http = hookrelayServer({ adminToken: Option.none() }).pipe(
+  Layer.provide(NodeHttpServer.layer(createServer, { port: serverPort, host: "127.0.0.1" }))
+)
+const engine = layerSqlite({ directory: process.env.DATA_DIR })
+
+program.pipe(
+  Effect.provide(http.pipe(Layer.provideMerge(engine))),
+  Effect.timeout("20 seconds"),
+  Effect.runPromise
+).then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
