@@ -1,6 +1,17 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    // The examples import the package by name, as users do; in this checkout the names are the sources.
+    alias: [
+      { find: /^hookrelay\/client$/, replacement: source("./src/client/index.ts") },
+      { find: /^hookrelay\/server$/, replacement: source("./src/server.ts") },
+      { find: /^hookrelay$/, replacement: source("./src/index.ts") }
+    ]
+  },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 60_000,
