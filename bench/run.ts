@@ -1,0 +1,35 @@
+/**
+ * `npm run bench`: every benchmark, one after the other (each in processes of its own), each
+ * writing its results under bench/results/ as markdown and JSON. Loopback only; bounded in count.
+ *
+ *   npm run bench                 # all
+ *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, client)
+ */
+import { spawnSync } from "node:child_process"
+import { join } from "node:path"
+import { repoRoot } from "./support/processes.js"
+
+const benchmarks: Record<string, ReadonlyArray<string>> = {
+  dispatcher: ["bench/dispatcher.ts"],
+  "end-to-end": ["bench/endToEnd.ts"],
+  client: ["bench/client/clientBench.ts"]
+}
+
+const chosen = process.argv.slice(2).filter((name) => !name.startsWith("-"))
+const names = chosen.length === 0 ? Object.keys(benchmarks) : chosen
+let failed = 0
+for (const name of names) {
+  const script = benchmarks[name]
+  if (script === undefined) {
+    console.error(`unknown benchmark ${name}; known: ${Object.keys(benchmarks).join(", ")}`)
+    process.exit(2)
+  }
+  console.log(`\n=== ${name} ===`)
+  const result = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", join(repoRoot, script[0]!)], {
+    cwd: repoRoot,
+    stdio: "inherit",
+    env: process.env
+  })
+  if (result.status !== 0) failed += 1
+}
+process.exit(failed === 0 ? 0 : 1)
