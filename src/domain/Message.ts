@@ -20,10 +20,14 @@ export const Identifier = Schema.transform(
   { strict: true, decode: (value) => String(value), encode: (value) => value }
 )
 
-export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-  message: () => "must be an object"
-})
-export type JsonObject = typeof JsonObject.Type
+export type JsonObject = { readonly [key: string]: unknown }
+
+// Declared, not `Schema.Record(String, Unknown)`: a Record walks and copies every key of every
+// `properties`/`context` object, the largest part of a message, to check values that can be anything.
+export const JsonObject: Schema.Schema<JsonObject> = Schema.declare(
+  (input: unknown): input is JsonObject => typeof input === "object" && input !== null && !Array.isArray(input),
+  { identifier: "JsonObject", message: () => "must be an object" }
+)
 
 const MessageId = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must be a non-empty string" }),
