@@ -2,6 +2,7 @@ import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@eff
 import { Effect, type Option, type Redacted } from "effect"
 import { renderPrometheus } from "../metrics/Prometheus.js"
 import { adminRoutes } from "./AdminApi.js"
+import { audienceRoutes } from "./AudienceRoutes.js"
 import { errorResponse } from "./ErrorBody.js"
 import { trackingRoutes } from "./TrackingApi.js"
 
@@ -23,7 +24,12 @@ const operationalRoutes = HttpRouter.empty.pipe(
 
 /** Every hookrelay route: the tracking API, the admin API, health and metrics. */
 export const router = (options: ServerOptions) =>
-  HttpRouter.concatAll(trackingRoutes, adminRoutes(options.adminToken), operationalRoutes).pipe(
+  HttpRouter.concatAll(
+    trackingRoutes,
+    adminRoutes(options.adminToken),
+    audienceRoutes(options.adminToken),
+    operationalRoutes
+  ).pipe(
     Effect.catchTag("RouteNotFound", () => Effect.succeed(errorResponse(404, "not_found", "no such route")))
   )
 

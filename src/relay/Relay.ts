@@ -1,4 +1,16 @@
 import { Context, type Effect, type Stream } from "effect"
+import type { AudienceSyncResult } from "../audiences/AudienceSync.js"
+import type { TraitSyncResult } from "../audiences/ComputedTraits.js"
+import type { DeletionRequest, DeletionStatus } from "../audiences/Deletions.js"
+import type {
+  AudiencePropertyTaken,
+  AudienceSyncInProgress,
+  AudienceSyncInterrupted,
+  InvalidAdminRequest,
+  UnknownDeletion,
+  UnknownSources
+} from "../audiences/Errors.js"
+import type { TraitValue } from "../audiences/Input.js"
 import type { DeliveryOutcome } from "../delivery/Outcomes.js"
 import type { BatchDefaults, BatchError } from "../domain/Batch.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
@@ -59,6 +71,44 @@ export interface RelayShape {
   /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
   readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
   readonly backlog: Effect.Effect<Backlog, StoreError>
+
+  /**
+   * Deletion request (SPEC §5) for `sourceIds` (default: every source), in one transaction: one
+   * delete notification job per covered source whose destination is enabled; the user's jobs not
+   * delivered yet (pending or dead — not the ones being delivered at this moment) removed.
+   */
+  readonly deleteUser: (
+    userId: string,
+    sourceIds?: ReadonlyArray<string>
+  ) => Effect.Effect<DeletionRequest, InvalidAdminRequest | UnknownSources | StoreError>
+  /** A deletion request and each notification's job status. */
+  readonly getDeletion: (id: string) => Effect.Effect<DeletionStatus, UnknownDeletion | StoreError>
+  /**
+   * Sets an audience's full membership (SPEC §6): an identify `{<snake_case name>: true|false}`
+   * is enqueued for each user added or removed. Applied in chunks; see `makeAudienceSync`.
+   */
+  readonly syncAudience: (
+    sourceId: string,
+    audienceName: string,
+    userIds: ReadonlyArray<string>
+  ) => Effect.Effect<
+    AudienceSyncResult,
+    | InvalidAdminRequest
+    | UnknownSource
+    | AudienceSyncInProgress
+    | AudienceSyncInterrupted
+    | AudiencePropertyTaken
+    | StoreError
+  >
+  /**
+   * Updates a computed trait for the users in `values` (others are left alone; `null` clears):
+   * an identify `{<snake_case name>: value}` for each user whose value is new or different.
+   */
+  readonly syncComputedTrait: (
+    sourceId: string,
+    traitName: string,
+    values: Readonly<Record<string, TraitValue>>
+  ) => Effect.Effect<TraitSyncResult, InvalidAdminRequest | UnknownSource | StoreError>
 
   /**
    * Every job that ends from the moment of subscription on: delivered (with the URL that took it)

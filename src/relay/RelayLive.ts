@@ -1,4 +1,5 @@
 import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
+import * as Audiences from "../audiences/Audiences.js"
 import { DeliveryOutcomes } from "../delivery/Outcomes.js"
 import { validateBatch } from "../domain/Batch.js"
 import { deliveredBody, encodeBody } from "../domain/DeliveredBody.js"
@@ -18,6 +19,7 @@ export const make = Effect.gen(function*() {
   const signal = yield* OutboxSignal
   const deliveryOutcomes = yield* DeliveryOutcomes
   const sources = makeSourceCache(store)
+  const audiences = yield* Audiences.make()
 
   const sourceById = (sourceId: string) =>
     Effect.flatMap(
@@ -101,6 +103,10 @@ export const make = Effect.gen(function*() {
         Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
       ),
     backlog: store.backlog(),
+    deleteUser: audiences.deleteUser,
+    getDeletion: audiences.getDeletion,
+    syncAudience: audiences.syncAudience,
+    syncComputedTrait: audiences.syncComputedTrait,
     outcomes: deliveryOutcomes.stream
   })
 })

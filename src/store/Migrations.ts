@@ -169,6 +169,27 @@ const dueIndexWithSource = Effect.gen(function*() {
   ])
 })
 
+/**
+ * Deletion requests and audience syncs (SPEC §5, §6):
+ * - `jobs_user`: a deletion finds one user's jobs through it instead of reading the whole outbox.
+ *   Partial (`user_id IS NOT NULL`): anonymous messages cost it nothing; both databases use it for
+ *   `user_id = ?`.
+ * - `audiences.sync_owner` / `sync_expires_at`: the lease that keeps two syncs of one audience —
+ *   from any process sharing the database — from interleaving their chunks.
+ * - `audiences_property`: one audience per property name and source. The table was reserved and
+ *   unused before this migration, so the unique index cannot meet existing duplicates.
+ */
+const deletionsAndAudienceSync = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* statements(sql, [
+    `CREATE INDEX jobs_user ON jobs (user_id) WHERE user_id IS NOT NULL`,
+    `ALTER TABLE audiences ADD COLUMN sync_owner TEXT`,
+    `ALTER TABLE audiences ADD COLUMN sync_expires_at BIGINT`,
+    // Two audiences of one source must not be sent as the same property (they would overwrite each other).
+    `CREATE UNIQUE INDEX audiences_property ON audiences (source_id, property)`
+  ])
+})
+
 export const migrationsTable = "hookrelay_migrations"
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
@@ -176,7 +197,8 @@ export const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
     "1_initial": initial,
     "2_queue_table_tuning": queueTableTuning,
-    "3_due_index_with_source": dueIndexWithSource
+    "3_due_index_with_source": dueIndexWithSource,
+    "4_deletions_and_audience_sync": deletionsAndAudienceSync
   }),
   table: migrationsTable
 })

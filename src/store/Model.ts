@@ -185,6 +185,108 @@ export interface UsageDay {
   readonly dead: number
 }
 
+/** A delete notification to insert with a deletion request: one per source whose destination is enabled. */
+export interface DeletionNotificationJob {
+  readonly sourceId: string
+  readonly messageId: string
+  /** The exact SPEC §3 delete body. */
+  readonly body: Uint8Array
+}
+
+export interface NewDeletion {
+  readonly id: string
+  readonly userId: string
+  /** The sources the request covers, as recorded and shown (every source when the request named none). */
+  readonly sourceIds: ReadonlyArray<string>
+  /**
+   * Remove the user's undelivered jobs of every source, including sources deleted since their jobs
+   * were queued (the request named no source); otherwise only those of `sourceIds`.
+   */
+  readonly everySource: boolean
+  readonly notifications: ReadonlyArray<DeletionNotificationJob>
+}
+
+export interface DeletionRecorded {
+  /** Jobs of the user removed before delivery (pending or dead), with their attempts. */
+  readonly jobsRemoved: number
+  readonly notifications: ReadonlyArray<{ readonly sourceId: string; readonly jobId: string }>
+}
+
+/** A delete notification as `getDeletion` shows it. `job` is absent once retention purged the job. */
+export interface DeletionNotification {
+  readonly sourceId: string
+  readonly jobId: string
+  readonly job: Option.Option<JobSummary>
+}
+
+export interface StoredDeletion {
+  readonly id: string
+  readonly userId: string
+  readonly sourceIds: ReadonlyArray<string>
+  readonly createdAt: number
+  readonly jobsRemoved: number
+  readonly notifications: ReadonlyArray<DeletionNotification>
+}
+
+/** One audience of one source; `audience` is its name as the admin API was given it. */
+export interface AudienceRef {
+  readonly sourceId: string
+  readonly audience: string
+}
+
+/** How `startAudienceSync` went: the lease is ours, another sync holds it, or another audience has the property. */
+export type AudienceSyncStart =
+  | { readonly _tag: "Started" }
+  | { readonly _tag: "Busy"; readonly leaseExpiresAt: number }
+  | { readonly _tag: "PropertyTaken"; readonly audience: string }
+
+/**
+ * Builds the identify job of one changed user (its message id and exact body), inside the store's
+ * transaction, so the job commits with the change it reports. `value` is the trait value sent:
+ * `true`/`false` for memberships, the new value (or `null` when cleared) for computed traits.
+ */
+export type IdentifyJobBuilder = (
+  userId: string,
+  value: unknown
+) => { readonly messageId: string; readonly body: Uint8Array }
+
+/** One chunk of an audience sync, applied in one transaction while `owner` holds the audience's sync lease. */
+export interface AudienceChunk {
+  readonly ref: AudienceRef
+  readonly owner: string
+  readonly now: number
+  /** The lease is extended to this time by the chunk's transaction. */
+  readonly leaseUntil: number
+  /** `add`: insert these members (the ones already present are unchanged); `remove`: delete them. */
+  readonly change: "add" | "remove"
+  readonly userIds: ReadonlyArray<string>
+  /** Absent: memberships change and nothing is sent (the destination is disabled). */
+  readonly identify?: IdentifyJobBuilder | undefined
+}
+
+/** `LeaseLost`: another sync took the audience over (ours outlived its lease); nothing was applied. */
+export type AudienceChunkResult =
+  | { readonly _tag: "Applied"; readonly changed: number; readonly jobsCreated: number }
+  | { readonly _tag: "LeaseLost" }
+
+/** One chunk of a computed-trait sync. `value` is the value's JSON text, or `null` to clear it. */
+export interface TraitChunk {
+  readonly sourceId: string
+  /** The trait as sent (its snake_case property name). */
+  readonly trait: string
+  readonly now: number
+  readonly values: ReadonlyArray<readonly [userId: string, value: string | null]>
+  readonly identify?: IdentifyJobBuilder | undefined
+}
+
+export interface TraitChunkResult {
+  /** Users whose value was new or different and is now stored. */
+  readonly changed: number
+  /** Users whose stored value was cleared by `null`. */
+  readonly cleared: number
+  readonly jobsCreated: number
+}
+
 export interface StoreShape {
   // --- sources -------------------------------------------------------------------------------
   readonly upsertSource: (
@@ -297,4 +399,53 @@ export interface StoreShape {
     readonly olderThan: number
     readonly sourceId?: string | undefined
   }) => Effect.Effect<number, StoreError>
+
+  // --- deletion requests (SPEC §5) --------------------------------------------------------------
+  /**
+   * One transaction: removes the user's jobs that are not delivered yet — `pending` and `dead`,
+   * with their attempts; never `delivering` ones, which a dispatcher holds and is sending right
+   * now, nor earlier delete notifications — together with the user's audience memberships and
+   * computed traits in those sources (what the receiver was told is now forgotten there, so a
+   * later sync sends it again); inserts the delete notification jobs; records the request.
+   */
+  readonly recordDeletion: (deletion: NewDeletion, now: number) => Effect.Effect<DeletionRecorded, StoreError>
+  readonly getDeletion: (id: string) => Effect.Effect<Option.Option<StoredDeletion>, StoreError>
+
+  // --- audiences and computed traits (SPEC §6) --------------------------------------------------
+  /**
+   * Creates the audience on its first sync and takes its sync lease for `owner` until
+   * `leaseUntil`, unless another owner holds an unexpired lease (`Busy`) or another audience of
+   * the source is sent as the same property (`PropertyTaken`).
+   */
+  readonly startAudienceSync: (
+    ref: AudienceRef,
+    property: string,
+    owner: string,
+    now: number,
+    leaseUntil: number
+  ) => Effect.Effect<AudienceSyncStart, StoreError>
+  /**
+   * Applies one chunk in one transaction: the membership change and the identify job of each
+   * member actually added or removed (the write statement itself reports which: concurrent
+   * writers cannot both claim one change).
+   */
+  readonly applyAudienceChunk: (chunk: AudienceChunk) => Effect.Effect<AudienceChunkResult, StoreError>
+  /** The members after `after` (exclusive) in the store's order, at most `limit`: keyset paging. */
+  readonly audienceMembersPage: (
+    ref: AudienceRef,
+    after: string | undefined,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /** Gives the lease up (if `owner` still holds it); `completed` also records the sync time. */
+  readonly endAudienceSync: (
+    ref: AudienceRef,
+    owner: string,
+    now: number,
+    completed: boolean
+  ) => Effect.Effect<void, StoreError>
+  /**
+   * Stores one chunk of trait values in one transaction and inserts an identify job for each user
+   * whose value was new or different (the upsert itself reports which), or was cleared by `null`.
+   */
+  readonly applyTraitChunk: (chunk: TraitChunk) => Effect.Effect<TraitChunkResult, StoreError>
 }

@@ -6,22 +6,32 @@ import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { migrate } from "./Migrations.js"
 import type {
   AttemptRecord,
+  AudienceChunk,
+  AudienceChunkResult,
+  AudienceRef,
+  AudienceSyncStart,
   Backlog,
   ClaimedJob,
   ClaimOptions,
   CompleteResult,
   Completion,
+  DeletionRecorded,
   EnqueueEntry,
   EnqueueOptions,
   EnqueueResult,
+  IdentifyJobBuilder,
   JobKind,
   JobStatus,
   JobSummary,
   JobWithAttempts,
+  NewDeletion,
   NewJob,
   StoredAttempt,
+  StoredDeletion,
   StoredSource,
   StoreShape,
+  TraitChunk,
+  TraitChunkResult,
   UsageDay,
   UsageDelta
 } from "./Model.js"
@@ -47,6 +57,8 @@ const maxErrorBytes = 1024
 const insertChunk = 500
 const idChunk = 500
 const purgeChunk = 1000
+/** Jobs of one user removed per statement by a deletion request (all in the request's transaction). */
+const deletionChunk = 1000
 
 // --- small pure helpers ----------------------------------------------------------------------
 
@@ -987,6 +999,320 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("purgeSeen")
   )
 
+  // --- deletion requests -----------------------------------------------------------------------
+
+  const recordDeletion = Effect.fn("Store.recordDeletion")(
+    function*(deletion: NewDeletion, now: number) {
+      const userId = deletion.userId
+      const sources = deletion.sourceIds
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        // The user's undelivered jobs, a chunk at a time (a heavy user may have a large backlog).
+        // The status is checked again by the DELETE itself: on PostgreSQL a dispatcher may claim a
+        // job between the subquery's snapshot and the delete, and a claimed job is left alone.
+        let jobsRemoved = 0
+        if (deletion.everySource || sources.length > 0) {
+          const ofSources = deletion.everySource ? sql.literal("") : sql` AND ${sql.in("source_id", sources)}`
+          while (true) {
+            const removed = yield* sql<{ id: string }>`
+              DELETE FROM jobs WHERE id IN (
+                SELECT id FROM jobs
+                WHERE user_id = ${userId} AND status IN ('pending', 'dead') AND kind <> 'delete'${ofSources}
+                LIMIT ${deletionChunk})
+              AND status IN ('pending', 'dead')
+              RETURNING id`
+            if (removed.length > 0) {
+              yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", removed.map((row) => row.id))}`
+            }
+            jobsRemoved += removed.length
+            if (removed.length < deletionChunk) break
+          }
+        }
+        if (sources.length > 0) {
+          // Both answered from the primary keys: (source_id, audience, user_id) and (source_id, user_id, trait).
+          yield* sql`
+            DELETE FROM audience_members
+            WHERE user_id = ${userId} AND (source_id, audience) IN (
+              SELECT source_id, audience FROM audiences WHERE ${sql.in("source_id", sources)})`
+          yield* sql`DELETE FROM computed_traits WHERE user_id = ${userId} AND ${sql.in("source_id", sources)}`
+        }
+        const jobIds = newJobIds(now, deletion.notifications.length)
+        yield* insertJobRows(deletion.notifications.map((notification, i) => ({
+          id: jobIds[i]!,
+          source_id: notification.sourceId,
+          message_id: notification.messageId,
+          user_id: userId,
+          kind: "delete",
+          body: notification.body,
+          status: "pending",
+          created_at: now,
+          next_due_at: now
+        })))
+        yield* sql`
+          INSERT INTO deletion_requests (id, user_id, source_ids, created_at, jobs_removed)
+          VALUES (${deletion.id}, ${userId}, ${JSON.stringify(sources)}, ${now}, ${jobsRemoved})`
+        const notifications = deletion.notifications.map((notification, i) => ({
+          sourceId: notification.sourceId,
+          jobId: jobIds[i]!
+        }))
+        for (const chunk of Arr.chunksOf(notifications, insertChunk)) {
+          yield* sql`INSERT INTO deletion_notifications ${
+            sql.insert(chunk.map((n) => ({ deletion_id: deletion.id, source_id: n.sourceId, job_id: n.jobId })))
+          }`
+        }
+        const result: DeletionRecorded = { jobsRemoved, notifications }
+        return result
+      }))
+    },
+    fail("recordDeletion")
+  )
+
+  const getDeletion = Effect.fn("Store.getDeletion")(
+    function*(id: string) {
+      const requests = yield* sql<{
+        id: string
+        user_id: string
+        source_ids: string
+        created_at: unknown
+        jobs_removed: unknown
+      }>`SELECT id, user_id, source_ids, created_at, jobs_removed FROM deletion_requests WHERE id = ${id}`
+      const request = requests[0]
+      if (request === undefined) return Option.none<StoredDeletion>()
+      const notifications = yield* sql<{ source_id: string; job_id: string }>`
+        SELECT source_id, job_id FROM deletion_notifications WHERE deletion_id = ${id} ORDER BY source_id`
+      const jobs = notifications.length === 0 ? [] : yield* sql<SummaryRow>`
+        SELECT ${summary} FROM jobs WHERE ${sql.in("id", notifications.map((n) => n.job_id))}`
+      const byId = new Map(jobs.map((row) => [row.id, toSummary(row)]))
+      const deletion: StoredDeletion = {
+        id: request.id,
+        userId: request.user_id,
+        sourceIds: JSON.parse(request.source_ids) as ReadonlyArray<string>,
+        createdAt: num(request.created_at),
+        jobsRemoved: num(request.jobs_removed),
+        notifications: notifications.map((n) => ({
+          sourceId: n.source_id,
+          jobId: n.job_id,
+          job: Option.fromNullable(byId.get(n.job_id))
+        }))
+      }
+      return Option.some(deletion)
+    },
+    fail("getDeletion")
+  )
+
+  // --- audiences and computed traits ----------------------------------------------------------
+
+  /** Inserts the identify jobs of the users a chunk changed, in the chunk's transaction. */
+  const insertIdentifyJobs = (
+    sourceId: string,
+    changes: ReadonlyArray<readonly [userId: string, value: unknown]>,
+    identify: IdentifyJobBuilder | undefined,
+    now: number
+  ) =>
+    Effect.gen(function*() {
+      if (identify === undefined || changes.length === 0) return 0
+      const ids = newJobIds(now, changes.length)
+      yield* insertJobRows(changes.map(([userId, value], i) => {
+        const job = identify(userId, value)
+        return {
+          id: ids[i]!,
+          source_id: sourceId,
+          message_id: job.messageId,
+          user_id: userId,
+          kind: "audience",
+          body: job.body,
+          status: "pending",
+          created_at: now,
+          next_due_at: now
+        }
+      }))
+      return ids.length
+    })
+
+  const startAudienceSync = Effect.fn("Store.startAudienceSync")(
+    function*(ref: AudienceRef, property: string, owner: string, now: number, leaseUntil: number) {
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const taken = yield* sql<{ audience: string }>`
+          SELECT audience FROM audiences
+          WHERE source_id = ${ref.sourceId} AND property = ${property} AND audience <> ${ref.audience}`
+        if (taken.length > 0) {
+          return { _tag: "PropertyTaken", audience: taken[0]!.audience } satisfies AudienceSyncStart
+        }
+        yield* sql`
+          INSERT INTO audiences (source_id, audience, property, created_at, synced_at)
+          VALUES (${ref.sourceId}, ${ref.audience}, ${property}, ${now}, ${now})
+          ON CONFLICT (source_id, audience) DO NOTHING`
+        // On PostgreSQL a concurrent starter waits for this row's lock, then sees the new owner.
+        const acquired = yield* sql<{ audience: string }>`
+          UPDATE audiences SET sync_owner = ${owner}, sync_expires_at = ${leaseUntil}
+          WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
+            AND (sync_owner IS NULL OR sync_expires_at <= ${now})
+          RETURNING audience`
+        if (acquired.length > 0) return { _tag: "Started" } satisfies AudienceSyncStart
+        const held = yield* sql<{ sync_expires_at: unknown }>`
+          SELECT sync_expires_at FROM audiences WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}`
+        return { _tag: "Busy", leaseExpiresAt: num(held[0]?.sync_expires_at ?? now) } satisfies AudienceSyncStart
+      }))
+    },
+    fail("startAudienceSync")
+  )
+
+  /**
+   * The ids travel as one parameter (a JSON array on SQLite, a text[] on PostgreSQL): the
+   * statement text is the same for every chunk and no parameter limit applies.
+   */
+  const addMembers = (ref: AudienceRef, userIds: ReadonlyArray<string>, now: number) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ user_id: string }>`
+          INSERT INTO audience_members (source_id, audience, user_id, added_at)
+          SELECT ${ref.sourceId}, ${ref.audience}, u, ${now} FROM unnest(${userIds}::text[]) AS u
+          ON CONFLICT (source_id, audience, user_id) DO NOTHING
+          RETURNING user_id`,
+      orElse: () =>
+        sql<{ user_id: string }>`
+          INSERT INTO audience_members (source_id, audience, user_id, added_at)
+          SELECT ${ref.sourceId}, ${ref.audience}, value, ${now} FROM json_each(${JSON.stringify(userIds)}) WHERE true
+          ON CONFLICT (source_id, audience, user_id) DO NOTHING
+          RETURNING user_id`
+    })
+
+  const removeMembers = (ref: AudienceRef, userIds: ReadonlyArray<string>) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ user_id: string }>`
+          DELETE FROM audience_members
+          WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND user_id = ANY(${userIds}::text[])
+          RETURNING user_id`,
+      orElse: () =>
+        sql<{ user_id: string }>`
+          DELETE FROM audience_members
+          WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
+            AND user_id IN (SELECT value FROM json_each(${JSON.stringify(userIds)}))
+          RETURNING user_id`
+    })
+
+  const applyAudienceChunk = Effect.fn("Store.applyAudienceChunk")(
+    function*(chunk: AudienceChunk) {
+      const { ref } = chunk
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        // Renewing the lease first also locks the audience row (PostgreSQL) for the chunk.
+        const held = yield* sql<{ audience: string }>`
+          UPDATE audiences SET sync_expires_at = ${chunk.leaseUntil}
+          WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND sync_owner = ${chunk.owner}
+          RETURNING audience`
+        if (held.length === 0) return { _tag: "LeaseLost" } satisfies AudienceChunkResult
+        if (chunk.userIds.length === 0) {
+          return { _tag: "Applied", changed: 0, jobsCreated: 0 } satisfies AudienceChunkResult
+        }
+        const member = chunk.change === "add"
+        const changed = member
+          ? yield* addMembers(ref, chunk.userIds, chunk.now)
+          : yield* removeMembers(ref, chunk.userIds)
+        const jobsCreated = yield* insertIdentifyJobs(
+          ref.sourceId,
+          changed.map((row) => [row.user_id, member] as const),
+          chunk.identify,
+          chunk.now
+        )
+        return { _tag: "Applied", changed: changed.length, jobsCreated } satisfies AudienceChunkResult
+      }))
+    },
+    fail("applyAudienceChunk")
+  )
+
+  const audienceMembersPage = Effect.fn("Store.audienceMembersPage")(
+    function*(ref: AudienceRef, after: string | undefined, limit: number) {
+      const from = after === undefined ? sql.literal("") : sql` AND user_id > ${after}`
+      const rows = yield* sql<{ user_id: string }>`
+        SELECT user_id FROM audience_members
+        WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}${from}
+        ORDER BY user_id LIMIT ${Math.max(1, Math.floor(limit))}`
+      return rows.map((row) => row.user_id)
+    },
+    fail("audienceMembersPage")
+  )
+
+  const endAudienceSync = Effect.fn("Store.endAudienceSync")(
+    function*(ref: AudienceRef, owner: string, now: number, completed: boolean) {
+      const synced = completed ? sql`, synced_at = ${now}` : sql.literal("")
+      yield* sql`
+        UPDATE audiences SET sync_owner = NULL, sync_expires_at = NULL${synced}
+        WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND sync_owner = ${owner}`
+    },
+    fail("endAudienceSync")
+  )
+
+  /** Stores new or different values; returns the users whose row was inserted or updated. */
+  const upsertTraitValues = (
+    sourceId: string,
+    trait: string,
+    values: ReadonlyArray<readonly [string, string]>,
+    now: number
+  ) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ user_id: string; value: string }>`
+          INSERT INTO computed_traits (source_id, user_id, trait, value, updated_at)
+          SELECT ${sourceId}, u, ${trait}, v, ${now}
+          FROM unnest(${values.map(([userId]) => userId)}::text[], ${
+          values.map(([, value]) => value)
+        }::text[]) AS t(u, v)
+          ON CONFLICT (source_id, user_id, trait) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+          WHERE computed_traits.value <> excluded.value
+          RETURNING user_id, value`,
+      orElse: () =>
+        sql<{ user_id: string; value: string }>`
+          INSERT INTO computed_traits (source_id, user_id, trait, value, updated_at)
+          SELECT ${sourceId}, value ->> 0, ${trait}, value ->> 1, ${now} FROM json_each(${
+          JSON.stringify(values)
+        }) WHERE true
+          ON CONFLICT (source_id, user_id, trait) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+          WHERE computed_traits.value <> excluded.value
+          RETURNING user_id, value`
+    })
+
+  const clearTraitValues = (sourceId: string, trait: string, userIds: ReadonlyArray<string>) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ user_id: string }>`
+          DELETE FROM computed_traits
+          WHERE source_id = ${sourceId} AND trait = ${trait} AND user_id = ANY(${userIds}::text[])
+          RETURNING user_id`,
+      orElse: () =>
+        sql<{ user_id: string }>`
+          DELETE FROM computed_traits
+          WHERE source_id = ${sourceId} AND trait = ${trait}
+            AND user_id IN (SELECT value FROM json_each(${JSON.stringify(userIds)}))
+          RETURNING user_id`
+    })
+
+  const applyTraitChunk = Effect.fn("Store.applyTraitChunk")(
+    function*(chunk: TraitChunk) {
+      const set: Array<readonly [string, string]> = []
+      const clear: Array<string> = []
+      for (const [userId, value] of chunk.values) {
+        if (value === null) clear.push(userId)
+        else set.push([userId, value])
+      }
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const changed = set.length === 0 ? [] : yield* upsertTraitValues(chunk.sourceId, chunk.trait, set, chunk.now)
+        const cleared = clear.length === 0 ? [] : yield* clearTraitValues(chunk.sourceId, chunk.trait, clear)
+        const jobsCreated = yield* insertIdentifyJobs(
+          chunk.sourceId,
+          [
+            ...changed.map((row) => [row.user_id, JSON.parse(row.value) as unknown] as const),
+            ...cleared.map((row) => [row.user_id, null] as const)
+          ],
+          chunk.identify,
+          chunk.now
+        )
+        const result: TraitChunkResult = { changed: changed.length, cleared: cleared.length, jobsCreated }
+        return result
+      }))
+    },
+    fail("applyTraitChunk")
+  )
+
   const store: StoreShape = {
     upsertSource,
     getSource,
@@ -1015,7 +1341,14 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     usage,
     purgeDelivered,
     purgeSeen,
-    purgeDeadLetters
+    purgeDeadLetters,
+    recordDeletion,
+    getDeletion,
+    startAudienceSync,
+    applyAudienceChunk,
+    audienceMembersPage,
+    endAudienceSync,
+    applyTraitChunk
   }
   return store
 })

@@ -3,6 +3,7 @@ import { describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { isPostgresUrl, layerPg } from "../../src/store/index.js"
+import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
 /**
@@ -44,6 +45,7 @@ const freshPg = (url: string) => () => {
 describe.skipIf(skipReason !== undefined)("Store (PostgreSQL)", () => {
   const url = databaseUrl ?? ""
   storeSuite(freshPg(url), { shared: true })
+  audienceStoreSuite(freshPg(url))
 
   it.live("data survives closing and reopening the pool", () => {
     const schema = newSchema()

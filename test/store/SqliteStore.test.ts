@@ -4,6 +4,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as Path from "node:path"
 import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
+import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
 /** A new store in a new temporary directory, removed when the test's scope closes. */
@@ -15,6 +16,7 @@ const freshSqlite = () =>
 
 describe("Store (SQLite)", () => {
   storeSuite(freshSqlite, { shared: false })
+  audienceStoreSuite(freshSqlite)
 
   it.scopedLive("data survives closing and reopening the file", () =>
     Effect.gen(function*() {

@@ -1,0 +1,181 @@
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Either, type Option, type Redacted } from "effect"
+import type { DeletionStatus } from "../audiences/Deletions.js"
+import type {
+  AudiencePropertyTaken,
+  AudienceSyncInProgress,
+  AudienceSyncInterrupted,
+  InvalidAdminRequest,
+  UnknownDeletion,
+  UnknownSources
+} from "../audiences/Errors.js"
+import type { TraitValue } from "../audiences/Input.js"
+import type { UnknownSource } from "../domain/IngestErrors.js"
+import { formatTimestamp } from "../domain/Timestamp.js"
+import { Relay } from "../relay/Relay.js"
+import type { StoreError } from "../store/StoreError.js"
+import { requireAdmin } from "./AdminAuth.js"
+import { errorResponse } from "./ErrorBody.js"
+import { readLimitedBody } from "./RequestBody.js"
+
+/**
+ * The admin routes of deletion requests and audience/computed-trait syncs (SPEC §5, §6), behind
+ * the same bearer token as the rest of the admin API. Thin: decode, call `Relay`, map the answer.
+ */
+
+const maxDeletionBodyBytes = 256 * 1024
+/** A full membership of `maxSyncSize` ids with quotes and commas, ids of a few dozen characters. */
+const maxSyncBodyBytes = 64 * 1024 * 1024
+
+type Failure =
+  | InvalidAdminRequest
+  | UnknownSources
+  | UnknownDeletion
+  | UnknownSource
+  | AudienceSyncInProgress
+  | AudienceSyncInterrupted
+  | AudiencePropertyTaken
+  | StoreError
+
+const failureResponse = (failure: Failure): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  switch (failure._tag) {
+    case "InvalidAdminRequest":
+      return Effect.succeed(errorResponse(400, "invalid_request", failure.message, failure.errors))
+    case "UnknownSources":
+      return Effect.succeed(
+        errorResponse(
+          400,
+          "unknown_sources",
+          failure.message,
+          failure.sourceIds.map((sourceId) => ({ path: "sourceIds", message: `no such source: ${sourceId}` }))
+        )
+      )
+    case "UnknownDeletion":
+      return Effect.succeed(errorResponse(404, "not_found", failure.message))
+    case "UnknownSource":
+      return Effect.succeed(errorResponse(404, "not_found", "no such source"))
+    case "AudienceSyncInProgress":
+      return Effect.succeed(errorResponse(409, "sync_in_progress", failure.message))
+    case "AudienceSyncInterrupted":
+      return Effect.succeed(errorResponse(409, "sync_interrupted", `${failure.message}; run it again`))
+    case "AudiencePropertyTaken":
+      return Effect.succeed(
+        errorResponse(409, "property_taken", failure.message, [
+          { path: "audienceName", message: `is sent as ${failure.property}, already used by ${failure.takenBy}` }
+        ])
+      )
+    case "StoreError":
+      return Effect.logError("admin request failed in the store", failure.operation).pipe(
+        Effect.as(errorResponse(503, "store_unavailable", "the store is unavailable"))
+      )
+  }
+}
+
+const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+
+const invalid = (path: string, message: string) =>
+  errorResponse(400, "invalid_request", `${path}: ${message}`, [{ path, message }])
+
+/** The body as a JSON object, or the answer refusing it. */
+const readObject = (limit: number) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const bytes = yield* readLimitedBody(request, limit).pipe(Effect.either)
+    if (Either.isLeft(bytes)) {
+      const error = bytes.left
+      return Either.left(
+        error._tag === "PayloadTooLarge"
+          ? errorResponse(413, "payload_too_large", `the body is over ${error.limit} bytes`)
+          : error._tag === "UnsupportedEncoding"
+          ? errorResponse(415, "unsupported_encoding", `unsupported Content-Encoding ${error.encoding}`)
+          : errorResponse(400, "unreadable_body", error.reason)
+      )
+    }
+    let body: unknown
+    try {
+      body = JSON.parse(bytes.right.toString("utf8"))
+    } catch {
+      return Either.left(
+        errorResponse(400, "invalid_json", "the body must be JSON", [{ path: "", message: "is not valid JSON" }])
+      )
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return Either.left(invalid("", "must be a JSON object"))
+    }
+    return Either.right(body as Record<string, unknown>)
+  })
+
+const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
+
+const deletionView = (deletion: DeletionStatus) => ({
+  id: deletion.id,
+  userId: deletion.userId,
+  sourceIds: deletion.sourceIds,
+  createdAt: formatTimestamp(deletion.createdAt),
+  jobsRemoved: deletion.jobsRemoved,
+  notifications: deletion.notifications.map((notification) => ({
+    sourceId: notification.sourceId,
+    jobId: notification.jobId,
+    status: notification.status,
+    attempts: notification.attempts,
+    finishedAt: notification.finishedAt === null ? null : formatTimestamp(notification.finishedAt)
+  }))
+})
+
+const createDeletion = Effect.gen(function*() {
+  const relay = yield* Relay
+  const body = yield* readObject(maxDeletionBodyBytes)
+  if (Either.isLeft(body)) return body.left
+  const { sourceIds, userId } = body.right
+  if (userId === undefined) return invalid("userId", "is required")
+  // Relay validates both fields (the library is called from plain JavaScript too) and names them.
+  const deletion = yield* relay.deleteUser(
+    userId as string,
+    sourceIds === undefined || sourceIds === null ? undefined : (sourceIds as ReadonlyArray<string>)
+  )
+  return json({ id: deletion.id }, 202)
+})
+
+const syncAudience = Effect.gen(function*() {
+  const relay = yield* Relay
+  const sourceId = yield* param("sourceId")
+  const audienceName = yield* param("audienceName")
+  const body = yield* readObject(maxSyncBodyBytes)
+  if (Either.isLeft(body)) return body.left
+  const userIds = body.right.userIds
+  if (userIds === undefined) return invalid("userIds", "is required")
+  // Relay checks every element (once: a membership can hold a million ids).
+  return json(yield* relay.syncAudience(sourceId, audienceName, userIds as ReadonlyArray<string>))
+})
+
+const syncTrait = Effect.gen(function*() {
+  const relay = yield* Relay
+  const sourceId = yield* param("sourceId")
+  const traitName = yield* param("traitName")
+  const body = yield* readObject(maxSyncBodyBytes)
+  if (Either.isLeft(body)) return body.left
+  const values = body.right.values
+  if (values === undefined) return invalid("values", "is required")
+  return json(
+    yield* relay.syncComputedTrait(sourceId, traitName, values as Readonly<Record<string, TraitValue>>)
+  )
+})
+
+/** SPEC §5 and §6 on the admin API. Writes are uninterruptible: a client that hangs up does not stop a sync half way. */
+export const audienceRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
+  const guard = requireAdmin(adminToken)
+  const route = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Failure, R>) =>
+    guard(Effect.catchAll(handler, failureResponse))
+  return HttpRouter.empty.pipe(
+    HttpRouter.post("/admin/deletions", route(Effect.uninterruptible(createDeletion))),
+    HttpRouter.get(
+      "/admin/deletions/:deletionId",
+      route(Effect.gen(function*() {
+        const relay = yield* Relay
+        return json(deletionView(yield* relay.getDeletion(yield* param("deletionId"))))
+      }))
+    ),
+    HttpRouter.put("/admin/sources/:sourceId/audiences/:audienceName", route(Effect.uninterruptible(syncAudience))),
+    HttpRouter.put("/admin/sources/:sourceId/traits/:traitName", route(Effect.uninterruptible(syncTrait)))
+  )
+}
