@@ -278,6 +278,10 @@ export const make = (options: DispatcherOptions = {}) =>
         // One claim can bring more of a source than its mailbox holds: the excess goes straight back.
         const overflow: Array<string> = []
         for (const job of claimed) {
+          // Our own lease on a job still in memory lapsed (a renewal came late) and this claim handed it back: the
+          // claim renewed the lease; a second fiber would deliver it twice, and releasing it as overflow would let
+          // another process deliver it while ours still does.
+          if (held.has(job.id)) continue
           if ((heldPerSource.get(job.sourceId) ?? 0) >= mailboxPerSource) overflow.push(job.id)
           else yield* admit(job)
         }
