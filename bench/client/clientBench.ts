@@ -2,7 +2,7 @@
  * Client benchmark: hookrelay's Promise client against @segment/analytics-node, each sending the
  * same messages to the same loopback sink with the same batch size, in the same run.
  *
- *   npx tsx bench/client/clientBench.ts [--messages 100000] [--batch 20,100]
+ *   npx tsx bench/client/clientBench.ts [--messages 100000] [--batch 20,100] [--compile-only]
  *
  * Three kinds of process, so that nothing shares a heap or an event loop:
  * - the sink: a node:http server that answers 200 {"success":true} and counts messages (and
@@ -16,6 +16,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { cpus, loadavg } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -204,6 +205,8 @@ const orchestrate = async () => {
   const messages = Number(argValue("messages") ?? 100_000)
   const batchSizes = (argValue("batch") ?? "20,100").split(",").map(Number)
   childScript = await compileForNode()
+  if (process.argv.includes("--compile-only")) return
+  const loadBefore = loadavg()[0]!
   const sink = start(["sink"])
   const { port } = await nextMessage<{ port: number }>(sink, "listening")
   const results: Array<RunResult> = []
@@ -256,6 +259,9 @@ const orchestrate = async () => {
   const report = {
     date: new Date().toISOString(),
     node: process.version,
+    cpus: cpus().length,
+    // Other work on the machine slows both clients; the one-minute load average, before and after.
+    loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number(loadavg()[0]!.toFixed(2)) },
     messages,
     targets: "hookrelay >= 2x analytics-node messages/s, hookrelay peak RSS <= 1/10 of analytics-node's",
     results,
@@ -270,6 +276,8 @@ const orchestrate = async () => {
 const markdown = (report: {
   date: string
   node: string
+  cpus: number
+  loadAverage: { before: number; after: number }
   messages: number
   results: ReadonlyArray<RunResult>
   comparisons: ReadonlyArray<{ flushAt: number; throughputRatio: number; peakRssRatio: number; meetsTargets: boolean }>
@@ -277,7 +285,9 @@ const markdown = (report: {
   [
     "# Client benchmark: hookrelay vs @segment/analytics-node",
     "",
-    `${report.date}, Node ${report.node}. Produced by \`npx tsx bench/client/clientBench.ts\`.`,
+    `${report.date}, Node ${report.node}, ${report.cpus} CPUs, one-minute load average ${report.loadAverage.before} before`,
+    `and ${report.loadAverage.after} after (other work on the machine slows both clients alike). Produced by`,
+    "`npx tsx bench/client/clientBench.ts`.",
     "",
     `Each client, in its own process, sends the same ${report.messages} \`track\` messages as one burst (a loop of`,
     "`await client.track(...)`) to the same loopback sink (a node:http server in another process that answers",
@@ -291,12 +301,12 @@ const markdown = (report: {
     "sink receives duplicates (the distinct count is what was delivered). The targets compare the default hookrelay",
     "configuration.",
     "",
-    "| client | flushAt | messages/s | elapsed (ms) | peak RSS (MB) | received (distinct) | requests |",
-    "|---|---:|---:|---:|---:|---:|---:|",
+    "| client | flushAt | messages/s | elapsed (ms) | RSS at start (MB) | peak RSS (MB) | received (distinct) | requests |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...report.results.map((result) =>
       `| ${result.client} | ${result.flushAt} | ${result.messagesPerSecond} | ${result.elapsedMs} | ${
-        mb(result.peakRssBytes)
-      } | ${result.received} (${result.distinctReceived}) | ${result.requests} |`
+        mb(result.baselineRssBytes)
+      } | ${mb(result.peakRssBytes)} | ${result.received} (${result.distinctReceived}) | ${result.requests} |`
     ),
     "",
     "| flushAt | throughput (hookrelay / analytics-node) | peak RSS (hookrelay / analytics-node) | targets (≥ 2×, ≤ 1/10) |",
@@ -306,6 +316,11 @@ const markdown = (report: {
         comparison.meetsTargets ? "met" : "NOT met"
       } |`
     ),
+    "",
+    "\"RSS at start\" is the client process after loading its library and creating the client, before the first",
+    "message: for hookrelay that is Node, the Effect runtime (with Schema and Stream) and undici. hookrelay's memory is",
+    "bounded by its queue (`maxQueueSize` messages, kept as their JSON) and `maxInFlight` batches, whatever the burst;",
+    "analytics-node keeps every message and every batch of the burst in memory until it is sent.",
     ""
   ].join("\n")
 

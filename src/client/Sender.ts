@@ -8,13 +8,13 @@ import type { ResolvedOptions } from "./Options.js"
 import { Outcome } from "./Outcome.js"
 import { parseRetryAfter, retrySchedule } from "./RetryPolicy.js"
 import type { TransportShape } from "./Transport.js"
+import { version } from "./version.js"
 
 /** Where outcomes go; building one is skipped when nobody observes them. */
 export interface OutcomeSink {
   readonly observed: () => boolean
   readonly report: (outcome: Outcome) => Effect.Effect<void>
 }
-import { version } from "./version.js"
 
 /**
  * Sends one batch to `POST {endpoint}/v1/batch`, retrying as `retrySchedule` says, and reports
