@@ -41,7 +41,15 @@ export interface DeliverOptions {
   readonly maxInlineDelay?: Duration.DurationInput | undefined
   /** Backoff and window overrides; SPEC §4's values by default. */
   readonly policy?: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts"> | undefined
+  /**
+   * Wraps each attempt on a URL: the dispatcher's per-endpoint concurrency limit. Time spent waiting
+   * here is neither an attempt nor part of one (an attempt starts, and is recorded, once it may run).
+   */
+  readonly gate?: EndpointGateFor | undefined
 }
+
+/** The concurrency limit of one URL, as a wrapper around an attempt on it. */
+export type EndpointGateFor = (url: string) => <A, E, R>(attempt: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 const noRecord: AttemptSink = () => Effect.void
 
@@ -52,6 +60,7 @@ interface JobContext {
   readonly maxInlineMillis: number
   readonly record: AttemptSink
   readonly policy: DeliverOptions["policy"]
+  readonly gate: EndpointGateFor | undefined
 }
 
 const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome === undefined ? {} : { lastOutcome }
@@ -91,13 +100,14 @@ const runEndpoint = (
       }
 
       attempts += 1
-      const outcome = yield* attempt({
+      const run = attempt({
         jobId: context.job.jobId,
         messageId: context.job.messageId,
         endpoint,
         attemptNumber: attempts,
         record: context.record
       })
+      const outcome = yield* (context.gate === undefined ? run : context.gate(endpoint.url)(run))
       lastOutcome = outcome
       switch (outcome._tag) {
         case "Success":
@@ -161,7 +171,8 @@ export const deliver = (
       lastStart: deadline(firstAttemptAt, options.policy?.window),
       maxInlineMillis: Duration.toMillis(Duration.decode(options.maxInlineDelay ?? Duration.infinity)),
       record: options.recordAttempt ?? noRecord,
-      policy: options.policy
+      policy: options.policy,
+      gate: options.gate
     }
     const signature = signatureFor(signingSecret(job.settings), job.body)
     const priorStates = job.endpointStates ?? []

@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, FiberSet, Layer, Metric, Option } from "effect"
+import { Clock, Duration, Effect, FiberMap, Layer, Metric, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
@@ -10,7 +10,7 @@ import { deliver } from "./Deliver.js"
 import { EndpointGate } from "./EndpointGate.js"
 import { persistStates, restoreStates } from "./EndpointState.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
-import { Transport, type TransportShape } from "./Transport.js"
+import { Transport } from "./Transport.js"
 
 export interface DispatcherOptions {
   /** Lease owner id, unique per process start. Default: a random UUID. */
@@ -106,9 +106,7 @@ export const make = (options: DispatcherOptions = {}) =>
     }
 
     // Every attempt passes its URL's gate: the endpoint actor's concurrency limit.
-    const gatedTransport: TransportShape = {
-      post: (request) => gate(request.origin + request.path).withPermit(transport.post(request))
-    }
+    const endpointGate = (url: string) => gate(url).withPermit
 
     const recordAttempt = (record: AttemptRecord) =>
       Effect.suspend(() => {
@@ -176,8 +174,8 @@ export const make = (options: DispatcherOptions = {}) =>
             firstAttemptAt,
             endpointStates: restoreStates(job.endpointState)
           },
-          { recordAttempt, maxInlineDelay }
-        ).pipe(Effect.either, Effect.provideService(Transport, gatedTransport))
+          { recordAttempt, maxInlineDelay, gate: endpointGate }
+        ).pipe(Effect.either, Effect.provideService(Transport, transport))
         const now = yield* Clock.currentTimeMillis
 
         if (result._tag === "Left") {
@@ -250,12 +248,13 @@ export const make = (options: DispatcherOptions = {}) =>
       }
     })
 
-    const fibers = yield* FiberSet.make<void, never>()
+    // Keyed by job id, so that a job whose lease another dispatcher took over can be stopped.
+    const fibers = yield* FiberMap.make<string, void, never>()
 
     const admit = (job: ClaimedJob) => {
       held.set(job.id, job)
       heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
-      return FiberSet.run(fibers, runJob(job))
+      return FiberMap.run(fibers, job.id, runJob(job))
     }
 
     const claimer = Effect.gen(function*() {
@@ -267,8 +266,15 @@ export const make = (options: DispatcherOptions = {}) =>
           yield* signal.wait(idlePoll)
           continue
         }
-        const limit = Math.min(room, claimBatch)
-        const saturated = [...heldPerSource].filter(([, count]) => count >= mailboxPerSource).map(([id]) => id)
+        // Sources past half their mailbox wait for the doorbell (rung when they drop back to half); the others
+        // can take at most what the fullest of them has room for, so a claim is rarely sent back as overflow.
+        const saturated: Array<string> = []
+        let fullest = 0
+        for (const [sourceId, count] of heldPerSource) {
+          if (count > mailboxLowWater) saturated.push(sourceId)
+          else if (count > fullest) fullest = count
+        }
+        const limit = Math.min(room, claimBatch, mailboxPerSource - fullest)
         const now = yield* Clock.currentTimeMillis
         const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated }).pipe(
           Effect.catchAll((error) =>
@@ -299,9 +305,17 @@ export const make = (options: DispatcherOptions = {}) =>
         yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMillis / 3))))
         if (held.size === 0) continue
         const now = yield* Clock.currentTimeMillis
-        yield* store.renewLeases(owner, [...held.keys()], now + leaseMillis).pipe(
-          Effect.catchAll((error) => Effect.logError("could not renew leases", error))
+        const asked = [...held.keys()]
+        const kept = yield* store.renewLeases(owner, asked, now + leaseMillis).pipe(
+          Effect.catchAll((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
         )
+        if (kept === undefined) continue
+        // A lease that lapsed and was taken over: that dispatcher delivers the job now, so stop ours (its
+        // request is aborted) rather than deliver it twice and have our outcome refused.
+        const stillHeld = new Set(kept)
+        const lost = asked.filter((id) => !stillHeld.has(id) && held.has(id))
+        for (const id of lost) yield* FiberMap.remove(fibers, id)
+        if (lost.length > 0) yield* Effect.logWarning(`${lost.length} jobs were taken over by another dispatcher`)
       }
     })
 
@@ -322,7 +336,7 @@ export const layer = (options: DispatcherOptions = {}): Layer.Layer<
     // Registered first, so it runs last: after the job fibers stopped, write what they finished and release the rest.
     const dispatcher = yield* Effect.acquireRelease(make(options), (dispatcher) =>
       Effect.gen(function*() {
-        yield* FiberSet.clear(dispatcher.fibers)
+        yield* FiberMap.clear(dispatcher.fibers)
         yield* dispatcher.flush
         const released = yield* store.releaseLeases(dispatcher.owner).pipe(Effect.orElseSucceed(() => 0))
         if (released > 0) yield* Effect.logInfo(`released ${released} leased jobs back to the outbox`)

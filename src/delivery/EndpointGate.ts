@@ -20,8 +20,11 @@ export class EndpointGate {
     this.free = permits
   }
 
+  /** Attempts queued for a permit (O(queue): for metrics and tests, not the hot path). */
   get waiting(): number {
-    return this.waiters.length - this.head
+    let count = 0
+    for (let i = this.head; i < this.waiters.length; i++) if (this.waiters[i]!.state === "waiting") count++
+    return count
   }
 
   private release(): void {

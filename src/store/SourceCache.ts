@@ -1,4 +1,4 @@
-import { Clock, Effect, Option } from "effect"
+import { Clock, Deferred, Effect, Exit, Option } from "effect"
 import type { StoredSource, StoreShape } from "./Model.js"
 import type { StoreError } from "./StoreError.js"
 
@@ -6,13 +6,15 @@ import type { StoreError } from "./StoreError.js"
 export const sourceCacheTtlMillis = 2_000
 
 interface Entry {
-  readonly source: Option.Option<StoredSource>
+  readonly source: Deferred.Deferred<Option.Option<StoredSource>, StoreError>
   readonly expiresAt: number
 }
 
 /**
- * Sources by id and by write key, kept for a short time so that ingest does not read the store
- * for every request. A change made through this process invalidates at once.
+ * Sources by id and by write key, kept for a short time so that ingest and the dispatcher do not
+ * read the store for every request or job. Concurrent callers of one key share one read: a claim
+ * of 256 jobs of one source is one query, not 256 queued on the pool. A change made through this
+ * process invalidates at once; a failed read is not kept.
  */
 export const makeSourceCache = (store: StoreShape) => {
   const byId = new Map<string, Entry>()
@@ -23,14 +25,23 @@ export const makeSourceCache = (store: StoreShape) => {
     key: K,
     load: Effect.Effect<Option.Option<StoredSource>, StoreError>
   ): Effect.Effect<Option.Option<StoredSource>, StoreError> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
       const hit = map.get(key)
-      if (hit !== undefined && hit.expiresAt > now) return Effect.succeed(hit.source)
-      return Effect.tap(load, (source) =>
-        Effect.sync(() => {
-          if (map.size > 10_000) map.clear()
-          map.set(key, { source, expiresAt: now + sourceCacheTtlMillis })
-        }))
+      if (hit !== undefined && hit.expiresAt > now) return yield* Deferred.await(hit.source)
+      const source = yield* Deferred.make<Option.Option<StoredSource>, StoreError>()
+      const entry: Entry = { source, expiresAt: now + sourceCacheTtlMillis }
+      if (map.size > 10_000) map.clear()
+      map.set(key, entry)
+      // Uninterruptible: the callers waiting on this read must get an answer even if the first caller goes away.
+      const exit = yield* Effect.uninterruptible(
+        Effect.tap(Effect.exit(load), (exit) =>
+          Effect.suspend(() => {
+            if (Exit.isFailure(exit) && map.get(key) === entry) map.delete(key)
+            return Deferred.done(source, exit)
+          }))
+      )
+      return yield* exit
     })
 
   return {

@@ -154,4 +154,27 @@ describe("Dispatcher", () => {
         expect(backlog).toMatchObject({ delivering: 0, pending: 20 })
       }).pipe(Effect.provide(context))
     }))
+
+  it.scopedLive("stops a job whose lease another dispatcher took over, aborting its request", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer(() => {
+        // Never answers: the request stays in flight until the dispatcher gives it up.
+      })
+      // A store whose renewals report every lease lost, as after a takeover.
+      const losingRenewals = Layer.effect(
+        Store,
+        Effect.map(Store, (store) => ({ ...store, renewLeases: () => Effect.succeed([] as ReadonlyArray<string>) }))
+      ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
+      const context = yield* Layer.build(
+        Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(Layer.provideMerge(losingRenewals))
+      )
+      yield* Effect.gen(function*() {
+        yield* source("s1", receiver.url)
+        yield* enqueue("s1", ["taken-over"])
+        yield* Layer.build(Dispatcher.layer({ lease: "600 millis" }))
+        yield* waitUntil(() => receiver.requests.length === 1 || receiver.handlerCalls === 1, "the request in flight")
+        yield* waitUntil(() => receiver.requests[0]?.aborted === true, "the request aborted", 5_000)
+      }).pipe(Effect.provide(context))
+    }))
 })

@@ -1,0 +1,34 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { EndpointGate } from "../../src/delivery/EndpointGate.js"
+
+describe("EndpointGate", () => {
+  it.effect("lets `permits` run at once and the rest in arrival order", () =>
+    Effect.gen(function*() {
+      const gate = new EndpointGate(2)
+      const release = yield* Deferred.make<void>()
+      const started: Array<number> = []
+      const task = (n: number) =>
+        gate.withPermit(Effect.zipRight(Effect.sync(() => started.push(n)), Deferred.await(release)))
+      const fibers = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => Effect.fork(task(n)))
+      yield* Effect.yieldNow()
+      expect(started).toStrictEqual([1, 2])
+      expect(gate.waiting).toBe(3)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.joinAll(fibers)
+      expect(started).toStrictEqual([1, 2, 3, 4, 5])
+    }))
+
+  it.effect("a waiter interrupted in the queue gives up its turn; a holder interrupted gives back its permit", () =>
+    Effect.gen(function*() {
+      const gate = new EndpointGate(1)
+      const holder = yield* Effect.fork(gate.withPermit(Effect.never))
+      yield* Effect.yieldNow()
+      const queued = yield* Effect.fork(gate.withPermit(Effect.succeed("queued")))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(queued)
+      expect(gate.waiting).toBe(0)
+      yield* Fiber.interrupt(holder)
+      expect(yield* gate.withPermit(Effect.succeed("free again"))).toBe("free again")
+    }))
+})
