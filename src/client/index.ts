@@ -27,6 +27,7 @@
  *
  * @example
  * ```ts
+ * import { NodeRuntime } from "@effect/platform-node"
  * import { Effect } from "effect"
  * import { Analytics, layerConfig } from "hookrelay/client"
  *
@@ -34,7 +35,8 @@
  *   const analytics = yield* Analytics
  *   yield* analytics.identify({ userId: "u-1", traits: { plan: "pro" } })
  * })
- * Effect.runPromise(Effect.provide(program, layerConfig()))
+ * // Closing the layer at the end of the program sends what is queued.
+ * program.pipe(Effect.provide(layerConfig()), NodeRuntime.runMain)
  * ```
  *
  * @module
