@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, FiberMap, Layer, Metric, Option } from "effect"
+import { Clock, Duration, Effect, Fiber, FiberSet, Layer, Metric, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
@@ -29,7 +29,7 @@ export interface DispatcherOptions {
   readonly idlePoll?: Duration.DurationInput | undefined
   /** A retry due later than this goes back to the store instead of waiting in memory. Default 5 s. */
   readonly maxInlineDelay?: Duration.DurationInput | undefined
-  /** How long finished jobs wait to be written together. Default 5 ms. */
+  /** How long finished jobs wait to be written together (one transaction for all). Default 20 ms. */
   readonly flushDelay?: Duration.DurationInput | undefined
 }
 
@@ -87,9 +87,11 @@ export const make = (options: DispatcherOptions = {}) =>
     const leaseMillis = Duration.toMillis(Duration.decode(options.lease ?? Duration.seconds(60)))
     const idlePoll = options.idlePoll ?? Duration.millis(200)
     const maxInlineDelay = options.maxInlineDelay ?? Duration.seconds(5)
-    const flushDelay = options.flushDelay ?? Duration.millis(5)
+    const flushDelay = options.flushDelay ?? Duration.millis(20)
 
     const held = new Map<string, ClaimedJob>()
+    // The fiber of each job held, so that a job whose lease another dispatcher took over can be stopped.
+    const running = new Map<string, Fiber.RuntimeFiber<void>>()
     const heldPerSource = new Map<string, number>()
     const gates = new Map<string, EndpointGate>()
     let completions: Array<Completion> = []
@@ -128,6 +130,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const release = (job: ClaimedJob) =>
       Effect.suspend(() => {
         held.delete(job.id)
+        running.delete(job.id)
         const count = (heldPerSource.get(job.sourceId) ?? 1) - 1
         if (count <= 0) heldPerSource.delete(job.sourceId)
         else heldPerSource.set(job.sourceId, count)
@@ -248,13 +251,15 @@ export const make = (options: DispatcherOptions = {}) =>
       }
     })
 
-    // Keyed by job id, so that a job whose lease another dispatcher took over can be stopped.
-    const fibers = yield* FiberMap.make<string, void, never>()
+    const fibers = yield* FiberSet.make<void, never>()
 
     const admit = (job: ClaimedJob) => {
       held.set(job.id, job)
       heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
-      return FiberMap.run(fibers, job.id, runJob(job))
+      return Effect.map(FiberSet.run(fibers, runJob(job)), (fiber) => {
+        // A job that finished at once has already been released.
+        if (held.has(job.id)) running.set(job.id, fiber)
+      })
     }
 
     const claimer = Effect.gen(function*() {
@@ -314,7 +319,10 @@ export const make = (options: DispatcherOptions = {}) =>
         // request is aborted) rather than deliver it twice and have our outcome refused.
         const stillHeld = new Set(kept)
         const lost = asked.filter((id) => !stillHeld.has(id) && held.has(id))
-        for (const id of lost) yield* FiberMap.remove(fibers, id)
+        for (const id of lost) {
+          const fiber = running.get(id)
+          if (fiber !== undefined) yield* Fiber.interruptFork(fiber)
+        }
         if (lost.length > 0) yield* Effect.logWarning(`${lost.length} jobs were taken over by another dispatcher`)
       }
     })
@@ -336,7 +344,7 @@ export const layer = (options: DispatcherOptions = {}): Layer.Layer<
     // Registered first, so it runs last: after the job fibers stopped, write what they finished and release the rest.
     const dispatcher = yield* Effect.acquireRelease(make(options), (dispatcher) =>
       Effect.gen(function*() {
-        yield* FiberMap.clear(dispatcher.fibers)
+        yield* FiberSet.clear(dispatcher.fibers)
         yield* dispatcher.flush
         const released = yield* store.releaseLeases(dispatcher.owner).pipe(Effect.orElseSucceed(() => 0))
         if (released > 0) yield* Effect.logInfo(`released ${released} leased jobs back to the outbox`)

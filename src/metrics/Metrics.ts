@@ -24,8 +24,13 @@ export const attempts = Metric.counter("hookrelay_attempts_total", {
   incremental: true
 })
 
-export const attemptsWithOutcome = (outcome: "success" | "retryable" | "permanent" | "aborted") =>
-  Metric.tagged(attempts, "outcome", outcome)
+const attemptOutcomes = ["success", "retryable", "permanent", "aborted"] as const
+// Tagged once: tagging builds a new metric key, too costly for once per attempt.
+const attemptsByOutcome = Object.fromEntries(
+  attemptOutcomes.map((outcome) => [outcome, Metric.tagged(attempts, "outcome", outcome)])
+) as Record<(typeof attemptOutcomes)[number], typeof attempts>
+
+export const attemptsWithOutcome = (outcome: (typeof attemptOutcomes)[number]) => attemptsByOutcome[outcome]
 
 /** Seconds from ingest to the receiver's 2xx. */
 export const deliveryLatency = Metric.histogram(
