@@ -3,7 +3,7 @@
  * writing its results under bench/results/ as markdown and JSON. Loopback only; bounded in count.
  *
  *   npm run bench                 # all
- *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, client)
+ *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, client, audiences)
  */
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
@@ -12,7 +12,8 @@ import { repoRoot } from "./support/processes.js"
 const benchmarks: Record<string, ReadonlyArray<string>> = {
   dispatcher: ["bench/dispatcher.ts"],
   "end-to-end": ["bench/endToEnd.ts"],
-  client: ["bench/client/clientBench.ts"]
+  client: ["bench/client/clientBench.ts"],
+  audiences: ["bench/audiences.ts"]
 }
 
 const chosen = process.argv.slice(2).filter((name) => !name.startsWith("-"))

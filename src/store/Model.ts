@@ -248,7 +248,14 @@ export type AudienceSyncStart =
 export type IdentifyJobBuilder = (
   userId: string,
   value: unknown
-) => { readonly messageId: string; readonly body: Uint8Array }
+) => {
+  readonly messageId: string
+  /**
+   * The body's JSON text, as `JSON.stringify` writes it (so it is well-formed UTF-16: no lone
+   * surrogate, no raw NUL); the store stores its UTF-8 bytes, which are the bytes sent and signed.
+   */
+  readonly bodyText: string
+}
 
 /** One chunk of an audience sync, applied in one transaction while `owner` holds the audience's sync lease. */
 export interface AudienceChunk {

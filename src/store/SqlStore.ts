@@ -1102,6 +1102,14 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   // --- audiences and computed traits ----------------------------------------------------------
 
   /** Inserts the identify jobs of the users a chunk changed, in the chunk's transaction. */
+  /**
+   * Inserts the identify jobs of the users a chunk changed, in the chunk's transaction, as ONE
+   * statement whose rows travel as one parameter (a JSON array on SQLite, text[]s on PostgreSQL)
+   * with each body as its JSON text, turned into its UTF-8 bytes by the database (`CAST(… AS
+   * BLOB)`, `convert_to(…, 'UTF8')`): the same bytes `encodeBody` makes. Measured on a
+   * 100 000-member sync: the multi-row INSERT's 4 500-parameter statements cost ≈ 110 MB of
+   * garbage (compiling and binding them) and a fifth of the time; this costs a few MB.
+   */
   const insertIdentifyJobs = (
     sourceId: string,
     changes: ReadonlyArray<readonly [userId: string, value: unknown]>,
@@ -1111,20 +1119,30 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     Effect.gen(function*() {
       if (identify === undefined || changes.length === 0) return 0
       const ids = newJobIds(now, changes.length)
-      yield* insertJobRows(changes.map(([userId, value], i) => {
+      const messageIds = new Array<string>(changes.length)
+      const userIds = new Array<string>(changes.length)
+      const bodies = new Array<string>(changes.length)
+      for (let i = 0; i < changes.length; i++) {
+        const [userId, value] = changes[i]!
         const job = identify(userId, value)
-        return {
-          id: ids[i]!,
-          source_id: sourceId,
-          message_id: job.messageId,
-          user_id: userId,
-          kind: "audience",
-          body: job.body,
-          status: "pending",
-          created_at: now,
-          next_due_at: now
-        }
-      }))
+        messageIds[i] = job.messageId
+        userIds[i] = userId
+        bodies[i] = job.bodyText
+      }
+      yield* sql.onDialectOrElse({
+        pg: () =>
+          sql`
+            INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at)
+            SELECT id, ${sourceId}, mid, uid, 'audience', convert_to(body, 'UTF8'), 'pending', ${now}, ${now}
+            FROM unnest(${ids}::text[], ${messageIds}::text[], ${userIds}::text[], ${bodies}::text[])
+              AS t(id, mid, uid, body)`,
+        orElse: () =>
+          sql`
+            INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at)
+            SELECT value ->> 0, ${sourceId}, value ->> 1, value ->> 2, 'audience', CAST(value ->> 3 AS BLOB),
+              'pending', ${now}, ${now}
+            FROM json_each(${JSON.stringify(ids.map((id, i) => [id, messageIds[i], userIds[i], bodies[i]]))})`
+      })
       return ids.length
     })
 
@@ -1158,7 +1176,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   /**
    * The ids travel as one parameter (a JSON array on SQLite, a text[] on PostgreSQL): the
-   * statement text is the same for every chunk and no parameter limit applies.
+   * statement text is the same for every chunk and no parameter limit applies. Members already
+   * present (most of a later sync's) are left by ON CONFLICT DO NOTHING; measured on PostgreSQL,
+   * that beats filtering them first with NOT EXISTS (planned as a hash anti-join over the whole
+   * audience: 2 000 ids against 100 000 members, 10 ms vs 43 ms).
    */
   const addMembers = (ref: AudienceRef, userIds: ReadonlyArray<string>, now: number) =>
     sql.onDialectOrElse({
@@ -1217,6 +1238,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         return { _tag: "Applied", changed: changed.length, jobsCreated } satisfies AudienceChunkResult
       }))
     },
+    untraced,
     fail("applyAudienceChunk")
   )
 
@@ -1229,6 +1251,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         ORDER BY user_id LIMIT ${Math.max(1, Math.floor(limit))}`
       return rows.map((row) => row.user_id)
     },
+    untraced,
     fail("audienceMembersPage")
   )
 
@@ -1310,6 +1333,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         return result
       }))
     },
+    untraced,
     fail("applyTraitChunk")
   )
 

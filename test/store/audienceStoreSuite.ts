@@ -18,10 +18,13 @@ const recordingBuilder = () => {
   const calls: Array<[string, unknown]> = []
   const build: IdentifyJobBuilder = (userId, value) => {
     calls.push([userId, value])
-    return { messageId: `id-${userId}-${String(value)}`, body: body(JSON.stringify({ userId, value })) }
+    return { messageId: `id-${userId}-${String(value)}`, bodyText: JSON.stringify({ userId, value, text: tricky }) }
   }
   return { calls, build }
 }
+
+/** Quotes, backslashes, escapes, accents, an emoji and a U+2028: the stored bytes must be exactly the UTF-8 of the text. */
+const tricky = "\"q\" \\ \u0001 é 🎉 \u2028 end"
 
 const vip: AudienceRef = { sourceId: "web", audience: "VIP" }
 
@@ -295,7 +298,9 @@ export const audienceStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
           "pending"
         ])
         const [claimed] = (yield* store.claimDue("w", T0 + 10, 10, 1000)).filter((j) => j.messageId === "id-u1-false")
-        assert.strictEqual(decoder.decode(claimed!.body), JSON.stringify({ userId: "u1", value: false }))
+        const expected = new TextEncoder().encode(JSON.stringify({ userId: "u1", value: false, text: tricky }))
+        assert.deepStrictEqual(Buffer.from(claimed!.body), Buffer.from(expected))
+        assert.strictEqual(decoder.decode(claimed!.body), JSON.stringify({ userId: "u1", value: false, text: tricky }))
         assert.strictEqual((yield* store.backlog()).pending + (yield* store.backlog()).delivering, 5)
       })
     )
