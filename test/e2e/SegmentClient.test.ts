@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Analytics } from "@segment/analytics-node"
 import { Effect } from "effect"
-import { createHmac } from "node:crypto"
 import { type ReceivedRequest, startServer, waitUntil } from "../delivery/support.js"
 import { type App, startApp } from "../support/app.js"
+import { pollUntil, signatureOf } from "../support/http.js"
 
 /**
  * The real Segment client, unchanged, pointed at hookrelay (SPEC §2: "existing Segment client
@@ -29,18 +29,7 @@ interface SentBatch {
   readonly sentAt: string
 }
 
-const signatureOf = (body: Buffer) => createHmac("sha1", sharedSecret).update(body).digest("hex")
-
-/** Polls an effect on real time until `done` holds of its result. */
-const pollUntil = <A, E>(effect: Effect.Effect<A, E>, done: (value: A) => boolean, what: string) =>
-  Effect.gen(function*() {
-    for (let waited = 0; waited <= 10_000; waited += 20) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.die(new Error(`timed out waiting until ${what}`))
-  })
+const signature = (body: Buffer) => signatureOf(sharedSecret, body)
 
 const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
   pollUntil(
@@ -235,7 +224,7 @@ describe("@segment/analytics-node against hookrelay", () => {
         expect(request.url).toBe("/hook?from=segment")
         expect(request.headers["content-type"]).toBe("application/json")
         expect(request.headers["user-agent"]).toBe("hookrelay/1.0")
-        expect(request.headers["x-signature"]).toBe(signatureOf(request.body))
+        expect(request.headers["x-signature"]).toBe(signature(request.body))
         expect(request.headers["x-signature"]).toMatch(/^[0-9a-f]{40}$/)
 
         const body = parse(request)
@@ -272,7 +261,7 @@ describe("@segment/analytics-node against hookrelay", () => {
         sent.map((message) => message.messageId).sort()
       )
       for (const request of receiver.requests) {
-        expect(request.headers["x-signature"]).toBe(signatureOf(request.body))
+        expect(request.headers["x-signature"]).toBe(signature(request.body))
       }
     }))
 })

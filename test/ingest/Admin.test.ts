@@ -2,67 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { adminToken, type App, startApp } from "../support/app.js"
+import { bearer, call, pollUntil, track } from "../support/http.js"
 
 /** The admin API (SPEC §1, §7) over real HTTP, against the whole server. */
-
-const bearer = (token: string) => `Bearer ${token}`
-const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`
-
-interface Answer {
-  readonly status: number
-  readonly headers: Headers
-  readonly text: string
-
-  readonly body: any
-}
-
-const call = (
-  baseUrl: string,
-  method: string,
-  path: string,
-  options: { readonly body?: unknown; readonly authorization?: string | null } = {}
-): Effect.Effect<Answer> =>
-  Effect.promise(async () => {
-    const authorization = options.authorization === undefined ? bearer(adminToken) : options.authorization
-    const response = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: {
-        ...(authorization !== null && { authorization }),
-        ...(options.body !== undefined && { "content-type": "application/json" })
-      },
-      ...(options.body !== undefined &&
-        { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) })
-    })
-    const text = await response.text()
-    return {
-      status: response.status,
-      headers: response.headers,
-      text,
-      body: text === "" ? undefined : JSON.parse(text)
-    }
-  })
-
-const track = (baseUrl: string, writeKey: string, message: Record<string, unknown>) =>
-  Effect.promise(async () => {
-    const response = await fetch(`${baseUrl}/v1/track`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: basic(writeKey) },
-      body: JSON.stringify(message)
-    })
-    await response.arrayBuffer()
-    return response.status
-  })
-
-/** Polls an effect on real time until `done` holds of its result. */
-const pollUntil = <A, E>(effect: Effect.Effect<A, E>, done: (value: A) => boolean, what: string) =>
-  Effect.gen(function*() {
-    for (let waited = 0; waited <= 10_000; waited += 20) {
-      const value = yield* effect
-      if (done(value)) return value
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.die(new Error(`timed out waiting until ${what}`))
-  })
 
 const nothingStored = (app: App, sourceId: string) =>
   Effect.gen(function*() {

@@ -6,6 +6,7 @@ import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { adminToken, type App, startApp } from "../support/app.js"
+import { track } from "../support/http.js"
 
 /** Health, Prometheus metrics and the JSON 404 (SPEC §7). */
 
@@ -15,20 +16,6 @@ const get = (baseUrl: string, path: string, headers: Record<string, string> = {}
     return { status: response.status, headers: response.headers, text: await response.text() }
   })
 
-const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`
-
-const track = (baseUrl: string, writeKey: string, message: Record<string, unknown>) =>
-  Effect.promise(async () => {
-    const response = await fetch(`${baseUrl}/v1/track`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: basic(writeKey) },
-      body: JSON.stringify(message)
-    })
-    await response.arrayBuffer()
-    return response.status
-  })
-
-// One sample line of the text exposition format: name, optional labels, value.
 const sampleLine = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})? (\S+)$/
 
 /** Parses Prometheus text into `name{labels}` → value, failing on any line that is not valid. */

@@ -7,11 +7,10 @@ import * as StoreLayers from "../../src/store/Store.js"
 import { StoreError } from "../../src/store/StoreError.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
+import { basic } from "../support/http.js"
 
 const writeKey = "wk_tracking_tests_1"
 const secret = "tracking-secret"
-
-const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString("base64")}`
 
 const post = (
   baseUrl: string,
