@@ -1,9 +1,10 @@
-import { Array as Arr, Clock, Effect, Either, Exit, Option, Scheduler } from "effect"
+import { Clock, Effect, Either, Exit, Option, Scheduler } from "effect"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import { uuidv7 } from "../domain/MessageId.js"
 import type { AudienceRef, StoredSource, StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
+import { chunks } from "./Chunks.js"
 import {
   AudiencePropertyTaken,
   AudienceSyncInProgress,
@@ -22,18 +23,23 @@ export interface AudienceSyncResult {
 }
 
 export interface SyncOptions {
-  /** Members written (or removed) per transaction, and read per page. */
+  /** Members (or trait values) written per transaction. */
   readonly chunkSize?: number | undefined
+  /** Members read per query (no transaction): looked up among the stored ones, or paged through. */
+  readonly readSize?: number | undefined
   /** How long a sync's lease on its audience lasts without a chunk renewing it. */
   readonly leaseMillis?: number | undefined
 }
 
 /**
- * 2 000 members per transaction: measured on SQLite (bench/audiences.ts), one chunk of a first
- * sync — 2 000 membership rows and 2 000 identify jobs — commits in about 15–25 ms, which is the
- * longest an ingest request waits behind a sync; larger chunks gained little throughput.
+ * 1 000 members per write transaction. Measured on SQLite (bench/audiences.ts, 100 000 members,
+ * on a shared 2-core machine): an ingest commit waited at most ≈ 10–20 ms behind a sync with
+ * chunks of 500 or 1 000, and up to 140 ms with 2 000 or 5 000, which gained ≈ 10 % of speed and
+ * cost more peak memory.
  */
-export const defaultChunkSize = 2_000
+export const defaultChunkSize = 1_000
+/** Reads take no write lock: larger pages, fewer round trips. */
+export const defaultReadSize = 5_000
 export const defaultLeaseMillis = 60_000
 
 /**
@@ -64,21 +70,24 @@ export const sourceOf = (
  * an empty membership, so every member gets `true`.
  *
  * How 100 000 members stay cheap and safe:
- * - Memory: only the incoming membership (already in memory: it is the request) is held, as a
- *   set; the stored membership is read a page of `chunkSize` ids at a time (keyset paging on the
- *   primary key), never all at once.
- * - Writes: one transaction per chunk, each a few multi-row statements (ids travel as one JSON /
- *   array parameter): the members added (`INSERT … ON CONFLICT DO NOTHING RETURNING`) or removed
- *   (`DELETE … RETURNING`) and the identify job of exactly those users commit together. So the
- *   stored membership is always exactly what the receiver has been (or is queued to be) told,
- *   whatever happens between chunks.
+ * - Memory: only the incoming membership (already in memory: it is the request) is held, sorted
+ *   and as a set, plus the ids found missing from the store; the stored membership is read
+ *   `readSize` ids at a time — looked up among the incoming ones, then paged through by keyset on
+ *   the primary key — never all at once.
+ * - Writes: only the changes, in chunks of `chunkSize`, one transaction each, a few statements
+ *   whose rows travel as one JSON / array parameter (never one statement per member): the members
+ *   added (`INSERT … ON CONFLICT DO NOTHING RETURNING`) or removed (`DELETE … RETURNING`), and the
+ *   identify job of exactly those users, commit together. So the stored membership is always
+ *   exactly what the receiver has been (or is queued to be) told, whatever happens between chunks.
  * - Staged, not one transaction: on SQLite, the one connection serves ingest and the dispatcher
- *   too, and a transaction holds it from BEGIN to COMMIT; one transaction over a 100 000-member
- *   first sync held it for over a second (measured), stalling every ingest request for that long.
- *   Per-chunk transactions keep each stall to one chunk. The price is that a sync can stop half
- *   way (crash, store error, interruption): the chunks committed stand, with their messages, and
- *   nothing is sent twice or lost; running the same sync again (a PUT of the full membership is
- *   idempotent) applies the rest and converges.
+ *   too, and a transaction holds it from BEGIN to COMMIT. The work of a 100 000-member first sync
+ *   takes ≈ 2 s on SQLite (bench/audiences.ts): in one transaction every ingest request would
+ *   wait that long; chunk by chunk, with the event loop given a turn between chunks, an ingest
+ *   commit waited at most ≈ 10–20 ms (measured by the benchmark's ingest probe). The price is that
+ *   a sync can stop half way (crash, store error, interruption): the chunks committed stand, each
+ *   with its messages, and nothing is sent twice or lost; running the same sync again (a PUT of
+ *   the full membership is idempotent) applies the rest and converges. PostgreSQL runs the same
+ *   code: one behaviour for both stores, and short transactions there too.
  * - One sync per audience at a time, across processes sharing a PostgreSQL database: a lease on
  *   the audience row, taken at the start, renewed by every chunk's transaction (which also locks
  *   the row on PostgreSQL), released at the end. A second sync meanwhile is refused
@@ -87,6 +96,7 @@ export const sourceOf = (
  */
 export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, options: SyncOptions = {}) => {
   const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? defaultChunkSize))
+  const readSize = Math.max(1, Math.floor(options.readSize ?? defaultReadSize))
   const leaseMillis = options.leaseMillis ?? defaultLeaseMillis
 
   const syncAudience = (
@@ -148,20 +158,38 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
         })
 
       const run = Effect.gen(function*() {
+        // Added: the incoming members not stored yet, found by reading (no transaction), then
+        // written in chunks: a 1 % diff writes 1 % of the members, not all of them.
+        // A new audience has no members: everyone is added and nobody is removed.
+        const additions: Array<string> = start.created ? members : []
+        for (const chunk of start.created ? [] : chunks(members, readSize)) {
+          const present = new Set(yield* store.audienceMembersAmong(ref, chunk))
+          if (present.size < chunk.length) {
+            for (const userId of chunk) if (!present.has(userId)) additions.push(userId)
+          }
+          yield* yieldToEventLoop
+        }
         let added = 0
-        for (const chunk of Arr.chunksOf(members, chunkSize)) added += yield* apply("add", chunk)
-        // Every stored member not in the new membership, found a page at a time. Keyset paging
-        // stays correct while the rows behind the cursor are deleted.
+        for (const chunk of chunks(additions, chunkSize)) added += yield* apply("add", chunk)
+        // Removed: every stored member not in the new membership, found a page at a time and
+        // deleted a chunk at a time. Keyset paging stays correct while rows behind the cursor go.
         let removed = 0
+        let gone: Array<string> = []
         let after: string | undefined = undefined
-        while (true) {
-          const page: ReadonlyArray<string> = yield* store.audienceMembersPage(ref, after, chunkSize)
+        while (!start.created) {
+          const page: ReadonlyArray<string> = yield* store.audienceMembersPage(ref, after, readSize)
           if (page.length === 0) break
           after = page[page.length - 1]
-          const gone = page.filter((userId) => !incoming.has(userId))
-          if (gone.length > 0) removed += yield* apply("remove", gone)
-          if (page.length < chunkSize) break
+          for (const userId of page) if (!incoming.has(userId)) gone.push(userId)
+          if (gone.length >= chunkSize) {
+            removed += yield* apply("remove", gone)
+            gone = []
+          } else {
+            yield* yieldToEventLoop
+          }
+          if (page.length < readSize) break
         }
+        if (gone.length > 0) removed += yield* apply("remove", gone)
         return { property, added, removed, unchanged: incoming.size - added } satisfies AudienceSyncResult
       })
 

@@ -1,9 +1,10 @@
-import { Array as Arr, Clock, Effect, Either } from "effect"
+import { Clock, Effect, Either } from "effect"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
 import { defaultChunkSize, destinationEnabled, sourceOf, type SyncOptions, yieldToEventLoop } from "./AudienceSync.js"
+import { chunks } from "./Chunks.js"
 import { InvalidAdminRequest } from "./Errors.js"
 import { identifyJobs } from "./Identify.js"
 import { type TraitValue, validateName, validateTraitValues } from "./Input.js"
@@ -55,7 +56,7 @@ export const makeComputedTraits = (store: StoreShape, signal: OutboxSignalShape,
       const enabled = destinationEnabled(source)
       let changed = 0
       let cleared = 0
-      for (const chunk of Arr.chunksOf(values.right, chunkSize)) {
+      for (const chunk of chunks(values.right, chunkSize)) {
         const now = yield* Clock.currentTimeMillis
         const result = yield* store.applyTraitChunk({
           sourceId: source.id,

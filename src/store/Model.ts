@@ -236,7 +236,11 @@ export interface AudienceRef {
 
 /** How `startAudienceSync` went: the lease is ours, another sync holds it, or another audience has the property. */
 export type AudienceSyncStart =
-  | { readonly _tag: "Started" }
+  | {
+    readonly _tag: "Started"
+    /** The audience did not exist before this sync: it has no members yet. */
+    readonly created: boolean
+  }
   | { readonly _tag: "Busy"; readonly leaseExpiresAt: number }
   | { readonly _tag: "PropertyTaken"; readonly audience: string }
 
@@ -437,6 +441,11 @@ export interface StoreShape {
    * writers cannot both claim one change).
    */
   readonly applyAudienceChunk: (chunk: AudienceChunk) => Effect.Effect<AudienceChunkResult, StoreError>
+  /** Which of `userIds` are members (one indexed look-up per id, one statement). */
+  readonly audienceMembersAmong: (
+    ref: AudienceRef,
+    userIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
   /** The members after `after` (exclusive) in the store's order, at most `limit`: keyset paging. */
   readonly audienceMembersPage: (
     ref: AudienceRef,

@@ -1155,17 +1155,18 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         if (taken.length > 0) {
           return { _tag: "PropertyTaken", audience: taken[0]!.audience } satisfies AudienceSyncStart
         }
-        yield* sql`
+        const created = yield* sql<{ audience: string }>`
           INSERT INTO audiences (source_id, audience, property, created_at, synced_at)
           VALUES (${ref.sourceId}, ${ref.audience}, ${property}, ${now}, ${now})
-          ON CONFLICT (source_id, audience) DO NOTHING`
+          ON CONFLICT (source_id, audience) DO NOTHING
+          RETURNING audience`
         // On PostgreSQL a concurrent starter waits for this row's lock, then sees the new owner.
         const acquired = yield* sql<{ audience: string }>`
           UPDATE audiences SET sync_owner = ${owner}, sync_expires_at = ${leaseUntil}
           WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
             AND (sync_owner IS NULL OR sync_expires_at <= ${now})
           RETURNING audience`
-        if (acquired.length > 0) return { _tag: "Started" } satisfies AudienceSyncStart
+        if (acquired.length > 0) return { _tag: "Started", created: created.length > 0 } satisfies AudienceSyncStart
         const held = yield* sql<{ sync_expires_at: unknown }>`
           SELECT sync_expires_at FROM audiences WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}`
         return { _tag: "Busy", leaseExpiresAt: num(held[0]?.sync_expires_at ?? now) } satisfies AudienceSyncStart
@@ -1253,6 +1254,26 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     },
     untraced,
     fail("audienceMembersPage")
+  )
+
+  const audienceMembersAmong = Effect.fn("Store.audienceMembersAmong")(
+    function*(ref: AudienceRef, userIds: ReadonlyArray<string>) {
+      if (userIds.length === 0) return []
+      const rows = yield* sql.onDialectOrElse({
+        pg: () =>
+          sql<{ user_id: string }>`
+            SELECT user_id FROM audience_members
+            WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND user_id = ANY(${userIds}::text[])`,
+        orElse: () =>
+          sql<{ user_id: string }>`
+            SELECT user_id FROM audience_members
+            WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
+              AND user_id IN (SELECT value FROM json_each(${JSON.stringify(userIds)}))`
+      })
+      return rows.map((row) => row.user_id)
+    },
+    untraced,
+    fail("audienceMembersAmong")
   )
 
   const endAudienceSync = Effect.fn("Store.endAudienceSync")(
@@ -1370,6 +1391,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     getDeletion,
     startAudienceSync,
     applyAudienceChunk,
+    audienceMembersAmong,
     audienceMembersPage,
     endAudienceSync,
     applyTraitChunk

@@ -195,7 +195,10 @@ export const audienceStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
       Effect.gen(function*() {
         const store = yield* Store
         const lease = 60 * second
-        assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "a", T0, T0 + lease), { _tag: "Started" })
+        assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "a", T0, T0 + lease), {
+          _tag: "Started",
+          created: true
+        })
         assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "b", T0 + 1, T0 + 1 + lease), {
           _tag: "Busy",
           leaseExpiresAt: T0 + lease
@@ -234,7 +237,10 @@ export const audienceStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
         yield* store.endAudienceSync(vip, "a", later + 2, false)
         assert.strictEqual((yield* store.startAudienceSync(vip, "vip", "c", later + 3, later + lease))._tag, "Busy")
         yield* store.endAudienceSync(vip, "b", later + 4, true)
-        assert.strictEqual((yield* store.startAudienceSync(vip, "vip", "c", later + 5, later + lease))._tag, "Started")
+        assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "c", later + 5, later + lease), {
+          _tag: "Started",
+          created: false
+        })
       })
     )
 
@@ -306,7 +312,7 @@ export const audienceStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
     )
 
     test(
-      "members are read a page at a time in key order",
+      "members are read a page at a time in key order, and looked up among given ids",
       Effect.gen(function*() {
         const store = yield* Store
         yield* store.startAudienceSync(vip, "vip", "o", T0, T0 + 60 * second)
@@ -329,6 +335,13 @@ export const audienceStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
         }
         assert.deepStrictEqual(pages.map((page) => page.length), [10, 10, 5])
         assert.deepStrictEqual(pages.flat(), ids)
+        const among = yield* store.audienceMembersAmong(vip, ["user-003", "nobody", "user-024", "user-025"])
+        assert.deepStrictEqual([...among].sort(), ["user-003", "user-024"])
+        assert.deepStrictEqual(yield* store.audienceMembersAmong(vip, []), [])
+        assert.deepStrictEqual(
+          yield* store.audienceMembersAmong({ sourceId: "app", audience: "VIP" }, ["user-003"]),
+          []
+        )
         assert.deepStrictEqual(yield* store.audienceMembersPage({ sourceId: "web", audience: "x" }, undefined, 10), [])
       })
     )
