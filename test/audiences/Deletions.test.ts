@@ -4,7 +4,7 @@ import { formatTimestamp } from "../../src/domain/Timestamp.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
-import { admin, isoWithMillis, parsed, signatureOf, track } from "./support.js"
+import { admin, isoWithMillis, parsed, pollUntil, signatureOf, track } from "./support.js"
 
 /** Deletion requests (SPEC §5, §3 "delete") over real HTTP, delivered by the real dispatcher to loopback receivers. */
 
@@ -86,14 +86,11 @@ describe("deletion requests: the delete notification (SPEC §3, §5)", () => {
       expect(receivers.app.requests).toHaveLength(1)
 
       // Once delivered, the request shows each notification delivered.
-      const done = yield* Effect.gen(function*() {
-        for (let i = 0; i < 200; i++) {
-          const answer = yield* admin(app.baseUrl, "GET", `/admin/deletions/${id}`)
-          if (answer.body.notifications.every((n: any) => n.status === "delivered")) return answer.body
-          yield* Effect.sleep("20 millis")
-        }
-        return yield* Effect.die(new Error("notifications not marked delivered"))
-      })
+      const done = (yield* pollUntil(
+        admin(app.baseUrl, "GET", `/admin/deletions/${id}`),
+        (answer) => answer.body.notifications.every((n: any) => n.status === "delivered"),
+        "the notifications are marked delivered"
+      )).body
       expect(done).toMatchObject({
         id,
         userId: "user-42",
