@@ -25,7 +25,8 @@
 export {
   /**
    * The engine as a service: `ingest` (validate, stamp, route, commit to the outbox), source
-   * management, message and dead-letter look-ups, and the `outcomes` stream.
+   * management, message and dead-letter look-ups, deletion requests (`deleteUser`, `getDeletion`),
+   * audience and computed-trait syncs (`syncAudience`, `syncComputedTrait`), and the `outcomes` stream.
    */
   Relay
 } from "./relay/Relay.js"
@@ -108,6 +109,39 @@ export {
   /** Another source already uses this write key. */
   WriteKeyConflict
 } from "./store/StoreError.js"
+
+export type {
+  /** What `Relay.syncAudience` changed: the property and the added / removed / unchanged counts. */
+  AudienceSyncResult
+} from "./audiences/AudienceSync.js"
+export type {
+  /** What `Relay.syncComputedTrait` changed. */
+  TraitSyncResult
+} from "./audiences/ComputedTraits.js"
+export type {
+  /** A recorded deletion request (`Relay.deleteUser`). */
+  DeletionRequest,
+  /** A deletion request with each notification's delivery status (`Relay.getDeletion`). */
+  DeletionStatus
+} from "./audiences/Deletions.js"
+export {
+  /** Another audience of the source is already sent as this property (HTTP 409). */
+  AudiencePropertyTaken,
+  /** Another sync of the same audience is running, in this process or another (HTTP 409). */
+  AudienceSyncInProgress,
+  /** The sync lost its audience lease to another sync; the chunks applied stand: run it again. */
+  AudienceSyncInterrupted,
+  /** A deletion request or sync input is invalid (HTTP 400); each issue names the field. */
+  InvalidAdminRequest,
+  /** No deletion request has this id (HTTP 404). */
+  UnknownDeletion,
+  /** A deletion request names sources that do not exist (HTTP 400). */
+  UnknownSources
+} from "./audiences/Errors.js"
+export type {
+  /** A computed trait's value: a JSON scalar; `null` clears it. */
+  TraitValue
+} from "./audiences/Input.js"
 
 export {
   /** The `X-Signature` value: lowercase hex HMAC-SHA1 of the body, keyed by the shared secret. */
