@@ -182,14 +182,14 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
           after = page[page.length - 1]
           for (const userId of page) if (!incoming.has(userId)) gone.push(userId)
           if (gone.length >= chunkSize) {
-            removed += yield* apply("remove", gone)
+            for (const chunk of chunks(gone, chunkSize)) removed += yield* apply("remove", chunk)
             gone = []
           } else {
             yield* yieldToEventLoop
           }
           if (page.length < readSize) break
         }
-        if (gone.length > 0) removed += yield* apply("remove", gone)
+        for (const chunk of chunks(gone, chunkSize)) removed += yield* apply("remove", chunk)
         return { property, added, removed, unchanged: incoming.size - added } satisfies AudienceSyncResult
       })
 

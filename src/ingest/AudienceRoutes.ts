@@ -74,7 +74,7 @@ const failureResponse = (failure: Failure): Effect.Effect<HttpServerResponse.Htt
 const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
 
 const invalid = (path: string, message: string) =>
-  errorResponse(400, "invalid_request", `${path}: ${message}`, [{ path, message }])
+  errorResponse(400, "invalid_request", `${path === "" ? "the body" : path} ${message}`, [{ path, message }])
 
 /** The body as a JSON object, or the answer refusing it. */
 const readObject = (limit: number) =>
