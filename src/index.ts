@@ -3,7 +3,8 @@
  *
  * @example
  * ```ts
- * import { Effect, Stream } from "effect"
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Effect } from "effect"
  * import { Relay, layerSqlite } from "hookrelay"
  *
  * const program = Effect.gen(function*() {
@@ -16,7 +17,7 @@
  *   yield* relay.ingest("backend", [{ type: "track", userId: "u1", event: "Signed Up" }])
  * })
  *
- * program.pipe(Effect.provide(layerSqlite({ directory: "./data" })), Effect.runPromise)
+ * program.pipe(Effect.provide(layerSqlite({ directory: "./data" })), NodeRuntime.runMain)
  * ```
  *
  * @module

@@ -46,7 +46,7 @@ export const defaultLeaseMillis = 60_000
  * Between chunks, give the event loop a turn: SQLite statements run synchronously, and fibers
  * that only yield to Effect's scheduler resume in microtasks, so without a macrotask here one sync
  * kept every socket, timer and ingest request waiting until it ended (measured: a whole 100 000
- * member sync). A `setTimeout(0)` scheduler for this one yield, not `Effect.sleep`: it is not a
+ * member sync). A zero-delay timer scheduler for this one yield, not `Effect.sleep`: it is not a
  * delay, and it must not wait for a `TestClock`.
  */
 export const yieldToEventLoop: Effect.Effect<void> = Effect.withScheduler(Effect.yieldNow(), Scheduler.timer(0))
