@@ -20,7 +20,7 @@ import { OutboxSignal } from "../src/store/OutboxSignal.js"
 import * as OutboxSignalLayer from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
-import { mb, sampleRss, writeResults } from "./support/processes.js"
+import { dropPgSchema, mb, sampleRss, writeResults } from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -74,14 +74,6 @@ const ingestProbe = (latencies: Array<number>, stop: { done: boolean }) =>
       yield* Effect.sleep("5 millis")
     }
   })
-
-const dropPgSchema = async (schema: string) => {
-  const { default: pg } = await import("pg")
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL })
-  await client.connect()
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-  await client.end()
-}
 
 const run = async (database: Run["database"]): Promise<Run> => {
   const directory = mkdtempSync(join(tmpdir(), "hookrelay-bench-audiences-"))

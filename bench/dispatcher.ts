@@ -20,7 +20,7 @@ import { stampMessage } from "../src/domain/Stamp.js"
 import * as OutboxSignal from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
-import { mb, sampleRss, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import { dropPgSchema, mb, sampleRss, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -80,14 +80,6 @@ const fill = (store: Store["Type"], sourceId: string, count: number, body: (i: n
       )
     }
   })
-
-const dropPgSchema = async (schema: string) => {
-  const { default: pg } = await import("pg")
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL })
-  await client.connect()
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-  await client.end()
-}
 
 const runDispatcher = async (kind: "sqlite" | "pg", url: string, stats: () => Promise<{ distinct: number }>) => {
   const directory = join(tmpdir(), `hookrelay-bench-${process.pid}-${kind}`)

@@ -90,3 +90,12 @@ export const writeResults = (name: string, markdown: string, json: unknown) => {
   writeFileSync(join(resultsDir, `${name}.md`), markdown)
   writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(json, null, 2)}\n`)
 }
+
+/** Drops a benchmark's PostgreSQL schema (at DATABASE_URL) with everything in it. */
+export const dropPgSchema = async (schema: string) => {
+  const { default: pg } = await import("pg")
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL })
+  await client.connect()
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+  await client.end()
+}

@@ -11,6 +11,7 @@ import {
   AudienceSyncInterrupted,
   InvalidAdminRequest
 } from "./Errors.js"
+import type { AudienceSyncError } from "./Errors.js"
 import { identifyJobs } from "./Identify.js"
 import { maxSyncSize, sortedUnique, validateIdList, validateName } from "./Input.js"
 
@@ -105,12 +106,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
     userIdsInput: ReadonlyArray<string>
   ): Effect.Effect<
     AudienceSyncResult,
-    | InvalidAdminRequest
-    | UnknownSource
-    | AudienceSyncInProgress
-    | AudienceSyncInterrupted
-    | AudiencePropertyTaken
-    | StoreError
+    AudienceSyncError
   > =>
     Effect.gen(function*() {
       const name = validateName(audienceName, "audienceName")

@@ -1,5 +1,7 @@
 import { Schema } from "effect"
+import type { UnknownSource } from "../domain/IngestErrors.js"
 import { FieldIssue } from "../domain/Issues.js"
+import type { StoreError } from "../store/StoreError.js"
 
 /**
  * The refusals of deletion requests, audience syncs and computed-trait syncs (SPEC §5, §6). They
@@ -72,3 +74,12 @@ export class AudiencePropertyTaken extends Schema.TaggedError<AudiencePropertyTa
     return `property ${this.property} of source ${this.sourceId} already belongs to audience ${this.takenBy}`
   }
 }
+
+/** Every way `Relay.syncAudience` can fail. */
+export type AudienceSyncError =
+  | InvalidAdminRequest
+  | UnknownSource
+  | AudienceSyncInProgress
+  | AudienceSyncInterrupted
+  | AudiencePropertyTaken
+  | StoreError

@@ -2,14 +2,7 @@ import { Context, type Effect, type Stream } from "effect"
 import type { AudienceSyncResult } from "../audiences/AudienceSync.js"
 import type { TraitSyncResult } from "../audiences/ComputedTraits.js"
 import type { DeletionRequest, DeletionStatus } from "../audiences/Deletions.js"
-import type {
-  AudiencePropertyTaken,
-  AudienceSyncInProgress,
-  AudienceSyncInterrupted,
-  InvalidAdminRequest,
-  UnknownDeletion,
-  UnknownSources
-} from "../audiences/Errors.js"
+import type { AudienceSyncError, InvalidAdminRequest, UnknownDeletion, UnknownSources } from "../audiences/Errors.js"
 import type { TraitValue } from "../audiences/Input.js"
 import type { DeliveryOutcome } from "../delivery/Outcomes.js"
 import type { BatchDefaults, BatchError } from "../domain/Batch.js"
@@ -93,12 +86,7 @@ export interface RelayShape {
     userIds: ReadonlyArray<string>
   ) => Effect.Effect<
     AudienceSyncResult,
-    | InvalidAdminRequest
-    | UnknownSource
-    | AudienceSyncInProgress
-    | AudienceSyncInterrupted
-    | AudiencePropertyTaken
-    | StoreError
+    AudienceSyncError
   >
   /**
    * Updates a computed trait for the users in `values` (others are left alone; `null` clears):
