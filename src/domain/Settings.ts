@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Filters } from "./Filters.js"
 
 /** Request headers hookrelay owns: a static header may not replace them (SPEC §1). */
 export const reservedHeaderNames: ReadonlySet<string> = new Set([
@@ -65,7 +66,9 @@ export const Endpoints = Schema.Array(Endpoint).pipe(
 export const WebhookSettings = Schema.Struct({
   enabled: Schema.Boolean,
   sharedSecret: Schema.optionalWith(Schema.String, { exact: true }),
-  endpoints: Endpoints
+  endpoints: Endpoints,
+  /** Rules that keep matching messages from being delivered (SPEC §10). */
+  filters: Schema.optionalWith(Filters, { exact: true })
 })
 export type WebhookSettings = typeof WebhookSettings.Type
 

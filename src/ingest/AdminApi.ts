@@ -1,12 +1,14 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, type Option, type Redacted, Schema } from "effect"
+import type { InvalidAdminRequest } from "../audiences/Errors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
-import { Relay } from "../relay/Relay.js"
+import type { BlockedEndpoints } from "../network/EgressPolicy.js"
+import { defaultSearchLimit, defaultUsageDays, Relay } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import { requireAdmin } from "./AdminAuth.js"
-import { jobView, jobWithAttemptsView, sourceView } from "./AdminViews.js"
+import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { errorResponse } from "./ErrorBody.js"
 
 const decodeSource = decodeWithIssues(SourceConfig)
@@ -30,12 +32,17 @@ const param = (name: string) => Effect.map(HttpRouter.params, (params) => params
 
 const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
 
-type AdminFailure = UnknownSource | WriteKeyConflict | StoreError
+type AdminFailure = UnknownSource | WriteKeyConflict | InvalidAdminRequest | BlockedEndpoints | StoreError
 
 const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   switch (failure._tag) {
     case "UnknownSource":
       return Effect.succeed(errorResponse(404, "not_found", "no such source"))
+    case "InvalidAdminRequest":
+      return Effect.succeed(errorResponse(400, "invalid_request", failure.message, failure.errors))
+    case "BlockedEndpoints":
+      // Same answer as a settings field that fails validation: the save-time SSRF check (SPEC §8).
+      return Effect.succeed(errorResponse(400, "invalid_settings", failure.message, failure.errors))
     case "WriteKeyConflict":
       return Effect.succeed(
         errorResponse(409, "write_key_conflict", "another source already uses this write key", [
@@ -86,7 +93,49 @@ const deadLetters = Effect.gen(function*() {
   return json({ deadLetters: jobs.map(jobView) })
 })
 
-/** The admin API (SPEC §7), every route behind the bearer token. */
+/**
+ * A whole-number query parameter: `fallback` when absent or empty, `NaN` when it is not digits
+ * (the Relay refuses it, naming the parameter).
+ */
+const wholeNumberParam = (value: string | ReadonlyArray<string> | undefined, fallback: number): number => {
+  if (value === undefined || value === "") return fallback
+  return typeof value === "string" && /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
+}
+
+const textParam = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  value === undefined ? undefined : typeof value === "string" ? value : ""
+
+const usage = Effect.gen(function*() {
+  const relay = yield* Relay
+  const sourceId = yield* param("sourceId")
+  const params = yield* HttpServerRequest.ParsedSearchParams
+  const days = yield* relay.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays))
+  return json(usageView(sourceId, days))
+})
+
+const searchMessages = Effect.gen(function*() {
+  const relay = yield* Relay
+  const params = yield* HttpServerRequest.ParsedSearchParams
+  const messages = yield* relay.searchMessages({
+    userId: textParam(params.userId),
+    sourceId: textParam(params.sourceId),
+    limit: wholeNumberParam(params.limit, defaultSearchLimit)
+  })
+  return json({ messages: messages.map(messageView) })
+})
+
+const sourceMessages = Effect.gen(function*() {
+  const relay = yield* Relay
+  const source = yield* relay.getSource(yield* param("sourceId"))
+  const params = yield* HttpServerRequest.ParsedSearchParams
+  const messages = yield* relay.searchMessages({
+    sourceId: source.id,
+    limit: wholeNumberParam(params.limit, defaultSearchLimit)
+  })
+  return json({ messages: messages.map(messageView) })
+})
+
+/** The admin API (SPEC §7, §11, §12), every route behind the bearer token. */
 export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
   const guard = requireAdmin(adminToken)
   const route = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, AdminFailure, R>) =>
@@ -117,6 +166,9 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
         return HttpServerResponse.empty({ status: 204 })
       }))
     ),
+    HttpRouter.get("/admin/sources/:sourceId/usage", route(usage)),
+    HttpRouter.get("/admin/sources/:sourceId/messages", route(sourceMessages)),
+    HttpRouter.get("/admin/messages", route(searchMessages)),
     HttpRouter.get(
       "/admin/messages/:messageId",
       route(Effect.gen(function*() {

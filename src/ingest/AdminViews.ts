@@ -1,6 +1,13 @@
 import { maskSecret } from "../domain/Secrets.js"
 import type { WebhookSettings } from "../domain/Settings.js"
-import type { JobSummary, JobWithAttempts, StoredAttempt, StoredSource } from "../store/Model.js"
+import type {
+  JobSummary,
+  JobWithAttempts,
+  MessageRecord,
+  StoredAttempt,
+  StoredSource,
+  UsageDay
+} from "../store/Model.js"
 
 const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
 
@@ -25,7 +32,9 @@ const webhooksView = (settings: WebhookSettings) => ({
   endpoints: settings.endpoints.map((endpoint) => ({
     url: endpoint.url,
     ...(endpoint.headers !== undefined && { headers: maskHeaders(endpoint.headers) })
-  }))
+  })),
+  // As stored, absent when never set (nothing secret in them): the console edits and sends them back.
+  ...(settings.filters !== undefined && { filters: settings.filters })
 })
 
 /** A source as the admin API shows it: secrets never in full (SPEC §7). */
@@ -66,4 +75,28 @@ export const attemptView = (attempt: StoredAttempt) => ({
 export const jobWithAttemptsView = (job: JobWithAttempts) => ({
   ...jobView(job),
   attempts: job.attempts.map(attemptView)
+})
+
+/** One message of the message log: what came in through one source, with its jobs and attempts. */
+export const messageView = (message: MessageRecord) => ({
+  messageId: message.messageId,
+  sourceId: message.sourceId,
+  userId: message.userId,
+  type: message.type,
+  event: message.event,
+  receivedAt: iso(message.receivedAt),
+  jobs: message.jobs.map(jobWithAttemptsView)
+})
+
+export const usageView = (sourceId: string, days: ReadonlyArray<UsageDay>) => ({
+  sourceId,
+  days: days.map((day) => ({
+    day: day.day,
+    apiCalls: day.apiCalls,
+    messages: day.messages,
+    filtered: day.filtered,
+    delivered: day.delivered,
+    dead: day.dead,
+    averageLatencyMs: day.averageLatencyMs
+  }))
 })

@@ -9,8 +9,26 @@ import type { BatchDefaults, BatchError } from "../domain/Batch.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { MessageType } from "../domain/Message.js"
 import type { SourceConfig } from "../domain/Settings.js"
-import type { Backlog, JobSummary, JobWithAttempts, StoredSource } from "../store/Model.js"
+import type { BlockedEndpoints } from "../network/EgressPolicy.js"
+import type { Overloaded } from "../overload/Overloaded.js"
+import type {
+  Backlog,
+  JobSummary,
+  JobWithAttempts,
+  MessageRecord,
+  MessageSearch,
+  StoredSource,
+  UsageDay
+} from "../store/Model.js"
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+
+/** Days `usage` reports by default, and at most (a leap year). */
+export const defaultUsageDays = 30
+export const maxUsageDays = 366
+
+/** Messages `searchMessages` returns by default, and at most. */
+export const defaultSearchLimit = 50
+export const maxSearchLimit = 500
 
 export interface IngestOptions {
   /** The type fixed by a single-message endpoint (`/v1/track`); a `type` in the message must agree. */
@@ -37,18 +55,25 @@ export interface IngestResult {
 export interface RelayShape {
   /**
    * Validates, stamps, routes and commits a request's messages to the outbox, all or nothing.
-   * Returns only after the store committed.
+   * Returns only after the store committed. Fails with `Overloaded`, nothing stored, when the
+   * backlog is over its bound or no ingest slot came free in time (see `OverloadOptions`).
    */
   readonly ingest: (
     sourceId: string,
     messages: ReadonlyArray<unknown>,
     options?: IngestOptions
-  ) => Effect.Effect<IngestResult, BatchError | UnknownSource | StoreError>
+  ) => Effect.Effect<IngestResult, BatchError | UnknownSource | Overloaded | StoreError>
   /** The source a write key belongs to (compared in constant time). */
   readonly authenticate: (writeKey: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
 
-  /** Creates or replaces a source and its webhook settings (already validated as `SourceConfig`). */
-  readonly putSource: (source: SourceConfig) => Effect.Effect<StoredSource, WriteKeyConflict | StoreError>
+  /**
+   * Creates or replaces a source and its webhook settings (already validated as `SourceConfig`).
+   * Fails with `BlockedEndpoints`, nothing stored, when an endpoint URL points at a loopback,
+   * private or link-local address and private networks are not allowed (SPEC §8).
+   */
+  readonly putSource: (
+    source: SourceConfig
+  ) => Effect.Effect<StoredSource, BlockedEndpoints | WriteKeyConflict | StoreError>
   readonly getSource: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
   readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
   /** Removes a source; its jobs stay until delivered, dead or purged. */
@@ -64,6 +89,24 @@ export interface RelayShape {
   /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
   readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
   readonly backlog: Effect.Effect<Backlog, StoreError>
+
+  /**
+   * A source's usage counters (SPEC §11) for the last `days` UTC days (1 to 366, default 30),
+   * today (by `Clock`) last, oldest first, days without traffic as zeros.
+   */
+  readonly usage: (
+    sourceId: string,
+    days?: number
+  ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | StoreError>
+  /**
+   * The message log (SPEC §12): a user's messages (of one source when `sourceId` is given too), or
+   * a source's recent messages, newest first, each with its jobs and their attempts. `userId` or
+   * `sourceId` is required; `limit` is 1 to 500. Messages that created no job (filtered, or no
+   * enabled destination) are not listed: they are only counted.
+   */
+  readonly searchMessages: (
+    search: MessageSearch
+  ) => Effect.Effect<ReadonlyArray<MessageRecord>, InvalidAdminRequest | StoreError>
 
   /**
    * Deletion request (SPEC §5) for `sourceIds` (default: every source), in one transaction: one

@@ -1,23 +1,29 @@
 import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
 import * as Audiences from "../audiences/Audiences.js"
+import { InvalidAdminRequest } from "../audiences/Errors.js"
 import { DeliveryOutcomes } from "../delivery/Outcomes.js"
 import { validateBatch } from "../domain/Batch.js"
 import { deliveredBody, encodeBody } from "../domain/DeliveredBody.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
+import type { FieldIssue } from "../domain/Issues.js"
 import { uuidv7 } from "../domain/MessageId.js"
 import { skipReason } from "../domain/Routing.js"
 import { stampMessage } from "../domain/Stamp.js"
 import { messagesIngested } from "../metrics/Metrics.js"
+import { checkSource, EgressPolicy } from "../network/EgressPolicy.js"
+import { IngestAdmission } from "../overload/IngestAdmission.js"
 import type { EnqueueEntry } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { makeSourceCache } from "../store/SourceCache.js"
 import { Store } from "../store/Store.js"
-import { type IngestOptions, Relay, type RelayShape } from "./Relay.js"
+import { defaultUsageDays, type IngestOptions, maxSearchLimit, maxUsageDays, Relay, type RelayShape } from "./Relay.js"
 
 export const make = Effect.gen(function*() {
   const store = yield* Store
+  const egress = yield* EgressPolicy
   const signal = yield* OutboxSignal
   const deliveryOutcomes = yield* DeliveryOutcomes
+  const admission = yield* IngestAdmission
   const sources = makeSourceCache(store)
   const audiences = yield* Audiences.make()
 
@@ -50,10 +56,16 @@ export const make = Effect.gen(function*() {
         return {
           messageId: stamped.messageId,
           userId: stamped.userId,
-          body: skipped === undefined ? encodeBody(deliveredBody(stamped)) : undefined
+          type: stamped.type,
+          event: typeof stamped.event === "string" ? stamped.event : undefined,
+          body: skipped === undefined ? encodeBody(deliveredBody(stamped)) : undefined,
+          filtered: skipped === "filtered"
         }
       })
-      const result = yield* store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false })
+      // Refused (503) before the transaction starts when overloaded; never after it committed.
+      const result = yield* admission.admit(
+        store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false })
+      )
       if (result.jobsCreated > 0) yield* signal.notify
       yield* Metric.incrementBy(messagesIngested, result.accepted)
       return {
@@ -73,10 +85,40 @@ export const make = Effect.gen(function*() {
       })
     )
 
+  // The SSRF guard's save-time check (SPEC §8) first: a refused endpoint URL stores nothing.
   const putSource: RelayShape["putSource"] = (source) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => store.upsertSource(source, now)).pipe(
+    Effect.zipRight(
+      checkSource(egress, source),
+      Effect.flatMap(Clock.currentTimeMillis, (now) => store.upsertSource(source, now))
+    ).pipe(
       Effect.zipLeft(sources.invalidate())
     )
+
+  const usage: RelayShape["usage"] = (sourceId, days = defaultUsageDays) =>
+    Effect.gen(function*() {
+      if (!Number.isInteger(days) || days < 1 || days > maxUsageDays) {
+        return yield* new InvalidAdminRequest({
+          errors: [{ path: "days", message: `must be a whole number from 1 to ${maxUsageDays}` }]
+        })
+      }
+      const source = yield* sourceById(sourceId)
+      return yield* store.usage(source.id, yield* Clock.currentTimeMillis, days)
+    })
+
+  const searchMessages: RelayShape["searchMessages"] = (search) =>
+    Effect.gen(function*() {
+      const errors: Array<FieldIssue> = []
+      if (search.userId === undefined && search.sourceId === undefined) {
+        errors.push({ path: "userId", message: "is required unless sourceId is given" })
+      }
+      if (search.userId === "") errors.push({ path: "userId", message: "must not be empty" })
+      if (search.sourceId === "") errors.push({ path: "sourceId", message: "must not be empty" })
+      if (!Number.isInteger(search.limit) || search.limit < 1 || search.limit > maxSearchLimit) {
+        errors.push({ path: "limit", message: `must be a whole number from 1 to ${maxSearchLimit}` })
+      }
+      if (errors.length > 0) return yield* new InvalidAdminRequest({ errors })
+      return yield* store.searchMessages(search)
+    })
 
   const deleteSource: RelayShape["deleteSource"] = (sourceId) =>
     Effect.flatMap(store.deleteSource(sourceId), (deleted) =>
@@ -103,6 +145,8 @@ export const make = Effect.gen(function*() {
         Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
       ),
     backlog: store.backlog(),
+    usage,
+    searchMessages,
     deleteUser: audiences.deleteUser,
     getDeletion: audiences.getDeletion,
     syncAudience: audiences.syncAudience,

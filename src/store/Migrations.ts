@@ -190,6 +190,25 @@ const deletionsAndAudienceSync = Effect.gen(function*() {
   ])
 })
 
+/**
+ * The web console's message log and latency chart (SPEC §11, §12):
+ * - `jobs.message_type` / `jobs.event`: what the message was, kept with its job because the body
+ *   of a delivered job is emptied. Nullable, no default: adding them rewrites nothing in either
+ *   database; jobs stored before stay without them.
+ * - `usage_daily.latency_ms` / `latency_jobs`: the sum of (delivered − received) and the jobs it
+ *   sums, added by the completion that counts `delivered`. The count of its own keeps the mean
+ *   right on the day of the upgrade, whose earlier deliveries have no latency.
+ */
+const messageLogAndLatency = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* statements(sql, [
+    `ALTER TABLE jobs ADD COLUMN message_type TEXT`,
+    `ALTER TABLE jobs ADD COLUMN event TEXT`,
+    `ALTER TABLE usage_daily ADD COLUMN latency_ms BIGINT NOT NULL DEFAULT 0`,
+    `ALTER TABLE usage_daily ADD COLUMN latency_jobs BIGINT NOT NULL DEFAULT 0`
+  ])
+})
+
 export const migrationsTable = "hookrelay_migrations"
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
@@ -198,7 +217,8 @@ export const migrate = Migrator.make({})({
     "1_initial": initial,
     "2_queue_table_tuning": queueTableTuning,
     "3_due_index_with_source": dueIndexWithSource,
-    "4_deletions_and_audience_sync": deletionsAndAudienceSync
+    "4_deletions_and_audience_sync": deletionsAndAudienceSync,
+    "5_message_log_and_latency": messageLogAndLatency
   }),
   table: migrationsTable
 })

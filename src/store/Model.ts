@@ -32,6 +32,9 @@ export interface EnqueueEntry {
   readonly body?: Uint8Array | undefined
   /** Counted as `filtered` in the usage counters (SPEC §10, §11); only meaningful without a body. */
   readonly filtered?: boolean | undefined
+  /** The message's type and event, kept with its job for the message log (SPEC §12). */
+  readonly type?: string | undefined
+  readonly event?: string | undefined
 }
 
 export interface EnqueueOptions {
@@ -183,6 +186,35 @@ export interface UsageDay {
   readonly filtered: number
   readonly delivered: number
   readonly dead: number
+  /**
+   * Mean of (delivered time − received time) over the jobs delivered that day, in whole
+   * milliseconds; `null` when none was.
+   */
+  readonly averageLatencyMs: number | null
+}
+
+/** What the message log asks for: a user's messages (optionally of one source), or a source's. */
+export interface MessageSearch {
+  readonly userId?: string | undefined
+  readonly sourceId?: string | undefined
+  readonly limit: number
+}
+
+/**
+ * One message as the message log shows it: what came in through one source, with its jobs.
+ * Known only through its jobs: a message that created none (filtered, disabled destination) is
+ * not there.
+ */
+export interface MessageRecord {
+  readonly messageId: string
+  readonly sourceId: string
+  readonly userId: string | null
+  /** The message type; `delete` for a deletion notification; `null` for jobs stored before it was kept. */
+  readonly type: string | null
+  readonly event: string | null
+  /** When the newest of its jobs was created (the message's receipt). */
+  readonly receivedAt: number
+  readonly jobs: ReadonlyArray<JobWithAttempts>
 }
 
 /** A delete notification to insert with a deletion request: one per source whose destination is enabled. */
@@ -399,6 +431,12 @@ export interface StoreShape {
   readonly addUsage: (sourceId: string, now: number, delta: UsageDelta) => Effect.Effect<void, StoreError>
   /** `days` UTC days ending with the day of `now`, oldest first, zeros included. */
   readonly usage: (sourceId: string, now: number, days: number) => Effect.Effect<ReadonlyArray<UsageDay>, StoreError>
+  /**
+   * Messages newest first, at most `limit`, each with all its jobs and their attempts. By user:
+   * through the `jobs_user` index; by source alone: the newest jobs in id order (ids start with
+   * their creation time).
+   */
+  readonly searchMessages: (search: MessageSearch) => Effect.Effect<ReadonlyArray<MessageRecord>, StoreError>
 
   // --- retention -------------------------------------------------------------------------------
   /** Deletes delivered jobs finished before `olderThan`, with their attempts. Returns jobs deleted. */

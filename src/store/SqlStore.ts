@@ -24,6 +24,8 @@ import type {
   JobStatus,
   JobSummary,
   JobWithAttempts,
+  MessageRecord,
+  MessageSearch,
   NewDeletion,
   NewJob,
   StoredAttempt,
@@ -110,6 +112,10 @@ const makeJobIds = () => {
 
 const utcDay = (epochMs: number): number => Math.floor(epochMs / dayMs)
 const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.unsafeMake(day * dayMs))
+
+/** The type of a job's body when the job is not a tracked message: delete notifications and audience identifies. */
+const typeOfKind = (kind: JobKind): string | null =>
+  kind === "delete" ? "delete" : kind === "audience" ? "identify" : null
 
 const encodeState = (state: unknown): string | null => state === undefined ? null : JSON.stringify(state)
 
@@ -400,6 +406,8 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     readonly filtered: number
     readonly delivered: number
     readonly dead: number
+    readonly latency_ms: number
+    readonly latency_jobs: number
   }
 
   const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
@@ -410,7 +418,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         messages = usage_daily.messages + excluded.messages,
         filtered = usage_daily.filtered + excluded.filtered,
         delivered = usage_daily.delivered + excluded.delivered,
-        dead = usage_daily.dead + excluded.dead`.pipe(Effect.asVoid)
+        dead = usage_daily.dead + excluded.dead,
+        latency_ms = usage_daily.latency_ms + excluded.latency_ms,
+        latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`.pipe(Effect.asVoid)
 
   const usageRow = (sourceId: string, now: number, delta: UsageDelta): UsageRow => ({
     source_id: sourceId,
@@ -419,7 +429,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     messages: delta.messages ?? 0,
     filtered: delta.filtered ?? 0,
     delivered: delta.delivered ?? 0,
-    dead: delta.dead ?? 0
+    dead: delta.dead ?? 0,
+    latency_ms: 0,
+    latency_jobs: 0
   })
 
   const addUsage = Effect.fn("Store.addUsage")(
@@ -434,19 +446,21 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const last = utcDay(now)
       const first = last - Math.max(1, Math.floor(days)) + 1
       const rows = yield* sql<Record<string, unknown>>`
-        SELECT day, api_calls, messages, filtered, delivered, dead FROM usage_daily
+        SELECT day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs FROM usage_daily
         WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}`
       const byDay = new Map(rows.map((row) => [num(row.day), row]))
       const result: Array<UsageDay> = []
       for (let day = first; day <= last; day++) {
         const row = byDay.get(day)
+        const latencyJobs = row ? num(row.latency_jobs) : 0
         result.push({
           day: formatDay(day),
           apiCalls: row ? num(row.api_calls) : 0,
           messages: row ? num(row.messages) : 0,
           filtered: row ? num(row.filtered) : 0,
           delivered: row ? num(row.delivered) : 0,
-          dead: row ? num(row.dead) : 0
+          dead: row ? num(row.dead) : 0,
+          averageLatencyMs: row && latencyJobs > 0 ? Math.round(num(row.latency_ms) / latencyJobs) : null
         })
       }
       return result
@@ -466,6 +480,8 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     readonly status: JobStatus
     readonly created_at: number
     readonly next_due_at: number
+    readonly message_type: string | null
+    readonly event: string | null
   }
 
   const insertJobRows = (rows: ReadonlyArray<JobInsertRow>) =>
@@ -538,7 +554,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           body: entry.body,
           status: "pending",
           created_at: now,
-          next_due_at: now
+          next_due_at: now,
+          message_type: entry.type ?? null,
+          event: entry.event ?? null
         })))
         yield* bumpUsage([usageRow(sourceId, now, {
           apiCalls: options?.countApiCall === false ? 0 : 1,
@@ -571,7 +589,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         body: job.body,
         status: "pending",
         created_at: now,
-        next_due_at: now
+        next_due_at: now,
+        message_type: typeOfKind(job.kind),
+        event: null
       }))))
       return ids
     },
@@ -748,7 +768,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   const completeStatement = (owner: string, rows: ReadonlyArray<CompletionRow>) =>
     sql.onDialectOrElse({
       pg: () =>
-        sql<{ id: string; source_id: string; status: string; finished_at: unknown }>`
+        sql<{ id: string; source_id: string; status: string; finished_at: unknown; created_at: unknown }>`
           UPDATE jobs AS j SET
             status = v.status,
             finished_at = v.at,
@@ -763,9 +783,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
             AS v(id text, status text, at bigint, due bigint, first bigint, state text, err text, inc integer)
           WHERE j.id = v.id AND j.status = 'delivering' AND j.lease_owner = ${owner}
-          RETURNING j.id, j.source_id, j.status, j.finished_at`,
+          RETURNING j.id, j.source_id, j.status, j.finished_at, j.created_at`,
       orElse: () =>
-        sql<{ id: string; source_id: string; status: string; finished_at: unknown }>`
+        sql<{ id: string; source_id: string; status: string; finished_at: unknown; created_at: unknown }>`
           UPDATE jobs SET
             status = v.status,
             finished_at = v.at,
@@ -785,7 +805,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           ) AS v
           WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ${owner}
           RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
-            jobs.finished_at AS finished_at`
+            jobs.finished_at AS finished_at, jobs.created_at AS created_at`
     })
 
   const completeMany = Effect.fn("Store.completeMany")(
@@ -807,13 +827,19 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           for (const row of updated) {
             applied.push(row.id)
             if (row.status !== "delivered" && row.status !== "dead") continue
-            const day = utcDay(num(row.finished_at))
+            const finishedAt = num(row.finished_at)
+            const day = utcDay(finishedAt)
             const key = `${day}:${row.source_id}`
             const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
+            const delivered = row.status === "delivered"
             usage.set(key, {
               ...current,
-              delivered: current.delivered + (row.status === "delivered" ? 1 : 0),
-              dead: current.dead + (row.status === "dead" ? 1 : 0)
+              delivered: current.delivered + (delivered ? 1 : 0),
+              dead: current.dead + (delivered ? 0 : 1),
+              // Received = the job's creation (ingest stamps both with one time). Another process's
+              // clock may run behind: never a negative latency.
+              latency_ms: current.latency_ms + (delivered ? Math.max(0, finishedAt - num(row.created_at)) : 0),
+              latency_jobs: current.latency_jobs + (delivered ? 1 : 0)
             })
           }
         }
@@ -877,19 +903,92 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("getJob")
   )
 
+  /** The jobs with their attempts, read through `attempts_job` in chunks of ids. */
+  const withAttempts = (jobs: ReadonlyArray<SummaryRow>) =>
+    Effect.gen(function*() {
+      if (jobs.length === 0) return []
+      const attempts = yield* Effect.forEach(
+        Arr.chunksOf(jobs.map((job) => job.id), idChunk),
+        (ids) =>
+          sql<AttemptRow>`
+            SELECT job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet
+            FROM attempts WHERE ${sql.in("job_id", ids)}
+            ORDER BY started_at, id`
+      )
+      const byJob = Arr.groupBy(attempts.flat().map(toAttempt), (attempt) => attempt.jobId)
+      return jobs.map((row): JobWithAttempts => ({ ...toSummary(row), attempts: byJob[row.id] ?? [] }))
+    })
+
   const jobsForMessage = Effect.fn("Store.jobsForMessage")(
     function*(messageId: string) {
       const jobs = yield* sql<SummaryRow>`
         SELECT ${summary} FROM jobs WHERE message_id = ${messageId} ORDER BY created_at, id`
-      if (jobs.length === 0) return []
-      const attempts = yield* sql<AttemptRow>`
-        SELECT job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet
-        FROM attempts WHERE ${sql.in("job_id", jobs.map((job) => job.id))}
-        ORDER BY started_at, id`
-      const byJob = Arr.groupBy(attempts.map(toAttempt), (attempt) => attempt.jobId)
-      return jobs.map((row): JobWithAttempts => ({ ...toSummary(row), attempts: byJob[row.id] ?? [] }))
+      return yield* withAttempts(jobs)
     },
     fail("jobsForMessage")
+  )
+
+  type MessageJobRow = SummaryRow & { readonly message_type: string | null; readonly event: string | null }
+
+  const searchMessages = Effect.fn("Store.searchMessages")(
+    function*(search: MessageSearch) {
+      const limit = Math.max(0, Math.floor(search.limit))
+      if (limit === 0 || (search.userId === undefined && search.sourceId === undefined)) return []
+      // The newest jobs, then the messages they belong to in that order (a message ingested again
+      // after the 24 h dedupe window has two jobs: it is listed once, so fewer than `limit` may come).
+      const newest = search.userId !== undefined
+        ? yield* sql<{ source_id: string; message_id: string }>`
+          SELECT source_id, message_id FROM jobs
+          WHERE user_id = ${search.userId}${
+          search.sourceId === undefined ? sql`` : sql` AND source_id = ${search.sourceId}`
+        }
+          ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+        // Job ids start with their creation time: the primary key walked backwards is newest first.
+        : yield* sql<{ source_id: string; message_id: string }>`
+          SELECT source_id, message_id FROM jobs WHERE source_id = ${search.sourceId!}
+          ORDER BY id DESC LIMIT ${limit}`
+      const keyOf = (sourceId: string, messageId: string) => `${sourceId}\u0000${messageId}`
+      const order = new Map<string, number>()
+      for (const row of newest) {
+        const key = keyOf(row.source_id, row.message_id)
+        if (!order.has(key)) order.set(key, order.size)
+      }
+      if (order.size === 0) return []
+      const messageIds = Array.from(new Set(newest.map((row) => row.message_id)))
+      const rows = (yield* Effect.forEach(
+        Arr.chunksOf(messageIds, idChunk),
+        (ids) =>
+          sql<MessageJobRow>`
+            SELECT ${summary}, message_type, event FROM jobs WHERE ${sql.in("message_id", ids)}
+            ORDER BY created_at, id`
+      )).flat().filter((row) => order.has(keyOf(row.source_id, row.message_id)))
+      const jobs = yield* withAttempts(rows)
+      const grouped = new Map<string, { rows: Array<MessageJobRow>; jobs: Array<JobWithAttempts> }>()
+      rows.forEach((row, i) => {
+        const key = keyOf(row.source_id, row.message_id)
+        const group = grouped.get(key) ?? { rows: [], jobs: [] }
+        group.rows.push(row)
+        group.jobs.push(jobs[i]!)
+        grouped.set(key, group)
+      })
+      const records: Array<MessageRecord> = []
+      for (const key of order.keys()) {
+        const group = grouped.get(key)
+        if (group === undefined) continue // purged between the two reads
+        const last = group.rows[group.rows.length - 1]!
+        records.push({
+          messageId: last.message_id,
+          sourceId: last.source_id,
+          userId: last.user_id,
+          type: last.message_type ?? typeOfKind(last.kind as JobKind),
+          event: last.event,
+          receivedAt: num(last.created_at),
+          jobs: group.jobs
+        })
+      }
+      return records
+    },
+    fail("searchMessages")
   )
 
   const listDeadLetters = Effect.fn("Store.listDeadLetters")(
@@ -1045,7 +1144,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           body: notification.body,
           status: "pending",
           created_at: now,
-          next_due_at: now
+          next_due_at: now,
+          message_type: "delete",
+          event: null
         })))
         yield* sql`
           INSERT INTO deletion_requests (id, user_id, source_ids, created_at, jobs_removed)
@@ -1384,6 +1485,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     backlog: () => backlog(),
     addUsage,
     usage,
+    searchMessages,
     purgeDelivered,
     purgeSeen,
     purgeDeadLetters,

@@ -705,10 +705,12 @@ export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>, options: Su
         ])
         const usage = yield* store.usage("web", midnight + day + 10, 3)
         const dayString = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+        const zeros = { apiCalls: 0, messages: 0, filtered: 0, delivered: 0, dead: 0, averageLatencyMs: null }
         assert.deepStrictEqual(usage, [
-          { day: dayString(midnight - day), apiCalls: 0, messages: 0, filtered: 0, delivered: 0, dead: 0 },
-          { day: dayString(midnight), apiCalls: 3, messages: 3, filtered: 1, delivered: 0, dead: 0 },
-          { day: dayString(midnight + day), apiCalls: 0, messages: 0, filtered: 0, delivered: 1, dead: 1 }
+          { ...zeros, day: dayString(midnight - day) },
+          { ...zeros, day: dayString(midnight), apiCalls: 3, messages: 3, filtered: 1 },
+          // The delivered job was received at T0: its latency is the whole wait; the dead one has none.
+          { ...zeros, day: dayString(midnight + day), delivered: 1, dead: 1, averageLatencyMs: midnight + day + 5 - T0 }
         ])
         assert.deepStrictEqual((yield* store.usage("app", T0, 1)).map((u) => u.messages), [0])
       })
