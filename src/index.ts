@@ -104,6 +104,14 @@ export {
   /** No source has this id or write key (HTTP 401 for write keys). */
   UnknownSource
 } from "./domain/IngestErrors.js"
+export type {
+  /** Backlog bound, concurrent ingest commits and admission wait (`EngineOptions.overload`). */
+  OverloadOptions
+} from "./overload/OverloadConfig.js"
+export {
+  /** Ingest refused, nothing stored: the backlog is over its bound or the store is too slow (HTTP 503). */
+  Overloaded
+} from "./overload/Overloaded.js"
 export {
   /** A store operation failed; nothing of the call was committed. */
   StoreError,

@@ -3,6 +3,7 @@ import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { createServer } from "node:http"
 import { provision } from "./config/Provisioning.js"
 import * as Server from "./ingest/Server.js"
+import { overloadConfig } from "./overload/OverloadConfig.js"
 import { layerEngine } from "./relay/Engine.js"
 import * as Store from "./store/Store.js"
 import { retentionConfig } from "./store/StoreConfig.js"
@@ -21,7 +22,10 @@ const serverConfig = Config.all({
 })
 
 const Engine = Layer.unwrapEffect(
-  Effect.map(retentionConfig, (retention) => layerEngine(Store.layerFromConfig, { retention }))
+  Effect.map(
+    Config.all({ retention: retentionConfig, overload: overloadConfig }),
+    ({ overload, retention }) => layerEngine(Store.layerFromConfig, { retention, overload })
+  )
 )
 
 const Main = Layer.unwrapEffect(Effect.gen(function*() {

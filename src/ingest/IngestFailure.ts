@@ -1,6 +1,7 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import type { InvalidMessages, MessageTooLarge, TooManyMessages, UnknownSource } from "../domain/IngestErrors.js"
+import type { Overloaded } from "../overload/Overloaded.js"
 import { errorResponse } from "./ErrorBody.js"
 import type { PayloadTooLarge, UnreadableBody, UnsupportedEncoding } from "./RequestBody.js"
 
@@ -12,8 +13,8 @@ type IngestFailure =
   | PayloadTooLarge
   | UnreadableBody
   | UnsupportedEncoding
+  | Overloaded
   | { readonly _tag: "StoreError" }
-  | { readonly _tag: "Overloaded"; readonly retryAfterSeconds: number }
 
 /** Maps every way an ingest request can fail to its JSON answer; nothing was stored in any of them. */
 export const ingestFailureResponse = (
@@ -46,7 +47,7 @@ export const ingestFailureResponse = (
       )
     case "Overloaded":
       return Effect.succeed(
-        errorResponse(503, "overloaded", "hookrelay is overloaded; retry later", [], {
+        errorResponse(503, "overloaded", failure.message, [], {
           "retry-after": String(failure.retryAfterSeconds)
         })
       )

@@ -1,0 +1,79 @@
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Store } from "../store/Store.js"
+import { overloadDefaults, type OverloadOptions } from "./OverloadConfig.js"
+import { Overloaded } from "./Overloaded.js"
+import { makeTimedPermits } from "./TimedPermits.js"
+
+export interface IngestAdmissionShape {
+  /**
+   * Runs one ingest commit if hookrelay is not overloaded, else fails with `Overloaded` before it
+   * starts: first the backlog bound (a cached count, no query per request), then a slot among
+   * `maxConcurrentIngests` waited for at most `admissionWait`. Once the slot is held the commit runs
+   * to its end, however long the store takes: a request is never answered 503 and committed anyway.
+   */
+  readonly admit: <A extends { readonly jobsCreated: number }, E, R>(
+    commit: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Overloaded, R>
+  /** The backlog as admission sees it: the last count plus the jobs created here since. */
+  readonly estimatedBacklog: Effect.Effect<number>
+}
+
+/** Overload control of ingest (SPEC §8): refuse with 503 rather than buffer without limit. */
+export class IngestAdmission extends Context.Tag("hookrelay/IngestAdmission")<
+  IngestAdmission,
+  IngestAdmissionShape
+>() {}
+
+const retryAfter = (duration: Duration.Duration) => Math.max(1, Math.ceil(Duration.toSeconds(duration)))
+
+/**
+ * Counts the backlog when built and then every `backlogRefresh` on Effect's Clock (one query per
+ * period whatever the traffic); jobs created through this process in between are added to the last
+ * count, so a burst cannot overshoot the bound by a whole period's worth. A failed count keeps the
+ * previous value.
+ */
+export const make = (options: OverloadOptions = {}) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const maxBacklog = options.maxBacklog ?? overloadDefaults.maxBacklog
+    const wait = Duration.decode(options.admissionWait ?? overloadDefaults.admissionWait)
+    const refresh = Duration.decode(options.backlogRefresh ?? overloadDefaults.backlogRefresh)
+    const permits = yield* makeTimedPermits(options.maxConcurrentIngests ?? overloadDefaults.maxConcurrentIngests)
+
+    let counted = 0
+    let createdSince = 0
+    const count = store.backlog().pipe(
+      Effect.tap((backlog) =>
+        Effect.sync(() => {
+          counted = backlog.pending + backlog.delivering
+          createdSince = 0
+        })
+      ),
+      Effect.catchAllCause((cause) => Effect.logWarning("backlog count for ingest admission failed", cause))
+    )
+    yield* count
+    yield* count.pipe(Effect.repeat(Schedule.spaced(refresh)), Effect.delay(refresh), Effect.forkScoped)
+
+    const backlogFull = new Overloaded({ reason: "backlog", retryAfterSeconds: retryAfter(refresh) })
+    const busy = new Overloaded({ reason: "busy", retryAfterSeconds: retryAfter(wait) })
+
+    const admit: IngestAdmissionShape["admit"] = (commit) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          if (counted + createdSince >= maxBacklog) return yield* backlogFull
+          if (!(yield* permits.acquire(wait))) return yield* busy
+          const result = yield* restore(commit).pipe(Effect.ensuring(permits.release))
+          createdSince += result.jobsCreated
+          return result
+        })
+      )
+
+    return IngestAdmission.of({
+      admit,
+      estimatedBacklog: Effect.sync(() => counted + createdSince)
+    })
+  })
+
+/** Admission over the `Store` in context, with its backlog counter running for the layer's life. */
+export const layer = (options: OverloadOptions = {}): Layer.Layer<IngestAdmission, never, Store> =>
+  Layer.scoped(IngestAdmission, make(options))

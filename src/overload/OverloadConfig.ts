@@ -1,0 +1,55 @@
+import { Config, ConfigError, Duration, Either, Option } from "effect"
+
+/**
+ * The overload bounds of ingest (SPEC §8): past them ingest answers 503 with `Retry-After`
+ * instead of buffering without limit.
+ */
+export interface OverloadOptions {
+  /** Jobs waiting for delivery (pending or being delivered) above which ingest is refused. */
+  readonly maxBacklog?: number | undefined
+  /** Ingest requests committing to the store at once; the others wait for a slot. */
+  readonly maxConcurrentIngests?: number | undefined
+  /** How long a request waits for a slot before it is refused; its transaction never starts then. */
+  readonly admissionWait?: Duration.DurationInput | undefined
+  /** How often the backlog is counted (jobs created here in between are added to the last count). */
+  readonly backlogRefresh?: Duration.DurationInput | undefined
+}
+
+export const overloadDefaults = {
+  maxBacklog: 1_000_000,
+  maxConcurrentIngests: 32,
+  admissionWait: Duration.seconds(2),
+  backlogRefresh: Duration.seconds(5)
+} as const
+
+/** Accepts a number of milliseconds (`2000`) or an Effect duration (`2 seconds`). */
+export const parseWait = (input: string): Either.Either<Duration.Duration, string> => {
+  const text = input.trim()
+  const duration = /^\d+$/.test(text) ? Option.some(Duration.millis(Number(text))) : Duration.decodeUnknown(text)
+  return Option.match(duration, {
+    onNone: () => Either.left(`expected milliseconds or a duration such as "2 seconds", got "${input}"`),
+    onSome: (value) =>
+      Duration.greaterThan(value, Duration.zero)
+        ? Either.right(value)
+        : Either.left(`must be longer than zero, got "${input}"`)
+  })
+}
+
+const positiveInteger = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "must be a whole number of at least 1", validation: (value) => value >= 1 }),
+    Config.withDefault(fallback)
+  )
+
+/**
+ * `HOOKRELAY_MAX_BACKLOG` (default 1 000 000 jobs), `HOOKRELAY_INGEST_CONCURRENCY` (default 32),
+ * `HOOKRELAY_INGEST_WAIT` (default 2 s).
+ */
+export const overloadConfig: Config.Config<OverloadOptions> = Config.all({
+  maxBacklog: positiveInteger("HOOKRELAY_MAX_BACKLOG", overloadDefaults.maxBacklog),
+  maxConcurrentIngests: positiveInteger("HOOKRELAY_INGEST_CONCURRENCY", overloadDefaults.maxConcurrentIngests),
+  admissionWait: Config.string("HOOKRELAY_INGEST_WAIT").pipe(
+    Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
+    Config.withDefault(overloadDefaults.admissionWait)
+  )
+})
