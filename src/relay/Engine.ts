@@ -3,6 +3,8 @@ import * as Dispatcher from "../delivery/Dispatcher.js"
 import * as Outcomes from "../delivery/Outcomes.js"
 import * as Transport from "../delivery/Transport.js"
 import * as BacklogGauge from "../metrics/BacklogGauge.js"
+import * as IngestAdmission from "../overload/IngestAdmission.js"
+import type { OverloadOptions } from "../overload/OverloadConfig.js"
 import * as OutboxSignal from "../store/OutboxSignal.js"
 import { layerRetention } from "../store/Retention.js"
 import type { Store } from "../store/Store.js"
@@ -19,6 +21,8 @@ export interface EngineOptions {
   readonly transport?: Transport.TransportOptions | undefined
   /** How long delivered jobs and their attempts are kept. Default 7 days. */
   readonly retention?: Duration.DurationInput | undefined
+  /** When ingest answers `Overloaded` (503): backlog bound, concurrent commits, admission wait. */
+  readonly overload?: OverloadOptions | undefined
 }
 
 /** The whole engine over a store layer: `Relay`, the dispatcher, retention and the backlog gauge. */
@@ -34,7 +38,9 @@ export const layerEngine = <E, R>(
   const services = Layer.mergeAll(Transport.layer(options.transport), OutboxSignal.layer, Outcomes.layer).pipe(
     Layer.provideMerge(store)
   )
-  return Layer.merge(RelayLive.layer, background).pipe(Layer.provide(services))
+  return Layer.merge(RelayLive.layer, background).pipe(
+    Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(services)))
+  )
 }
 
 /** The engine on an embedded SQLite file (`<directory>/hookrelay.db`, default `./data`). One process per file. */

@@ -11,6 +11,8 @@ import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import * as Server from "../../src/ingest/Server.js"
 import * as BacklogGauge from "../../src/metrics/BacklogGauge.js"
+import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
+import type { OverloadOptions } from "../../src/overload/OverloadConfig.js"
 import { Relay } from "../../src/relay/Relay.js"
 import * as RelayLive from "../../src/relay/RelayLive.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
@@ -26,6 +28,8 @@ export interface AppOptions {
   /** A store layer to use instead of a fresh SQLite file. */
   readonly store?: Layer.Layer<Store, unknown> | undefined
   readonly dispatcher?: Dispatcher.DispatcherOptions | undefined
+  /** Ingest admission bounds (default: the engine's defaults). */
+  readonly overload?: OverloadOptions | undefined
 }
 
 /** A temporary directory removed when the scope closes. */
@@ -42,7 +46,8 @@ export const startApp = (options: AppOptions = {}) =>
   Effect.gen(function*() {
     const directory = yield* tempDirectory
     const store = options.store ?? StoreLayers.layerSqlite({ directory })
-    const base = Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(
+    const base = IngestAdmission.layer(options.overload).pipe(
+      Layer.provideMerge(Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer)),
       Layer.provideMerge(store)
     )
     const engine = (options.dispatch ?? true)
