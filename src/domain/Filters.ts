@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { type Message, messageTypes } from "./Message.js"
+import { isMessageType, type Message, messageTypes } from "./Message.js"
 
 /**
  * Destination filters (SPEC §10): rules `{"if": {type?, event?, properties?}, "then": "drop"}`
@@ -37,9 +37,10 @@ const list = <A, I>(item: Schema.Schema<A, I, never>) =>
     )
   )
 
-const FilterType = Schema.Literal(...messageTypes).annotations({
-  message: () => `must be one of ${messageTypes.join(", ")}`
-})
+// Not `Schema.Literal(...)`: a union of literals reports one issue per member instead of one clear one.
+const FilterType = Schema.String.annotations({ message: () => "must be a string" }).pipe(
+  Schema.filter(isMessageType, { message: () => `must be one of ${messageTypes.join(", ")}` })
+)
 
 const FilterEvent = Schema.String.annotations({ message: () => "must be a string" }).pipe(
   Schema.filter((event) =>

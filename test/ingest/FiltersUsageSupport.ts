@@ -1,0 +1,63 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Exit, Layer, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { isPostgresUrl, layerPg, type Store } from "../../src/store/index.js"
+import { basic } from "../support/http.js"
+
+/**
+ * Helpers of the filter, usage and message-log tests: the two stores to run them on, and a
+ * batch POST. PostgreSQL is skipped, with the reason printed, when DATABASE_URL is unset or
+ * unreachable.
+ */
+
+const databaseUrl = process.env.DATABASE_URL ?? ""
+
+const admin = (url: string) =>
+  PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds", maxConnections: 1 })
+
+export const pgSkipReason = await (async () => {
+  if (databaseUrl === "") return "DATABASE_URL is not set"
+  if (!isPostgresUrl(databaseUrl)) return "DATABASE_URL is not a postgres:// URL"
+  const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(admin(databaseUrl))))
+  return Exit.isSuccess(exit) ? undefined : `PostgreSQL at DATABASE_URL is unreachable: ${String(exit.cause)}`
+})()
+
+/** A store in a schema of its own, dropped when the layer's scope closes. */
+const freshPg = (): Layer.Layer<Store, unknown> => {
+  const schema = `hookrelay_test_${randomBytes(6).toString("hex")}`
+  const drop = Layer.scopedDiscard(Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      yield* sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
+    }).pipe(Effect.provide(admin(databaseUrl)), Effect.orDie)
+  ))
+  return layerPg({ url: databaseUrl, schema, maxConnections: 8 }).pipe(Layer.provide(drop))
+}
+
+export interface StoreVariant {
+  readonly name: string
+  /** `undefined`: startApp's own SQLite file. */
+  readonly store: () => Layer.Layer<Store, unknown> | undefined
+  readonly skip: string | undefined
+}
+
+export const storeVariants: ReadonlyArray<StoreVariant> = [
+  { name: "SQLite", store: () => undefined, skip: undefined },
+  { name: "PostgreSQL", store: freshPg, skip: pgSkipReason }
+]
+
+for (const variant of storeVariants) {
+  if (variant.skip !== undefined) console.warn(`Skipping the ${variant.name} variants: ${variant.skip}`)
+}
+
+/** `POST /v1/batch` with Basic auth; the HTTP status. */
+export const postBatch = (baseUrl: string, writeKey: string, batch: ReadonlyArray<Record<string, unknown>>) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${baseUrl}/v1/batch`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: basic(writeKey) },
+      body: JSON.stringify({ batch })
+    })
+    await response.arrayBuffer()
+    return response.status
+  })
