@@ -16,6 +16,9 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    sequence: { concurrent: false }
+    sequence: { concurrent: false },
+    // Receivers in tests listen on loopback, which the SSRF guard refuses by default (SPEC §8). Child processes
+    // inherit it; the guard's own tests pass `allowPrivateNetworks` explicitly.
+    env: { HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true" }
   }
 })

@@ -3,6 +3,7 @@ import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { createServer } from "node:http"
 import { provision } from "./config/Provisioning.js"
 import * as Server from "./ingest/Server.js"
+import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
 import { overloadConfig } from "./overload/OverloadConfig.js"
 import { layerEngine } from "./relay/Engine.js"
 import * as Store from "./store/Store.js"
@@ -23,8 +24,13 @@ const serverConfig = Config.all({
 
 const Engine = Layer.unwrapEffect(
   Effect.map(
-    Config.all({ retention: retentionConfig, overload: overloadConfig }),
-    ({ overload, retention }) => layerEngine(Store.layerFromConfig, { retention, overload })
+    Config.all({
+      retention: retentionConfig,
+      overload: overloadConfig,
+      allowPrivateNetworks: allowPrivateNetworksConfig
+    }),
+    ({ allowPrivateNetworks, overload, retention }) =>
+      layerEngine(Store.layerFromConfig, { retention, overload, allowPrivateNetworks })
   )
 )
 

@@ -2,6 +2,7 @@ import { Data, Effect, Either, Schema } from "effect"
 import { readFile } from "node:fs/promises"
 import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
+import { BlockedEndpoints, checkSource, currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
 import { Relay } from "../relay/Relay.js"
 
 /** The `HOOKRELAY_CONFIG` file: sources to create or update at start (SPEC §7). */
@@ -38,11 +39,44 @@ export const readProvisioningFile = (path: string): Effect.Effect<ProvisioningFi
     })
   })
 
-/** Upserts every source of the file through the Relay, as the admin API would. */
+const refused = (path: string, blocked: BlockedEndpoints) =>
+  new InvalidConfigFile({ path, problems: blocked.errors.map((issue) => `${issue.path}: ${issue.message}`) })
+
+/**
+ * The SSRF guard's save-time check (SPEC §8) of every source of the file, before any is stored: each refused endpoint
+ * URL is a problem naming its field (`sources[1].webhooks.endpoints[0].url`).
+ */
+export const checkProvisioningFile = (path: string, file: ProvisioningFile): Effect.Effect<void, InvalidConfigFile> =>
+  Effect.gen(function*() {
+    const egress = yield* currentEgressPolicy
+    const checks = yield* Effect.forEach(
+      file.sources,
+      (source, index) => Effect.either(checkSource(egress, source, `sources[${index}].`)),
+      { concurrency: "unbounded" }
+    )
+    const errors = checks.flatMap((check) => Either.isLeft(check) ? check.left.errors : [])
+    if (errors.length > 0) return yield* Effect.fail(refused(path, new BlockedEndpoints({ errors })))
+  })
+
+/**
+ * Upserts every source of the file through the Relay, as the admin API would. A file with a refused endpoint URL
+ * stores nothing.
+ */
 export const provision = (path: string) =>
   Effect.gen(function*() {
     const relay = yield* Relay
     const file = yield* readProvisioningFile(path)
-    for (const source of file.sources) yield* relay.putSource(source)
+    yield* checkProvisioningFile(path, file)
+    for (const [index, source] of file.sources.entries()) {
+      yield* relay.putSource(source).pipe(
+        Effect.catchTag("BlockedEndpoints", (blocked) =>
+          Effect.fail(refused(
+            path,
+            new BlockedEndpoints({
+              errors: blocked.errors.map((issue) => ({ ...issue, path: `sources[${index}].${issue.path}` }))
+            })
+          )))
+      )
+    }
     yield* Effect.logInfo(`provisioned ${file.sources.length} sources from ${path}`)
   })

@@ -1,4 +1,5 @@
 import { Data, Duration } from "effect"
+import { blockedAddressCode } from "../network/EgressPolicy.js"
 
 /**
  * How one delivery attempt ended (SPEC §4). Classified exactly once, here; the retry policy and the race over URLs
@@ -9,7 +10,7 @@ import { Data, Duration } from "effect"
  *   garbled response, and any error we do not recognise). `retryAfter` is the receiver's `Retry-After`, when it sent
  *   one we could read.
  * - `Permanent`: this URL will not succeed by retrying (other 4xx, 3xx — redirects are never followed —, a TLS or
- *   certificate failure, a request undici refuses to send).
+ *   certificate failure, a request undici refuses to send, an address the SSRF guard refuses).
  *
  * `code` is the error code behind a failure without a status (`ECONNREFUSED`, `DEPTH_ZERO_SELF_SIGNED_CERT`, `TIMEOUT`
  * for our own deadline), for metrics and the attempt log.
@@ -192,6 +193,9 @@ export const classifyCode = (code: string | undefined): CodeClass => {
 
 /** The outcome of an error from the transport, given its code (`TIMEOUT` for our own deadline) and message. */
 export const classifyError = (code: string | undefined, message: string): Retryable | Permanent => {
+  // The SSRF guard refused the address (SPEC §8): permanent, and its message is the whole reason
+  // ("blocked_address: 127.0.0.1 is loopback (…)").
+  if (code === blockedAddressCode) return AttemptOutcome.Permanent({ reason: message, code })
   const verdict = classifyCode(code)
   const reason = `${verdict.reason}${code === undefined ? "" : ` (${code})`}: ${message}`
   return verdict.retryable

@@ -1,9 +1,13 @@
-import { Context, Data, Duration, Effect, Layer } from "effect"
+import { Cause, Context, Data, Duration, Effect, Exit, Layer, Option, Runtime } from "effect"
 import type { Scope } from "effect"
+import type { LookupAddress, LookupOptions } from "node:dns"
 import { StringDecoder } from "node:string_decoder"
 import { createSecureContext, rootCertificates } from "node:tls"
-import { Agent } from "undici"
+import { Agent, buildConnector } from "undici"
 import type { Dispatcher } from "undici"
+import { ipFamily } from "../network/AddressPolicy.js"
+import * as EgressPolicy from "../network/EgressPolicy.js"
+import type { ResolveError } from "../network/Resolver.js"
 
 /**
  * Our HTTP client for deliveries: one POST, a 5 s deadline covering headers and body, and a bounded body read.
@@ -72,6 +76,12 @@ export interface TransportOptions {
   readonly connections?: number | undefined
   /** Idle keep-alive time of a pooled connection. Default 4 s (undici's). */
   readonly keepAliveTimeout?: Duration.DurationInput | undefined
+  /**
+   * Allow connections to loopback, private, link-local and other internal addresses (SPEC §8). Default: the
+   * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS` setting, false when unset. Used by `make` / `layer`; `layerWithPolicy` takes the
+   * `EgressPolicy` in context instead.
+   */
+  readonly allowPrivateNetworks?: boolean | undefined
 }
 
 export const defaultTimeout = Duration.seconds(5)
@@ -229,8 +239,83 @@ const secureContextWith = (ca: NonNullable<TransportOptions["ca"]>) =>
   // `ca` alone would replace Node's roots; built once here so each TLS connection does not re-parse the bundle.
   createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(ca) ? ca : [ca as string | Buffer])] })
 
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | ReadonlyArray<LookupAddress>,
+  family?: number
+) => void
+
+/** A failed guarded look-up as the error `net.connect` reports: `code` is what attempt classification reads. */
+const lookupError = (cause: Cause.Cause<EgressPolicy.BlockedAddress | ResolveError>): Error => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isNone(failure)) {
+    return Object.assign(new Error(`DNS lookup failed: ${Cause.pretty(cause)}`), { code: "ENOTFOUND" })
+  }
+  const error = failure.value
+  if (error._tag === "BlockedAddress") return error.toConnectError()
+  return Object.assign(new Error(error.message), { code: error.code ?? "ENOTFOUND", hostname: error.hostname })
+}
+
 /**
- * The live transport over an undici `Agent` (never follows redirects: no redirect interceptor is composed).
+ * The connector of every delivery connection, where the SSRF guard sits (SPEC §8). An IP-literal host is checked as it
+ * is (`net.connect` does no look-up for it); a host name is resolved by `EgressPolicy.resolve` — the `Resolver`
+ * service, every address checked, one refused address refusing them all — through the `lookup` hook of
+ * `net.connect`/`tls.connect`, so the socket connects to exactly the addresses that were checked, and a resolver that
+ * answers differently the next time (DNS rebinding) is checked again at the next connection. The host name stays the
+ * TLS server name: SNI and certificate verification are unchanged (always on).
+ */
+const guardedConnector = (
+  policy: EgressPolicy.EgressPolicyShape,
+  runtime: Runtime.Runtime<never>,
+  tlsOptions: buildConnector.BuildOptions
+): buildConnector.connector => {
+  const run = Runtime.runCallback(runtime)
+  const lookup = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    run(policy.resolve(hostname), {
+      onExit: (exit) => {
+        if (Exit.isFailure(exit)) return callback(lookupError(exit.cause), [])
+        const family = options.family === 4 || options.family === 6 ? options.family : 0
+        const addresses = family === 0 ? exit.value : exit.value.filter((address) => address.family === family)
+        const first = addresses[0]
+        if (first === undefined) {
+          return callback(
+            Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: "ENOTFOUND" }),
+            []
+          )
+        }
+        if (options.all === true) callback(null, addresses)
+        else callback(null, first.address, first.family)
+      }
+    })
+  }
+  const connect = buildConnector({ ...tlsOptions, lookup } as buildConnector.BuildOptions)
+  return (options, callback) => {
+    const blocked = policy.checkLiteral(options.hostname)
+    if (blocked === undefined) return connect(options, callback)
+    // undici expects the callback after connect() returned, as a socket's error event would come.
+    queueMicrotask(() => callback(blocked.toConnectError(), null))
+  }
+}
+
+/** Refusals of IP-literal origins, decided once per origin string (`false`: allowed or a host name). */
+const literalVerdicts = (policy: EgressPolicy.EgressPolicyShape) => {
+  const verdicts = new Map<string, EgressPolicy.BlockedAddress | false>()
+  return (origin: string): EgressPolicy.BlockedAddress | false => {
+    let verdict = verdicts.get(origin)
+    if (verdict === undefined) {
+      const host = URL.canParse(origin) ? new URL(origin).hostname : ""
+      verdict = ipFamily(host) === 0 ? false : policy.checkLiteral(host) ?? false
+      if (verdicts.size >= 4096) verdicts.clear()
+      verdicts.set(origin, verdict)
+    }
+    return verdict
+  }
+}
+
+/**
+ * The live transport over an undici `Agent` (never follows redirects: no redirect interceptor is composed), guarded by
+ * the `EgressPolicy` in context: see `guardedConnector`. An origin whose host is a refused IP literal fails at once,
+ * without undici (no connection pool is created and dropped for it).
  *
  * Deadlines: every request registers itself, with `deadline = start + timeout` on Clock, in one insertion-ordered set;
  * one ticker fiber per Transport sleeps on Clock until the earliest deadline (never less than `deadlineResolution`, so
@@ -238,7 +323,9 @@ const secureContextWith = (ca: NonNullable<TransportOptions["ca"]>) =>
  * nothing is in flight the ticker parks on a latch. The per-request cost is a set insertion and deletion, instead of
  * the fiber race of `Effect.timeout`; the ticker runs on the layer's Clock, so `TestClock` drives it.
  */
-export const make = (options: TransportOptions = {}): Effect.Effect<TransportShape, never, Scope.Scope> =>
+export const makeWithPolicy = (
+  options: TransportOptions = {}
+): Effect.Effect<TransportShape, never, Scope.Scope | EgressPolicy.EgressPolicy> =>
   Effect.gen(function*() {
     const limits: Limits = {
       timeout: Duration.decode(options.timeout ?? defaultTimeout),
@@ -248,6 +335,9 @@ export const make = (options: TransportOptions = {}): Effect.Effect<TransportSha
     const timeoutMillis = Duration.toMillis(limits.timeout)
     const resolutionMillis = Duration.toMillis(Duration.decode(options.deadlineResolution ?? "25 millis"))
     const clock = yield* Effect.clock
+    const policy = yield* EgressPolicy.EgressPolicy
+    const runtime = yield* Effect.runtime<never>()
+    const refusedLiteral = policy.allowPrivateNetworks ? undefined : literalVerdicts(policy)
 
     const agent = yield* Effect.acquireRelease(
       Effect.sync(() =>
@@ -256,10 +346,10 @@ export const make = (options: TransportOptions = {}): Effect.Effect<TransportSha
           ...(options.connections !== undefined && { connections: options.connections }),
           ...(options.keepAliveTimeout !== undefined &&
             { keepAliveTimeout: Duration.toMillis(Duration.decode(options.keepAliveTimeout)) }),
-          connect: {
+          connect: guardedConnector(policy, runtime, {
             rejectUnauthorized: true,
             ...(options.ca !== undefined && { secureContext: secureContextWith(options.ca) })
-          }
+          })
         })
       ),
       (agent) => Effect.promise(() => agent.destroy())
@@ -284,8 +374,14 @@ export const make = (options: TransportOptions = {}): Effect.Effect<TransportSha
     })
     yield* Effect.forkScoped(Effect.forever(tick))
 
-    const post = (request: TransportRequest): Effect.Effect<TransportResponse, TransportFailure> =>
-      Effect.async<TransportResponse, TransportFailure>((resume) => {
+    const post = (request: TransportRequest): Effect.Effect<TransportResponse, TransportFailure> => {
+      const refused = refusedLiteral?.(request.origin)
+      if (refused !== undefined && refused !== false) {
+        return Effect.fail(
+          new TransportError({ code: EgressPolicy.blockedAddressCode, message: refused.message, cause: refused })
+        )
+      }
+      return Effect.async<TransportResponse, TransportFailure>((resume) => {
         const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, resume)
         inFlight.add(entry)
         if (inFlight.size === 1) wake.unsafeOpen()
@@ -299,12 +395,25 @@ export const make = (options: TransportOptions = {}): Effect.Effect<TransportSha
         }, entry)
         return Effect.sync(() => entry.cancel())
       })
+    }
 
     return Transport.of({ post })
   })
 
+/** The live transport, guarded by `options.allowPrivateNetworks` (default: the setting) over the system resolver. */
+export const make = (options: TransportOptions = {}): Effect.Effect<TransportShape, never, Scope.Scope> =>
+  Effect.provide(
+    makeWithPolicy(options),
+    EgressPolicy.layer({ allowPrivateNetworks: options.allowPrivateNetworks })
+  )
+
 /** The live transport as a layer. Tests add `ca` to trust a test certificate. */
 export const layer = (options: TransportOptions = {}): Layer.Layer<Transport> => Layer.scoped(Transport, make(options))
+
+/** The live transport over the `EgressPolicy` in context (the engine shares one with the save-time check). */
+export const layerWithPolicy = (
+  options: TransportOptions = {}
+): Layer.Layer<Transport, never, EgressPolicy.EgressPolicy> => Layer.scoped(Transport, makeWithPolicy(options))
 
 /**
  * A transport from a function: tests script answers (and delays, on TestClock) per request without sockets.

@@ -3,6 +3,7 @@ import * as Dispatcher from "../delivery/Dispatcher.js"
 import * as Outcomes from "../delivery/Outcomes.js"
 import * as Transport from "../delivery/Transport.js"
 import * as BacklogGauge from "../metrics/BacklogGauge.js"
+import * as EgressPolicy from "../network/EgressPolicy.js"
 import * as IngestAdmission from "../overload/IngestAdmission.js"
 import type { OverloadOptions } from "../overload/OverloadConfig.js"
 import * as OutboxSignal from "../store/OutboxSignal.js"
@@ -19,6 +20,12 @@ export interface EngineOptions {
   readonly dispatcher?: Dispatcher.DispatcherOptions | false | undefined
   /** The HTTP client of deliveries (extra CAs, timeout). */
   readonly transport?: Transport.TransportOptions | undefined
+  /**
+   * Allow webhooks to loopback, private, link-local and other internal addresses (SPEC §8), at
+   * delivery and when settings are saved. Default: the `HOOKRELAY_ALLOW_PRIVATE_NETWORKS`
+   * setting (Effect `Config`), false when unset.
+   */
+  readonly allowPrivateNetworks?: boolean | undefined
   /** How long delivered jobs and their attempts are kept. Default 7 days. */
   readonly retention?: Duration.DurationInput | undefined
   /** When ingest answers `Overloaded` (503): backlog bound, concurrent commits, admission wait. */
@@ -35,9 +42,15 @@ export const layerEngine = <E, R>(
     layerRetention({ retention: options.retention ?? defaultRetention }),
     BacklogGauge.layer()
   )
-  const services = Layer.mergeAll(Transport.layer(options.transport), OutboxSignal.layer, Outcomes.layer).pipe(
-    Layer.provideMerge(store)
-  )
+  // One SSRF guard for the transport and the save-time check of `putSource`.
+  const egress = EgressPolicy.layer({
+    allowPrivateNetworks: options.allowPrivateNetworks ?? options.transport?.allowPrivateNetworks
+  })
+  const services = Layer.mergeAll(Transport.layerWithPolicy(options.transport), OutboxSignal.layer, Outcomes.layer)
+    .pipe(
+      Layer.provideMerge(egress),
+      Layer.provideMerge(store)
+    )
   return Layer.merge(RelayLive.layer, background).pipe(
     Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(services)))
   )

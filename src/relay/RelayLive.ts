@@ -10,7 +10,7 @@ import { uuidv7 } from "../domain/MessageId.js"
 import { skipReason } from "../domain/Routing.js"
 import { stampMessage } from "../domain/Stamp.js"
 import { messagesIngested } from "../metrics/Metrics.js"
-import { checkSource, EgressPolicy } from "../network/EgressPolicy.js"
+import { checkSource, currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
 import { IngestAdmission } from "../overload/IngestAdmission.js"
 import type { EnqueueEntry } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
@@ -20,7 +20,7 @@ import { defaultUsageDays, type IngestOptions, maxSearchLimit, maxUsageDays, Rel
 
 export const make = Effect.gen(function*() {
   const store = yield* Store
-  const egress = yield* EgressPolicy
+  const egress = yield* currentEgressPolicy
   const signal = yield* OutboxSignal
   const deliveryOutcomes = yield* DeliveryOutcomes
   const admission = yield* IngestAdmission

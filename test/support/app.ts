@@ -11,6 +11,7 @@ import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import * as Server from "../../src/ingest/Server.js"
 import * as BacklogGauge from "../../src/metrics/BacklogGauge.js"
+import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
 import type { OverloadOptions } from "../../src/overload/OverloadConfig.js"
 import { Relay } from "../../src/relay/Relay.js"
@@ -28,6 +29,8 @@ export interface AppOptions {
   /** A store layer to use instead of a fresh SQLite file. */
   readonly store?: Layer.Layer<Store, unknown> | undefined
   readonly dispatcher?: Dispatcher.DispatcherOptions | undefined
+  /** The SSRF guard of deliveries and saved settings (default: from HOOKRELAY_ALLOW_PRIVATE_NETWORKS, true in tests). */
+  readonly egress?: Layer.Layer<EgressPolicy.EgressPolicy> | undefined
   /** Ingest admission bounds (default: the engine's defaults). */
   readonly overload?: OverloadOptions | undefined
 }
@@ -47,7 +50,8 @@ export const startApp = (options: AppOptions = {}) =>
     const directory = yield* tempDirectory
     const store = options.store ?? StoreLayers.layerSqlite({ directory })
     const base = IngestAdmission.layer(options.overload).pipe(
-      Layer.provideMerge(Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer)),
+      Layer.provideMerge(Layer.mergeAll(Transport.layerWithPolicy(), OutboxSignal.layer, Outcomes.layer)),
+      Layer.provideMerge(options.egress ?? EgressPolicy.layer()),
       Layer.provideMerge(store)
     )
     const engine = (options.dispatch ?? true)
