@@ -3,6 +3,7 @@ import { Effect, type Option, type Redacted } from "effect"
 import { renderPrometheus } from "../metrics/Prometheus.js"
 import { adminRoutes } from "./AdminApi.js"
 import { audienceRoutes } from "./AudienceRoutes.js"
+import { consoleRoutes } from "./ConsoleRoutes.js"
 import { errorResponse } from "./ErrorBody.js"
 import { trackingRoutes } from "./TrackingApi.js"
 
@@ -22,12 +23,13 @@ const operationalRoutes = HttpRouter.empty.pipe(
   )
 )
 
-/** Every hookrelay route: the tracking API, the admin API, health and metrics. */
+/** Every hookrelay route: the tracking API, the admin API, the web console, health and metrics. */
 export const router = (options: ServerOptions) =>
   HttpRouter.concatAll(
     trackingRoutes,
     adminRoutes(options.adminToken),
     audienceRoutes(options.adminToken),
+    consoleRoutes(),
     operationalRoutes
   ).pipe(
     Effect.catchTag("RouteNotFound", () => Effect.succeed(errorResponse(404, "not_found", "no such route")))

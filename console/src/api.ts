@@ -1,0 +1,217 @@
+// The admin API as the console uses it (SPEC §7, §10, §11). Only these routes, only with the
+// operator's bearer token, which lives in sessionStorage and never in a URL.
+
+const tokenKey = "hookrelay.adminToken"
+
+export const session = {
+  token: (): string | null => sessionStorage.getItem(tokenKey),
+  logIn: (token: string) => sessionStorage.setItem(tokenKey, token),
+  logOut: () => sessionStorage.removeItem(tokenKey)
+}
+
+export interface FieldIssue {
+  readonly path: string
+  readonly message: string
+  readonly index?: number
+}
+
+/** An answer other than 2xx: the error body of every hookrelay endpoint (src/ingest/ErrorBody.ts). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly errors: ReadonlyArray<FieldIssue>
+  ) {
+    super(message)
+  }
+}
+
+/** Called on any 401: the token is dropped and the console goes back to the login page. */
+let onUnauthorized: () => void = () => {}
+export const setUnauthorizedHandler = (handler: () => void) => {
+  onUnauthorized = handler
+}
+
+const request = async <A>(method: string, path: string, body?: unknown, token = session.token()): Promise<A> => {
+  const headers: Record<string, string> = { accept: "application/json" }
+  if (token !== null) headers.authorization = `Bearer ${token}`
+  if (body !== undefined) headers["content-type"] = "application/json"
+  let response: Response
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      cache: "no-store",
+      credentials: "omit",
+      ...(body !== undefined && { body: JSON.stringify(body) })
+    })
+  } catch {
+    throw new ApiError(0, "unreachable", "The server cannot be reached.", [])
+  }
+  const text = await response.text()
+  let parsed: unknown = undefined
+  try {
+    parsed = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    parsed = undefined
+  }
+  if (response.ok) return parsed as A
+  const error = (parsed ?? {}) as { code?: unknown; message?: unknown; errors?: unknown }
+  const failure = new ApiError(
+    response.status,
+    typeof error.code === "string" ? error.code : "http_error",
+    typeof error.message === "string" ? error.message : `HTTP ${response.status}`,
+    Array.isArray(error.errors) ? (error.errors as Array<FieldIssue>) : []
+  )
+  if (response.status === 401) {
+    session.logOut()
+    onUnauthorized()
+  }
+  throw failure
+}
+
+// --- shapes (src/ingest/AdminViews.ts) ---------------------------------------------------------
+
+export interface EndpointView {
+  readonly url: string
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** Any JSON value; the editor has inputs for scalars and a JSON field for the rest. */
+export type PropertyValue = string | number | boolean | null | ReadonlyArray<unknown> | {
+  readonly [key: string]: unknown
+}
+
+export interface FilterRule {
+  readonly if: {
+    readonly type?: ReadonlyArray<string>
+    readonly event?: ReadonlyArray<string>
+    readonly properties?: Readonly<Record<string, PropertyValue>>
+  }
+  readonly then: "drop"
+}
+
+export interface WebhooksView {
+  readonly enabled: boolean
+  readonly hasSharedSecret: boolean
+  readonly sharedSecret?: string
+  readonly endpoints: ReadonlyArray<EndpointView>
+  readonly filters?: ReadonlyArray<FilterRule>
+}
+
+export interface SourceView {
+  readonly id: string
+  readonly writeKey: string
+  readonly webhooks?: WebhooksView
+  readonly createdAt: string | null
+  readonly updatedAt: string | null
+}
+
+export interface SourceInput {
+  readonly writeKey: string
+  readonly webhooks?: {
+    readonly enabled: boolean
+    readonly sharedSecret?: string
+    readonly endpoints: ReadonlyArray<EndpointView>
+    readonly filters?: ReadonlyArray<FilterRule>
+  }
+}
+
+export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
+
+export interface JobView {
+  readonly id: string
+  readonly sourceId: string
+  readonly messageId: string
+  readonly userId: string | null
+  readonly kind: string
+  readonly status: JobStatus
+  readonly createdAt: string | null
+  readonly firstAttemptAt: string | null
+  readonly nextDueAt: string | null
+  readonly attemptCount: number
+  readonly finishedAt: string | null
+  readonly lastError: string | null
+}
+
+export interface AttemptView {
+  readonly url: string
+  readonly attempt: number
+  readonly startedAt: string | null
+  readonly durationMs: number | null
+  readonly statusCode: number | null
+  readonly error: string | null
+  readonly outcome: string
+  readonly responseSnippet: string | null
+}
+
+export interface JobWithAttempts extends JobView {
+  readonly attempts: ReadonlyArray<AttemptView>
+}
+
+export interface MessageView {
+  readonly messageId: string
+  readonly sourceId?: string
+  readonly userId?: string | null
+  readonly type?: string | null
+  readonly event?: string | null
+  readonly receivedAt?: string | null
+  readonly jobs: ReadonlyArray<JobWithAttempts>
+}
+
+export interface Backlog {
+  readonly pending: number
+  readonly delivering: number
+  readonly delivered: number
+  readonly dead: number
+}
+
+export interface UsageDay {
+  readonly day: string
+  readonly apiCalls: number
+  readonly messages: number
+  readonly filtered: number
+  readonly delivered: number
+  readonly dead: number
+  readonly averageLatencyMs: number | null
+}
+
+export interface Usage {
+  readonly sourceId: string
+  readonly days: ReadonlyArray<UsageDay>
+}
+
+const segment = encodeURIComponent
+
+const query = (params: Record<string, string | number | undefined>) => {
+  const search = new URLSearchParams()
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== "") search.set(name, String(value))
+  }
+  const text = search.toString()
+  return text === "" ? "" : `?${text}`
+}
+
+export const api = {
+  /** Checks a token before keeping it: any admin call does. */
+  checkToken: (token: string) => request<{ sources: Array<SourceView> }>("GET", "/admin/sources", undefined, token),
+  sources: () => request<{ sources: Array<SourceView> }>("GET", "/admin/sources").then((body) => body.sources),
+  source: (id: string) => request<SourceView>("GET", `/admin/sources/${segment(id)}`),
+  putSource: (id: string, input: SourceInput) => request<SourceView>("PUT", `/admin/sources/${segment(id)}`, input),
+  deleteSource: (id: string) => request<void>("DELETE", `/admin/sources/${segment(id)}`),
+  message: (messageId: string) => request<MessageView>("GET", `/admin/messages/${segment(messageId)}`),
+  messagesOfUser: (userId: string, sourceId: string | undefined, limit = 50) =>
+    request<{ messages: Array<MessageView> }>("GET", `/admin/messages${query({ userId, sourceId, limit })}`).then(
+      (body) => body.messages
+    ),
+  deadLetters: (sourceId: string | undefined, limit = 100) =>
+    request<{ deadLetters: Array<JobView> }>("GET", `/admin/dead-letters${query({ sourceId, limit })}`).then(
+      (body) => body.deadLetters
+    ),
+  replay: (jobId: string) =>
+    request<{ jobId: string; status: string }>("POST", `/admin/dead-letters/${segment(jobId)}/replay`),
+  backlog: () => request<Backlog>("GET", "/admin/backlog"),
+  usage: (sourceId: string, days: number) =>
+    request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`)
+}

@@ -1,0 +1,106 @@
+import { useEffect, useState } from "preact/hooks"
+import type { Backlog } from "../api.js"
+import { api } from "../api.js"
+import { Sparkline } from "./Chart.js"
+import { formatNumber } from "./ui.js"
+
+export const pollMillis = 3000
+const keep = 20
+
+interface Reading {
+  readonly at: number
+  readonly backlog: Backlog
+}
+
+export interface Rates {
+  /** Jobs finished as delivered per second between the last two readings. */
+  readonly delivered: number
+  /** Jobs that went dead per second. */
+  readonly dead: number
+  /** New jobs per second (all four counts together grew by this much). */
+  readonly created: number
+}
+
+const total = (b: Backlog) => b.pending + b.delivering + b.delivered + b.dead
+
+/** Throughput from two successive readings; counts that shrank (retention purged jobs) count as 0. */
+export const ratesBetween = (before: Reading, after: Reading): Rates => {
+  const seconds = Math.max(0.001, (after.at - before.at) / 1000)
+  const per = (a: number, b: number) => Math.max(0, b - a) / seconds
+  return {
+    delivered: per(before.backlog.delivered, after.backlog.delivered),
+    dead: per(before.backlog.dead, after.backlog.dead),
+    created: per(total(before.backlog), total(after.backlog))
+  }
+}
+
+const rate = (value: number) => (value >= 10 ? formatNumber(Math.round(value)) : value.toFixed(1))
+
+/** The live strip under the header: the outbox's backlog and throughput, refreshed every few seconds. */
+export const BacklogStrip = () => {
+  const [readings, setReadings] = useState<ReadonlyArray<Reading>>([])
+  const [failed, setFailed] = useState(false)
+
+  useEffect(() => {
+    let cancelled = false
+    const poll = () => {
+      if (document.hidden) return
+      api.backlog().then(
+        (backlog) => {
+          if (cancelled) return
+          setFailed(false)
+          setReadings((list) => [...list, { at: performance.now(), backlog }].slice(-keep))
+        },
+        () => {
+          if (!cancelled) setFailed(true)
+        }
+      )
+    }
+    poll()
+    const timer = window.setInterval(poll, pollMillis)
+    return () => {
+      cancelled = true
+      window.clearInterval(timer)
+    }
+  }, [])
+
+  const last = readings[readings.length - 1]
+  const rates = readings.slice(1).map((reading, i) => ratesBetween(readings[i]!, reading))
+  const latest = rates[rates.length - 1]
+
+  return (
+    <aside class="strip" aria-label="Backlog and throughput">
+      {last === undefined
+        ? <span class="muted">{failed ? "Backlog unavailable" : "Reading the backlog…"}</span>
+        : (
+          <>
+            <span class="metric" data-metric="pending">
+              <span class="metric-name">pending</span> <b>{formatNumber(last.backlog.pending)}</b>
+            </span>
+            <span class="metric" data-metric="delivering">
+              <span class="metric-name">delivering</span> <b>{formatNumber(last.backlog.delivering)}</b>
+            </span>
+            <span class="metric" data-metric="delivered">
+              <span class="metric-name">delivered</span> <b>{formatNumber(last.backlog.delivered)}</b>
+            </span>
+            <span class="metric" data-metric="dead">
+              <span class="metric-name">dead</span>{" "}
+              <b class={last.backlog.dead > 0 ? "error-text" : ""}>
+                {formatNumber(last.backlog.dead)}
+              </b>
+            </span>
+            <span class="metric" data-metric="throughput">
+              <span class="metric-name">throughput</span>{" "}
+              <b>{latest === undefined ? "…" : `${rate(latest.delivered)}/s`}</b> <span class="muted">delivered</span>
+              <Sparkline values={rates.map((r) => r.delivered)} label="Delivered per second, recent readings" />
+            </span>
+            <span class="metric" data-metric="incoming">
+              <span class="metric-name">new jobs</span>{" "}
+              <b>{latest === undefined ? "…" : `${rate(latest.created)}/s`}</b>
+            </span>
+            {failed && <span class="error-text">stale: the last reading failed</span>}
+          </>
+        )}
+    </aside>
+  )
+}

@@ -1,0 +1,94 @@
+import { render } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { session, setUnauthorizedHandler } from "./api.js"
+import { BacklogStrip } from "./components/BacklogStrip.js"
+import { Link } from "./components/ui.js"
+import { Login } from "./pages/Login.js"
+import { Messages } from "./pages/Messages.js"
+import { SourceEdit } from "./pages/SourceEdit.js"
+import { Sources } from "./pages/Sources.js"
+import { Usage } from "./pages/Usage.js"
+import type { Location } from "./router.js"
+import { navigate, useLocation } from "./router.js"
+import "./styles.css"
+
+const Page = (props: { readonly location: Location }) => {
+  const path = props.location.path.replace(/\/+$/, "") || "/"
+  if (path === "/sources/new") return <SourceEdit sourceId={undefined} />
+  const source = /^\/sources\/([^/]+)$/.exec(path)
+  if (source !== null) return <SourceEdit sourceId={decodeURIComponent(source[1]!)} />
+  if (path === "/sources") return <Sources />
+  if (path === "/messages") return <Messages location={props.location} />
+  if (path === "/usage") return <Usage location={props.location} />
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>
+        There is no console page at {props.location.path}. <Link to="/sources">Go to the sources</Link>.
+      </p>
+    </section>
+  )
+}
+
+const titles: Record<string, string> = { sources: "Sources", messages: "Message log", usage: "Usage" }
+
+const App = () => {
+  const location = useLocation()
+  const [loggedIn, setLoggedIn] = useState(session.token() !== null)
+  const [notice, setNotice] = useState<string | undefined>(undefined)
+
+  useEffect(() => {
+    setUnauthorizedHandler(() => {
+      setNotice("Wrong token: the server refused it. Log in again.")
+      setLoggedIn(false)
+    })
+  }, [])
+
+  useEffect(() => {
+    if (location.path === "/" || location.path === "") navigate("/sources", { replace: true })
+  }, [location.path])
+
+  const section = location.path.split("/")[1] ?? ""
+  useEffect(() => {
+    document.title = `${titles[section] ?? "Console"} · hookrelay`
+  }, [section])
+
+  if (!loggedIn) {
+    return (
+      <Login
+        notice={notice}
+        onLoggedIn={() => {
+          setNotice(undefined)
+          setLoggedIn(true)
+        }}
+      />
+    )
+  }
+
+  const logOut = () => {
+    session.logOut()
+    setNotice(undefined)
+    setLoggedIn(false)
+  }
+
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header class="top">
+        <span class="brand">hookrelay</span>
+        <nav aria-label="Console">
+          <Link to="/sources" current={section === "sources"}>Sources</Link>
+          <Link to="/messages" current={section === "messages"}>Message log</Link>
+          <Link to="/usage" current={section === "usage"}>Usage</Link>
+        </nav>
+        <button type="button" class="logout" onClick={logOut}>Log out</button>
+      </header>
+      <BacklogStrip />
+      <main id="main" tabIndex={-1}>
+        <Page location={location} />
+      </main>
+    </>
+  )
+}
+
+render(<App />, document.getElementById("app")!)

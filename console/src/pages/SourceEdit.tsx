@@ -1,0 +1,605 @@
+import { useEffect, useMemo, useRef, useState } from "preact/hooks"
+import type { FieldIssue } from "../api.js"
+import { api, ApiError } from "../api.js"
+import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
+import { navigate } from "../router.js"
+import type { EndpointRow, FormState, HeaderRow, PropertyRow, RuleRow, ValueKind } from "./sourceForm.js"
+import {
+  emptyEndpoint,
+  emptyEvent,
+  emptyHeader,
+  emptyProperty,
+  emptyRule,
+  fieldPaths,
+  formFromSource,
+  maxEndpoints,
+  messageTypes,
+  newSourceForm,
+  placeIssues,
+  randomSecret,
+  removeAt,
+  replaceAt,
+  toInput
+} from "./sourceForm.js"
+
+/** A DOM id from a form path such as `webhooks.filters[0].if.type`. */
+const domId = (path: string) => `f-${path.replace(/[^A-Za-z0-9_-]/g, "_")}`
+
+export const SourceEdit = (props: { readonly sourceId: string | undefined }) => {
+  const isNew = props.sourceId === undefined
+  const [form, setForm] = useState<FormState | undefined>(isNew ? newSourceForm() : undefined)
+  const [loadError, setLoadError] = useState<unknown>(undefined)
+  const [issues, setIssues] = useState<ReadonlyArray<FieldIssue>>([])
+  const [saveError, setSaveError] = useState<unknown>(undefined)
+  const [saving, setSaving] = useState(false)
+  const [saved, setSaved] = useState<string | undefined>(undefined)
+  const formRef = useRef<HTMLFormElement>(null)
+
+  useEffect(() => {
+    if (props.sourceId === undefined) {
+      setForm(newSourceForm())
+      return
+    }
+    setForm(undefined)
+    api.source(props.sourceId).then((source) => setForm(formFromSource(source)), setLoadError)
+  }, [props.sourceId])
+
+  const placed = useMemo(
+    () => (form === undefined ? new Map<string, ReadonlyArray<FieldIssue>>() : placeIssues(issues, fieldPaths(form))),
+    [issues, form]
+  )
+
+  // After a refused save, the first input with a problem gets the focus.
+  useEffect(() => {
+    if (issues.length === 0) return
+    const first = formRef.current?.querySelector<HTMLElement>("[aria-invalid='true']")
+    first?.focus()
+  }, [issues])
+
+  if (loadError !== undefined) {
+    return (
+      <section>
+        <h1>Source {props.sourceId}</h1>
+        <ErrorBanner error={loadError} />
+        <p>
+          <Link to="/sources">Back to the sources</Link>
+        </p>
+      </section>
+    )
+  }
+  if (form === undefined) return <p class="loading">Loading…</p>
+
+  const update = (f: (state: FormState) => FormState) => setForm((state) => (state === undefined ? state : f(state)))
+  const at = (path: string) => placed.get(path)
+  const invalid = (path: string) => (placed.get(path)?.length ?? 0) > 0
+  const described = (path: string) => (invalid(path) ? `${domId(path)}-errors` : undefined)
+  const errorsOf = (path: string) => <FieldErrors id={`${domId(path)}-errors`} issues={at(path)} />
+
+  const updateEndpoint = (e: number, f: (endpoint: EndpointRow) => EndpointRow) =>
+    update((s) => ({ ...s, endpoints: replaceAt(s.endpoints, e, f) }))
+  const updateHeader = (e: number, h: number, f: (header: HeaderRow) => HeaderRow) =>
+    updateEndpoint(e, (endpoint) => ({ ...endpoint, headers: replaceAt(endpoint.headers, h, f) }))
+  const updateRule = (r: number, f: (rule: RuleRow) => RuleRow) =>
+    update((s) => ({ ...s, rules: replaceAt(s.rules, r, f) }))
+  const updateProperty = (r: number, p: number, f: (row: PropertyRow) => PropertyRow) =>
+    updateRule(r, (rule) => ({ ...rule, properties: replaceAt(rule.properties, p, f) }))
+
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    setSaveError(undefined)
+    setSaved(undefined)
+    const { input, issues: local } = toInput(form, isNew)
+    if (local.length > 0) {
+      setIssues(local)
+      return
+    }
+    const id = isNew ? form.id.trim() : props.sourceId!
+    setSaving(true)
+    try {
+      const source = await api.putSource(id, input)
+      setIssues([])
+      const rotated = form.hasWebhooks && form.secretMode === "set" && form.secret !== "" ? form.secret : undefined
+      if (isNew) {
+        navigate(`/sources/${encodeURIComponent(source.id)}?saved=1`)
+      } else {
+        setForm(formFromSource(source))
+        setSaved(
+          rotated === undefined
+            ? "Saved."
+            : "Saved. Copy the shared secret and the write key now if you need them: the API will not show them again."
+        )
+      }
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400 && error.errors.length > 0) {
+        setIssues(error.errors)
+      } else if (error instanceof ApiError && error.status === 409 && error.errors.length > 0) {
+        setIssues(error.errors)
+      } else {
+        setSaveError(error)
+      }
+    } finally {
+      setSaving(false)
+    }
+  }
+
+  const remove = async () => {
+    if (props.sourceId === undefined) return
+    if (!window.confirm(`Delete the source ${props.sourceId}? Its write key stops working at once.`)) return
+    try {
+      await api.deleteSource(props.sourceId)
+      navigate("/sources")
+    } catch (error) {
+      setSaveError(error)
+    }
+  }
+
+  const formIssues = placed.get("") ?? []
+  const justCreated = new URLSearchParams(window.location.search).get("saved") === "1"
+
+  return (
+    <section>
+      <h1>{isNew ? "New source" : `Source ${props.sourceId}`}</h1>
+      {justCreated && saved === undefined && issues.length === 0 && (
+        <div class="banner banner-ok" role="status">
+          Source created. Copy its write key and shared secret now if you need them: the API will not show them again.
+        </div>
+      )}
+      {saved !== undefined && <div class="banner banner-ok" role="status">{saved}</div>}
+      <ErrorBanner error={saveError} />
+      {issues.length > 0 && (
+        <div class="banner banner-error" role="alert">
+          <strong>The settings were not saved.</strong>{" "}
+          {issues.length === 1 ? "One problem" : `${issues.length} problems`} shown next to the fields.
+          {formIssues.length > 0 && (
+            <ul>
+              {formIssues.map((issue, i) => (
+                <li key={i}>{issue.path === "" ? "" : `${issue.path}: `}{issue.message}</li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      <form ref={formRef} onSubmit={submit} noValidate class="source-form">
+        <fieldset>
+          <legend>Source</legend>
+          <div class="field">
+            <label for="source-id">Source id</label>
+            {isNew
+              ? (
+                <input
+                  id="source-id"
+                  name="id"
+                  value={form.id}
+                  autoComplete="off"
+                  spellcheck={false}
+                  required
+                  aria-invalid={invalid("id")}
+                  aria-describedby={described("id")}
+                  onInput={(e) => update((s) => ({ ...s, id: e.currentTarget.value }))}
+                />
+              )
+              : <input id="source-id" value={form.id} readOnly />}
+            {errorsOf("id")}
+          </div>
+          <div class="field">
+            <label for="write-key">Write key</label>
+            <div class="inline">
+              <input
+                id="write-key"
+                name="writeKey"
+                class="mono grow"
+                value={form.writeKey}
+                autoComplete="off"
+                spellcheck={false}
+                placeholder={form.writeKeyMasked === undefined ? "" : `current: ${form.writeKeyMasked}`}
+                aria-invalid={invalid("writeKey")}
+                aria-describedby={described("writeKey") ?? "write-key-hint"}
+                onInput={(e) => update((s) => ({ ...s, writeKey: e.currentTarget.value }))}
+              />
+              <button type="button" onClick={() => update((s) => ({ ...s, writeKey: randomSecret() }))}>
+                {isNew ? "Generate" : "Generate new (rotate)"}
+              </button>
+            </div>
+            <p class="hint" id="write-key-hint">
+              {isNew
+                ? "Clients send it as the Basic auth user name."
+                : `The API shows it masked (${form.writeKeyMasked}). Saving replaces the whole source: enter the key again.`}
+            </p>
+            {errorsOf("writeKey")}
+          </div>
+        </fieldset>
+
+        <fieldset>
+          <legend>Webhook destination</legend>
+          <div class="field checkbox">
+            <input
+              id="has-webhooks"
+              type="checkbox"
+              checked={form.hasWebhooks}
+              onChange={(e) => update((s) => ({ ...s, hasWebhooks: e.currentTarget.checked }))}
+            />
+            <label for="has-webhooks">Deliver this source's messages to webhooks</label>
+          </div>
+          {errorsOf("webhooks")}
+          {form.hasWebhooks && (
+            <>
+              <div class="field checkbox">
+                <input
+                  id="enabled"
+                  type="checkbox"
+                  checked={form.enabled}
+                  aria-invalid={invalid("webhooks.enabled")}
+                  onChange={(e) => update((s) => ({ ...s, enabled: e.currentTarget.checked }))}
+                />
+                <label for="enabled">Enabled (off: nothing is delivered)</label>
+                {errorsOf("webhooks.enabled")}
+              </div>
+
+              <div class="field">
+                <span class="label" id="secret-label">Shared secret (signs every request with X-Signature)</span>
+                <div class="radios" role="radiogroup" aria-labelledby="secret-label">
+                  <label>
+                    <input
+                      type="radio"
+                      name="secretMode"
+                      checked={form.secretMode === "set"}
+                      onChange={() => update((s) => ({ ...s, secretMode: "set" }))}
+                    />{" "}
+                    Sign requests
+                  </label>
+                  <label>
+                    <input
+                      type="radio"
+                      name="secretMode"
+                      checked={form.secretMode === "none"}
+                      onChange={() => update((s) => ({ ...s, secretMode: "none", secret: "" }))}
+                    />{" "}
+                    No signature
+                  </label>
+                </div>
+                {form.secretMode === "set" && (
+                  <div class="inline">
+                    <label for="shared-secret" class="visually-hidden">Shared secret</label>
+                    <input
+                      id="shared-secret"
+                      name="sharedSecret"
+                      class="mono grow"
+                      value={form.secret}
+                      autoComplete="off"
+                      spellcheck={false}
+                      placeholder={form.secretMasked === undefined ? "" : `current: ${form.secretMasked}`}
+                      aria-invalid={invalid("webhooks.sharedSecret")}
+                      aria-describedby={described("webhooks.sharedSecret")}
+                      onInput={(e) => update((s) => ({ ...s, secret: e.currentTarget.value }))}
+                    />
+                    <button type="button" onClick={() => update((s) => ({ ...s, secret: randomSecret() }))}>
+                      {form.secretMasked === undefined ? "Generate" : "Generate new (rotate)"}
+                    </button>
+                  </div>
+                )}
+                {errorsOf("webhooks.sharedSecret")}
+              </div>
+
+              <div class="group" aria-labelledby="endpoints-title" role="group">
+                <h2 id="endpoints-title">Endpoints ({form.endpoints.length} of at most {maxEndpoints})</h2>
+                {errorsOf("webhooks.endpoints")}
+                {form.endpoints.map((endpoint, e) => {
+                  const path = `webhooks.endpoints[${e}]`
+                  return (
+                    <div class="card endpoint" key={endpoint.key} role="group" aria-label={`Endpoint ${e + 1}`}>
+                      <div class="field">
+                        <label for={domId(`${path}.url`)}>Endpoint {e + 1} URL</label>
+                        <div class="inline">
+                          <input
+                            id={domId(`${path}.url`)}
+                            type="url"
+                            class="mono grow"
+                            value={endpoint.url}
+                            placeholder="https://example.com/hooks/analytics"
+                            spellcheck={false}
+                            aria-invalid={invalid(`${path}.url`)}
+                            aria-describedby={described(`${path}.url`)}
+                            onInput={(ev) => {
+                              const url = ev.currentTarget.value
+                              updateEndpoint(e, (x) => ({ ...x, url }))
+                            }}
+                          />
+                          <button
+                            type="button"
+                            class="danger-text"
+                            disabled={form.endpoints.length <= 1}
+                            onClick={() => update((s) => ({ ...s, endpoints: removeAt(s.endpoints, e) }))}
+                          >
+                            Remove endpoint {e + 1}
+                          </button>
+                        </div>
+                        {errorsOf(`${path}.url`)}
+                        {errorsOf(path)}
+                      </div>
+                      <div class="headers">
+                        <span class="label">Static headers</span>
+                        {errorsOf(`${path}.headers`)}
+                        {endpoint.headers.map((header, h) => {
+                          const headerPath = `${path}.headers.${header.name}`
+                          const id = domId(`${path}.headers[${h}]`)
+                          return (
+                            <div key={header.key}>
+                              <div class="inline">
+                                <label for={`${id}-name`} class="visually-hidden">
+                                  Endpoint {e + 1} header {h + 1} name
+                                </label>
+                                <input
+                                  id={`${id}-name`}
+                                  class="mono"
+                                  placeholder="Header-Name"
+                                  value={header.name}
+                                  spellcheck={false}
+                                  aria-invalid={invalid(headerPath) && header.name !== ""}
+                                  onInput={(ev) => {
+                                    const name = ev.currentTarget.value
+                                    updateHeader(e, h, (x) => ({ ...x, name }))
+                                  }}
+                                />
+                                <label for={`${id}-value`} class="visually-hidden">
+                                  Endpoint {e + 1} header {h + 1} value
+                                </label>
+                                <input
+                                  id={`${id}-value`}
+                                  class="mono grow"
+                                  placeholder={header.masked === undefined ? "value" : `current: ${header.masked}`}
+                                  value={header.value}
+                                  spellcheck={false}
+                                  aria-invalid={invalid(headerPath) && header.name !== ""}
+                                  onInput={(ev) => {
+                                    const value = ev.currentTarget.value
+                                    updateHeader(e, h, (x) => ({ ...x, value }))
+                                  }}
+                                />
+                                <button
+                                  type="button"
+                                  class="danger-text"
+                                  onClick={() => updateEndpoint(e, (x) => ({ ...x, headers: removeAt(x.headers, h) }))}
+                                >
+                                  Remove header
+                                </button>
+                              </div>
+                              {header.name !== "" && errorsOf(headerPath)}
+                            </div>
+                          )
+                        })}
+                        <button
+                          type="button"
+                          onClick={() => updateEndpoint(e, (x) => ({ ...x, headers: [...x.headers, emptyHeader()] }))}
+                        >
+                          Add header to endpoint {e + 1}
+                        </button>
+                      </div>
+                    </div>
+                  )
+                })}
+                <button
+                  type="button"
+                  disabled={form.endpoints.length >= maxEndpoints}
+                  onClick={() => update((s) => ({ ...s, endpoints: [...s.endpoints, emptyEndpoint()] }))}
+                >
+                  Add endpoint
+                </button>
+              </div>
+
+              <div class="group" role="group" aria-labelledby="filters-title">
+                <h2 id="filters-title">Filters</h2>
+                <p class="hint">
+                  A message that matches every condition of a rule is not delivered (it is still accepted and counted as
+                  filtered).
+                </p>
+                {errorsOf("webhooks.filters")}
+                {form.rules.map((rule, r) => (
+                  <RuleEditor
+                    key={rule.key}
+                    rule={rule}
+                    index={r}
+                    invalid={invalid}
+                    described={described}
+                    errorsOf={errorsOf}
+                    onChange={(f) => updateRule(r, f)}
+                    onProperty={(p, f) => updateProperty(r, p, f)}
+                    onRemove={() => update((s) => ({ ...s, rules: removeAt(s.rules, r) }))}
+                  />
+                ))}
+                <button type="button" onClick={() => update((s) => ({ ...s, rules: [...s.rules, emptyRule()] }))}>
+                  Add filter rule
+                </button>
+              </div>
+            </>
+          )}
+        </fieldset>
+
+        <div class="actions">
+          <button type="submit" class="primary" disabled={saving}>
+            {saving ? "Saving…" : isNew ? "Create source" : "Save source"}
+          </button>
+          <Link to="/sources">Cancel</Link>
+          {!isNew && (
+            <button type="button" class="danger" onClick={remove}>
+              Delete source
+            </button>
+          )}
+        </div>
+      </form>
+    </section>
+  )
+}
+
+const RuleEditor = (props: {
+  readonly rule: RuleRow
+  readonly index: number
+  readonly invalid: (path: string) => boolean
+  readonly described: (path: string) => string | undefined
+  readonly errorsOf: (path: string) => preact.JSX.Element
+  readonly onChange: (f: (rule: RuleRow) => RuleRow) => void
+  readonly onProperty: (p: number, f: (row: PropertyRow) => PropertyRow) => void
+  readonly onRemove: () => void
+}) => {
+  const { described, errorsOf, index, invalid, onChange, onProperty, rule } = props
+  const path = `webhooks.filters[${index}]`
+  const n = index + 1
+  return (
+    <div class="card rule" role="group" aria-label={`Filter rule ${n}`}>
+      <div class="rule-head">
+        <h3>Rule {n}: drop messages where</h3>
+        <button type="button" class="danger-text" onClick={props.onRemove}>Remove rule {n}</button>
+      </div>
+      {errorsOf(path)}
+      {errorsOf(`${path}.if`)}
+      {errorsOf(`${path}.then`)}
+      <div class="field">
+        <label for={domId(`${path}.if.type`)}>Type is one of</label>
+        <input
+          id={domId(`${path}.if.type`)}
+          class="mono"
+          value={rule.types}
+          placeholder="track, page"
+          spellcheck={false}
+          aria-invalid={invalid(`${path}.if.type`)}
+          aria-describedby={described(`${path}.if.type`) ?? `${domId(`${path}.if.type`)}-hint`}
+          onInput={(e) => {
+            const types = e.currentTarget.value
+            onChange((x) => ({ ...x, types }))
+          }}
+        />
+        <p class="hint" id={`${domId(`${path}.if.type`)}-hint`}>
+          Separated by commas: {messageTypes.join(", ")}. Empty: any type.
+        </p>
+        {errorsOf(`${path}.if.type`)}
+      </div>
+      <div class="field">
+        <span class="label">Event is one of {rule.events.length === 0 && <span class="hint">(any event)</span>}</span>
+        {errorsOf(`${path}.if.event`)}
+        {rule.events.map((event, v) => {
+          const eventPath = `${path}.if.event[${v}]`
+          return (
+            <div key={event.key}>
+              <div class="inline">
+                <label for={domId(eventPath)} class="visually-hidden">Rule {n} event {v + 1}</label>
+                <input
+                  id={domId(eventPath)}
+                  class="grow"
+                  value={event.name}
+                  placeholder="Order Completed"
+                  aria-invalid={invalid(eventPath)}
+                  aria-describedby={described(eventPath)}
+                  onInput={(e) => {
+                    const name = e.currentTarget.value
+                    onChange((x) => ({ ...x, events: replaceAt(x.events, v, (y) => ({ ...y, name })) }))
+                  }}
+                />
+                <button
+                  type="button"
+                  class="danger-text"
+                  onClick={() => onChange((x) => ({ ...x, events: removeAt(x.events, v) }))}
+                >
+                  Remove event
+                </button>
+              </div>
+              {errorsOf(eventPath)}
+            </div>
+          )
+        })}
+        <button type="button" onClick={() => onChange((x) => ({ ...x, events: [...x.events, emptyEvent()] }))}>
+          Add event to rule {n}
+        </button>
+      </div>
+      <div class="field">
+        <span class="label">
+          Properties equal {rule.properties.length === 0 && <span class="hint">(any properties)</span>}
+        </span>
+        {errorsOf(`${path}.if.properties`)}
+        {rule.properties.map((row, p) => {
+          const rowPath = `${path}.if.properties.${row.path}`
+          const id = domId(`${path}.if.properties[${p}]`)
+          return (
+            <div key={row.key}>
+              <div class="inline">
+                <label for={`${id}-path`} class="visually-hidden">Rule {n} property {p + 1} path</label>
+                <input
+                  id={`${id}-path`}
+                  class="mono"
+                  value={row.path}
+                  placeholder="plan.tier"
+                  spellcheck={false}
+                  aria-invalid={invalid(rowPath)}
+                  onInput={(e) => {
+                    const value = e.currentTarget.value
+                    onProperty(p, (x) => ({ ...x, path: value }))
+                  }}
+                />
+                <span aria-hidden="true">=</span>
+                <label for={`${id}-kind`} class="visually-hidden">Rule {n} property {p + 1} value type</label>
+                <select
+                  id={`${id}-kind`}
+                  value={row.kind}
+                  onChange={(e) => {
+                    const kind = e.currentTarget.value as ValueKind
+                    onProperty(p, (x) => ({ ...x, kind, value: kind === "boolean" ? "true" : x.value }))
+                  }}
+                >
+                  <option value="text">text</option>
+                  <option value="number">number</option>
+                  <option value="boolean">true/false</option>
+                  <option value="null">null</option>
+                  <option value="json">JSON</option>
+                </select>
+                {row.kind === "boolean" && (
+                  <>
+                    <label for={`${id}-value`} class="visually-hidden">Rule {n} property {p + 1} value</label>
+                    <select
+                      id={`${id}-value`}
+                      value={row.value}
+                      onChange={(e) => {
+                        const value = e.currentTarget.value
+                        onProperty(p, (x) => ({ ...x, value }))
+                      }}
+                    >
+                      <option value="true">true</option>
+                      <option value="false">false</option>
+                    </select>
+                  </>
+                )}
+                {(row.kind === "text" || row.kind === "number" || row.kind === "json") && (
+                  <>
+                    <label for={`${id}-value`} class="visually-hidden">Rule {n} property {p + 1} value</label>
+                    <input
+                      id={`${id}-value`}
+                      class={row.kind === "json" ? "grow mono" : "grow"}
+                      value={row.value}
+                      inputMode={row.kind === "number" ? "decimal" : undefined}
+                      aria-invalid={invalid(rowPath)}
+                      onInput={(e) => {
+                        const value = e.currentTarget.value
+                        onProperty(p, (x) => ({ ...x, value }))
+                      }}
+                    />
+                  </>
+                )}
+                <button
+                  type="button"
+                  class="danger-text"
+                  onClick={() => onChange((x) => ({ ...x, properties: removeAt(x.properties, p) }))}
+                >
+                  Remove property
+                </button>
+              </div>
+              {errorsOf(rowPath)}
+            </div>
+          )
+        })}
+        <button
+          type="button"
+          onClick={() => onChange((x) => ({ ...x, properties: [...x.properties, emptyProperty()] }))}
+        >
+          Add property condition to rule {n}
+        </button>
+      </div>
+    </div>
+  )
+}
