@@ -1,0 +1,320 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Deferred, Duration, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import * as Outcomes from "../../src/delivery/Outcomes.js"
+import * as EgressPolicy from "../../src/network/EgressPolicy.js"
+import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
+import { overloadConfig } from "../../src/overload/OverloadConfig.js"
+import { Overloaded } from "../../src/overload/Overloaded.js"
+import { makeTimedPermits } from "../../src/overload/TimedPermits.js"
+import { Relay } from "../../src/relay/Relay.js"
+import * as RelayLive from "../../src/relay/RelayLive.js"
+import * as OutboxSignal from "../../src/store/OutboxSignal.js"
+import { Store } from "../../src/store/Store.js"
+import * as StoreLayers from "../../src/store/Store.js"
+import { startServer, waitUntil } from "../delivery/support.js"
+import { startApp, tempDirectory } from "../support/app.js"
+import { basic } from "../support/http.js"
+
+const writeKey = "wk_overload_tests_1"
+
+/** Lets forked fibers run up to their next wait (TestClock does not move). */
+const settle = Effect.yieldNow().pipe(Effect.repeatN(20))
+
+describe("TimedPermits", () => {
+  it.effect("hands permits first come, first served and gives up after the wait, holding nothing", () =>
+    Effect.gen(function*() {
+      const permits = yield* makeTimedPermits(2)
+      expect(yield* permits.acquire("2 seconds")).toBe(true)
+      expect(yield* permits.acquire("2 seconds")).toBe(true)
+      const third = yield* Effect.fork(permits.acquire("2 seconds"))
+      const fourth = yield* Effect.fork(permits.acquire("2 seconds"))
+      yield* settle
+      expect(yield* permits.state).toEqual({ free: 0, waiting: 2 })
+      yield* TestClock.adjust("1999 millis")
+      yield* permits.release
+      // The oldest waiter got the released permit within its wait; the other one runs out of time.
+      expect(yield* Fiber.join(third)).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      expect(yield* Fiber.join(fourth)).toBe(false)
+      expect(yield* permits.state).toEqual({ free: 0, waiting: 0 })
+      yield* permits.release
+      yield* permits.release
+      expect(yield* permits.state).toEqual({ free: 2, waiting: 0 })
+    }))
+
+  it.effect("a waiter that is interrupted, even inside an uninterruptible caller's region, holds no permit", () =>
+    Effect.gen(function*() {
+      const permits = yield* makeTimedPermits(1)
+      expect(yield* permits.acquire("1 second")).toBe(true)
+      const waiter = yield* Effect.fork(permits.acquire("10 seconds"))
+      yield* settle
+      yield* Fiber.interrupt(waiter)
+      expect(yield* permits.state).toEqual({ free: 0, waiting: 0 })
+      // The wait is bounded inside an uninterruptible region too (the HTTP handlers run in one).
+      const bounded = yield* Effect.fork(Effect.uninterruptible(permits.acquire("3 seconds")))
+      yield* TestClock.adjust("3 seconds")
+      expect(yield* Fiber.join(bounded)).toBe(false)
+      yield* permits.release
+      expect(yield* permits.state).toEqual({ free: 1, waiting: 0 })
+    }))
+})
+
+/**
+ * A real SQLite store whose `enqueue` waits at a gate before it starts: a store that is slow to
+ * commit. `entered` completes once a commit is waiting at the gate.
+ */
+const slowStore = (directory: string, gate: Deferred.Deferred<void>, entered: Deferred.Deferred<void>) =>
+  Layer.effect(
+    Store,
+    Effect.map(Store, (store) => ({
+      ...store,
+      enqueue: (...args: Parameters<typeof store.enqueue>) =>
+        Deferred.succeed(entered, undefined).pipe(
+          Effect.zipRight(Deferred.await(gate)),
+          Effect.zipRight(store.enqueue(...args))
+        )
+    }))
+  ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
+
+const relayOver = (store: Layer.Layer<Store, unknown>, overload: Parameters<typeof IngestAdmission.layer>[0]) =>
+  RelayLive.layer.pipe(
+    Layer.provideMerge(IngestAdmission.layer(overload)),
+    Layer.provideMerge(
+      Layer.mergeAll(OutboxSignal.layer, Outcomes.layer, EgressPolicy.layer({ allowPrivateNetworks: true }))
+    ),
+    Layer.provideMerge(store)
+  )
+
+const track = (messageId: string) => ({ type: "track", userId: "u", event: "E", messageId })
+
+describe("ingest admission: a slow store", () => {
+  it.scoped("refuses with Overloaded after the admission wait, and the slow commit still lands in full", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const gate = yield* Deferred.make<void>()
+      const entered = yield* Deferred.make<void>()
+      const context = yield* Layer.build(
+        relayOver(slowStore(directory, gate, entered), { maxConcurrentIngests: 1, admissionWait: "2 seconds" })
+      )
+      const relay = yield* Effect.provide(Relay, context)
+      const store = yield* Effect.provide(Store, context)
+      yield* relay.putSource({
+        id: "web",
+        writeKey,
+        webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+      })
+
+      const first = yield* Effect.fork(relay.ingest("web", [track("slow-1")]))
+      yield* Deferred.await(entered)
+      const second = yield* Effect.fork(relay.ingest("web", [track("refused-1")]))
+      yield* settle
+      yield* TestClock.adjust("1999 millis")
+      expect(second.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      const refused = yield* Fiber.join(second).pipe(Effect.flip)
+      expect(refused).toBeInstanceOf(Overloaded)
+      expect(refused).toMatchObject({ _tag: "Overloaded", reason: "busy", retryAfterSeconds: 2 })
+
+      // The commit that holds the slot is never cut, however long the store takes.
+      yield* TestClock.adjust("30 seconds")
+      expect(first.unsafePoll()).toBeNull()
+      yield* Deferred.succeed(gate, undefined)
+      const committed = yield* Fiber.join(first)
+      expect(committed).toMatchObject({ accepted: 1, jobs: 1, messageIds: ["slow-1"] })
+
+      // Nothing of the refused request was written; the slot is free again.
+      expect(yield* store.jobsForMessage("refused-1")).toHaveLength(0)
+      expect(yield* store.jobsForMessage("slow-1")).toHaveLength(1)
+      const again = yield* relay.ingest("web", [track("refused-1")])
+      expect(again).toMatchObject({ accepted: 1, duplicates: 0, jobs: 1 })
+    }))
+
+  it.scopedLive("over HTTP: 503 with Retry-After and a JSON error body, nothing stored", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const gate = yield* Deferred.make<void>()
+      const entered = yield* Deferred.make<void>()
+      const app = yield* startApp({
+        dispatch: false,
+        store: slowStore(directory, gate, entered),
+        overload: { maxConcurrentIngests: 1, admissionWait: "200 millis" }
+      })
+      yield* app.relay.putSource({
+        id: "web",
+        writeKey,
+        webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+      })
+      const post = (messageId: string) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${app.baseUrl}/v1/track`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: basic(writeKey) },
+            body: JSON.stringify({ userId: "u", event: "E", messageId })
+          })
+          return {
+            status: response.status,
+            retryAfter: response.headers.get("retry-after"),
+            body: (await response.json()) as { readonly message?: string }
+          }
+        })
+      const first = yield* Effect.fork(post("http-slow-1"))
+      yield* Deferred.await(entered)
+      const refused = yield* post("http-refused-1")
+      expect(refused.status).toBe(503)
+      expect(refused.retryAfter).toBe("1")
+      expect(refused.body).toMatchObject({ success: false, code: "overloaded" })
+      expect(refused.body.message).toMatch(/nothing was stored/)
+      yield* Deferred.succeed(gate, undefined)
+      expect((yield* Fiber.join(first)).status).toBe(200)
+      expect(yield* app.store.jobsForMessage("http-refused-1")).toHaveLength(0)
+    }))
+})
+
+describe("ingest admission: the backlog bound (real SQLite store)", () => {
+  it.scoped("counts once per refresh period on the Clock, not once per request", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      let counts = 0
+      const counting = Layer.effect(
+        Store,
+        Effect.map(Store, (store) => ({
+          ...store,
+          backlog: () => Effect.zipRight(Effect.sync(() => counts++), store.backlog())
+        }))
+      ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
+      const context = yield* Layer.build(relayOver(counting, { maxBacklog: 10, backlogRefresh: "5 seconds" }))
+      const relay = yield* Effect.provide(Relay, context)
+      yield* relay.putSource({
+        id: "web",
+        writeKey,
+        webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+      })
+      expect(counts).toBe(1)
+      for (let i = 0; i < 10; i++) yield* relay.ingest("web", [track(`c-${i}`)])
+      for (let i = 0; i < 20; i++) {
+        expect(yield* relay.ingest("web", [track("c-over")]).pipe(Effect.flip)).toMatchObject({ reason: "backlog" })
+      }
+      expect(counts).toBe(1)
+      yield* TestClock.adjust("5 seconds")
+      expect(counts).toBe(2)
+      // The recount finds the 10 jobs on disk: still over the bound.
+      expect(yield* relay.ingest("web", [track("c-over")]).pipe(Effect.flip)).toMatchObject({ reason: "backlog" })
+    }))
+
+  it.scopedLive("refuses past the bound without a query per request, and accepts again once delivered", () =>
+    Effect.gen(function*() {
+      let healthy = false
+      const receiver = yield* startServer((_request, response) => response.writeHead(healthy ? 200 : 500).end())
+      const directory = yield* tempDirectory
+      const overload = { maxBacklog: 5, backlogRefresh: Duration.millis(100) }
+      const app = yield* startApp({
+        store: StoreLayers.layerSqlite({ directory }),
+        overload
+      })
+      yield* app.relay.putSource({
+        id: "web",
+        writeKey,
+        webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
+      })
+      const post = (messageIds: ReadonlyArray<string>) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${app.baseUrl}/v1/batch`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: basic(writeKey) },
+            body: JSON.stringify({ batch: messageIds.map((messageId) => ({ ...track(messageId) })) })
+          })
+          return {
+            status: response.status,
+            retryAfter: response.headers.get("retry-after"),
+            body: (await response.json()) as { readonly message?: string }
+          }
+        })
+
+      expect((yield* post(["b1", "b2", "b3", "b4", "b5"])).status).toBe(200)
+      // At once, before any recount: the jobs this process created count against the bound.
+      const refused = yield* post(["b6"])
+      expect(refused).toMatchObject({ status: 503, retryAfter: "1", body: { success: false, code: "overloaded" } })
+      expect(yield* app.store.jobsForMessage("b6")).toHaveLength(0)
+      // The library answers the same, typed.
+      const typed = yield* app.relay.ingest("web", [track("b6")]).pipe(Effect.flip)
+      expect(typed).toMatchObject({ _tag: "Overloaded", reason: "backlog" })
+
+      // Still refused after recounts: the receiver fails, so the jobs stay in the outbox.
+      yield* Effect.sleep("300 millis")
+      expect((yield* post(["b6"])).status).toBe(503)
+
+      // Delivered (on the first retries): the next count sees an empty backlog.
+      yield* waitUntil(() => receiver.requests.length >= 5, "every job was attempted once", 10_000)
+      healthy = true
+      yield* Effect.gen(function*() {
+        for (let tries = 0; tries < 200; tries++) {
+          const backlog = yield* app.store.backlog()
+          if (backlog.pending + backlog.delivering === 0) return
+          yield* Effect.sleep("100 millis")
+        }
+        return yield* Effect.die(new Error("the backlog never drained"))
+      })
+      yield* Effect.sleep("250 millis")
+      expect((yield* post(["b6"])).status).toBe(200)
+    }))
+
+  it.scopedLive("a restarted engine counts the backlog left on disk before its first request", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const store = StoreLayers.layerSqlite({ directory })
+      yield* Effect.scoped(Effect.gen(function*() {
+        const app = yield* startApp({ dispatch: false, store })
+        yield* app.relay.putSource({
+          id: "web",
+          writeKey,
+          webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+        })
+        yield* app.relay.ingest("web", [1, 2, 3].map((i) => track(`left-${i}`)))
+      }))
+      const app = yield* startApp({ dispatch: false, store, overload: { maxBacklog: 3 } })
+      const refused = yield* app.relay.ingest("web", [track("next")]).pipe(Effect.flip)
+      expect(refused).toMatchObject({ _tag: "Overloaded", reason: "backlog", retryAfterSeconds: 5 })
+    }))
+})
+
+describe("overload configuration", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.withConfigProvider(overloadConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+  it.effect("defaults: 1 000 000 jobs, 32 concurrent commits, a 2 s wait", () =>
+    Effect.gen(function*() {
+      const config = yield* read({})
+      expect(config.maxBacklog).toBe(1_000_000)
+      expect(config.maxConcurrentIngests).toBe(32)
+      expect(Duration.toMillis(config.admissionWait!)).toBe(2000)
+    }))
+
+  it.effect("reads HOOKRELAY_MAX_BACKLOG, HOOKRELAY_INGEST_CONCURRENCY and HOOKRELAY_INGEST_WAIT", () =>
+    Effect.gen(function*() {
+      const config = yield* read({
+        HOOKRELAY_MAX_BACKLOG: "5000",
+        HOOKRELAY_INGEST_CONCURRENCY: "4",
+        HOOKRELAY_INGEST_WAIT: "500 millis"
+      })
+      expect(config).toMatchObject({ maxBacklog: 5000, maxConcurrentIngests: 4 })
+      expect(Duration.toMillis(config.admissionWait!)).toBe(500)
+      expect(Duration.toMillis((yield* read({ HOOKRELAY_INGEST_WAIT: "1500" })).admissionWait!)).toBe(1500)
+    }))
+
+  it.effect("refuses a bound that is not a positive whole number, naming the variable", () =>
+    Effect.gen(function*() {
+      for (
+        const env of [
+          { HOOKRELAY_MAX_BACKLOG: "0" },
+          { HOOKRELAY_MAX_BACKLOG: "lots" },
+          { HOOKRELAY_INGEST_CONCURRENCY: "-1" },
+          { HOOKRELAY_INGEST_WAIT: "0" },
+          { HOOKRELAY_INGEST_WAIT: "soon" }
+        ]
+      ) {
+        const exit = yield* Effect.exit(read(env))
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain(Object.keys(env)[0]!)
+      }
+    }))
+})
