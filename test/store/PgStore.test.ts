@@ -4,6 +4,7 @@ import { Effect, Exit, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { isPostgresUrl, layerPg } from "../../src/store/index.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
+import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
 /**
@@ -46,6 +47,7 @@ describe.skipIf(skipReason !== undefined)("Store (PostgreSQL)", () => {
   const url = databaseUrl ?? ""
   storeSuite(freshPg(url), { shared: true })
   audienceStoreSuite(freshPg(url))
+  messageLogStoreSuite(freshPg(url))
 
   it.live("data survives closing and reopening the pool", () => {
     const schema = newSchema()

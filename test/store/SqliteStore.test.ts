@@ -5,6 +5,7 @@ import { ConfigProvider, Effect, Layer } from "effect"
 import * as Path from "node:path"
 import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
+import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
 /** A new store in a new temporary directory, removed when the test's scope closes. */
@@ -17,6 +18,7 @@ const freshSqlite = () =>
 describe("Store (SQLite)", () => {
   storeSuite(freshSqlite, { shared: false })
   audienceStoreSuite(freshSqlite)
+  messageLogStoreSuite(freshSqlite)
 
   it.scopedLive("data survives closing and reopening the file", () =>
     Effect.gen(function*() {
