@@ -87,7 +87,9 @@ const runDispatcher = async (kind: "sqlite" | "pg", url: string, stats: () => Pr
   const store = kind === "sqlite"
     ? StoreLayers.layerSqlite({ directory })
     : StoreLayers.layerPg({ url: process.env.DATABASE_URL!, schema })
-  const base = Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(Layer.provideMerge(store))
+  const base = Layer.mergeAll(Transport.layer({ allowPrivateNetworks: true }), OutboxSignal.layer, Outcomes.layer).pipe(
+    Layer.provideMerge(store)
+  )
   const runtime = ManagedRuntime.make(base)
   try {
     await runtime.runPromise(Effect.gen(function*() {
@@ -124,7 +126,7 @@ const runDispatcher = async (kind: "sqlite" | "pg", url: string, stats: () => Pr
 /** The memory bound: a large backlog on disk while the receiver refuses every connection. */
 const runBacklog = async () => {
   const directory = join(tmpdir(), `hookrelay-bench-${process.pid}-backlog`)
-  const base = Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(
+  const base = Layer.mergeAll(Transport.layer({ allowPrivateNetworks: true }), OutboxSignal.layer, Outcomes.layer).pipe(
     Layer.provideMerge(StoreLayers.layerSqlite({ directory }))
   )
   const runtime = ManagedRuntime.make(base)

@@ -29,7 +29,8 @@ for (const name of names) {
   const result = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", join(repoRoot, script[0]!)], {
     cwd: repoRoot,
     stdio: "inherit",
-    env: process.env
+    // Every receiver is on loopback, which the SSRF guard refuses unless allowed (SPEC §8).
+    env: { ...process.env, HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true" }
   })
   if (result.status !== 0) failed += 1
 }

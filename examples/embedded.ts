@@ -3,7 +3,9 @@
  * the engine, which keeps them in a SQLite outbox and delivers them as signed webhooks; the
  * `outcomes` stream tells the service what happened to each.
  *
- *   RECEIVER_URL=http://127.0.0.1:9000/hook npx tsx examples/embedded.ts
+ *   HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true RECEIVER_URL=http://127.0.0.1:9000/hook npx tsx examples/embedded.ts
+ *
+ * (the variable lets the engine deliver to a receiver on loopback, refused by default: SPEC §8)
  */
 import { Context, Effect, Layer, Stream } from "effect"
 import { layerSqlite, Relay } from "hookrelay"

@@ -71,13 +71,13 @@ export type {
 } from "./delivery/Dispatcher.js"
 
 export {
-  /** The outbound HTTP client of deliveries (undici, 5 s deadline, 64 KB body cap). */
+  /** The outbound HTTP client of deliveries (undici, 5 s deadline, 64 KB body cap, SSRF guard). */
   layer as transportLayer,
   /** The `Transport` service tag, for tests that script receivers. */
   Transport
 } from "./delivery/Transport.js"
 export type {
-  /** Extra certificate authorities, timeout and body limits of the transport. */
+  /** Extra certificate authorities, timeout, body limits and `allowPrivateNetworks` of the transport. */
   TransportOptions
 } from "./delivery/Transport.js"
 
@@ -104,6 +104,14 @@ export {
   /** No source has this id or write key (HTTP 401 for write keys). */
   UnknownSource
 } from "./domain/IngestErrors.js"
+export {
+  /**
+   * `Relay.putSource` refused: an endpoint URL points at a loopback, private or link-local address
+   * (each issue names the field); allow them with `EngineOptions.allowPrivateNetworks` or
+   * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true` (SPEC §8).
+   */
+  BlockedEndpoints
+} from "./network/EgressPolicy.js"
 export type {
   /** Backlog bound, concurrent ingest commits and admission wait (`EngineOptions.overload`). */
   OverloadOptions
