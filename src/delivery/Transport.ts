@@ -97,12 +97,16 @@ export const requestTarget = (url: string | URL): { readonly origin: string; rea
 const headerValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
   typeof value === "string" ? value : value?.[0]
 
+/** The code we give an unparsable answer when undici's `HTTPParserError` carries none (undici 7 often leaves it unset). */
+const invalidResponseCode = "HPE_INVALID_RESPONSE"
+
 /** `err.code`, looking through `cause` and AggregateError (several addresses tried) when the top error has none. */
 const errorCode = (error: unknown): string | undefined => {
   let current: unknown = error
   for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
     const code = (current as { readonly code?: unknown }).code
     if (typeof code === "string") return code
+    if ((current as { readonly name?: unknown }).name === "HTTPParserError") return invalidResponseCode
     current = current instanceof AggregateError && current.errors.length > 0
       ? current.errors[0]
       : (current as { readonly cause?: unknown }).cause
