@@ -253,10 +253,38 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
             timeout: 10_000
           })
             .toBe(String(backlog.delivered))
+          // Throughput comes from successive readings: a number once two of them are in.
           await expect.poll(async () => await page.locator("[data-metric=throughput] b").textContent(), {
             timeout: 10_000
           })
-            .toMatch(/\/s$/)
+            .toMatch(/^\d+(\.\d)?$/)
+          await shot(page, "09-backlog-strip")
+
+          // --- edit: the write key must be entered again, the secret rotated, the source disabled --
+          await page.getByRole("link", { name: "Sources" }).click()
+          await page.getByRole("link", { name: "Edit" }).click()
+          await page.getByRole("heading", { name: "Source web" }).waitFor()
+          const before = (await Effect.runPromise(call(base, "GET", "/admin/sources/web"))).body
+          await page.getByRole("button", { name: "Save source" }).click()
+          const keyErrors = page.locator("#f-writeKey-errors")
+          await keyErrors.waitFor()
+          expect(await keyErrors.textContent()).toMatch(/enter the write key again/)
+          expect(await page.locator("#f-webhooks_sharedSecret-errors").textContent()).toMatch(/current secret again/)
+          await page.getByLabel("Write key").fill(writeKey)
+          await page.getByRole("button", { name: "Generate new (rotate)" }).nth(1).click()
+          const rotated = await page.getByLabel("Shared secret", { exact: true }).inputValue()
+          expect(rotated).toMatch(/^[A-Za-z0-9_-]{43}$/)
+          await page.getByLabel("Enabled (off: nothing is delivered)").uncheck()
+          await page.getByLabel("Write key").press("Enter")
+          await page.getByText(/^Saved\./).waitFor()
+          await shot(page, "10-source-edited")
+          const after = (await Effect.runPromise(call(base, "GET", "/admin/sources/web"))).body
+          expect(after.webhooks.enabled).toBe(false)
+          expect(after.webhooks.sharedSecret).toBe(`${rotated.slice(0, 4)}…${rotated.slice(-2)}`)
+          expect(after.webhooks.sharedSecret).not.toBe(before.webhooks.sharedSecret)
+          expect(after.webhooks.filters).toEqual(before.webhooks.filters)
+          expect(after.webhooks.endpoints).toEqual(before.webhooks.endpoints)
+          expect(after.writeKey).toBe(before.writeKey)
 
           // --- deep link reload, a token that stops working, logout ------------------------------
           await page.goto(`${base}/console/sources/web`)

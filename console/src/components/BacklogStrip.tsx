@@ -90,13 +90,16 @@ export const BacklogStrip = () => {
               </b>
             </span>
             <span class="metric" data-metric="throughput">
-              <span class="metric-name">throughput</span>{" "}
-              <b>{latest === undefined ? "…" : `${rate(latest.delivered)}/s`}</b> <span class="muted">delivered</span>
-              <Sparkline values={rates.map((r) => r.delivered)} label="Delivered per second, recent readings" />
+              <span class="metric-name">delivered/s</span> <b>{latest === undefined ? "…" : rate(latest.delivered)}</b>
+              {rates.length >= 2 && (
+                <Sparkline values={rates.map((r) => r.delivered)} label="Delivered per second, recent readings" />
+              )}
             </span>
             <span class="metric" data-metric="incoming">
-              <span class="metric-name">new jobs</span>{" "}
-              <b>{latest === undefined ? "…" : `${rate(latest.created)}/s`}</b>
+              <span class="metric-name">new jobs/s</span> <b>{latest === undefined ? "…" : rate(latest.created)}</b>
+            </span>
+            <span class="metric muted" data-metric="dead-rate">
+              <span class="metric-name">dead/s</span> <b>{latest === undefined ? "…" : rate(latest.dead)}</b>
             </span>
             {failed && <span class="error-text">stale: the last reading failed</span>}
           </>

@@ -8,7 +8,6 @@ export interface Series {
 }
 
 const width = 760
-const height = 240
 const margin = { top: 12, right: 12, bottom: 36, left: 56 }
 
 /** 1, 2, 5 × 10^n steps: about `count` of them up to `max`. */
@@ -34,8 +33,10 @@ export const DayChart = (props: {
   readonly series: ReadonlyArray<Series>
   readonly kind: "bars" | "lines"
   readonly format?: (value: number) => string
+  readonly height?: number
 }) => {
   const { days, series } = props
+  const height = props.height ?? 240
   const format = props.format ?? ((value: number) => String(value))
   const max = Math.max(0, ...series.flatMap((s) => s.values.map((v) => v ?? 0)))
   const ticks = niceTicks(max)

@@ -174,14 +174,14 @@ const MessageCard = (props: { readonly message: MessageView; readonly onChanged:
   )
 }
 
-const ReplayButton = (props: { readonly jobId: string; readonly onChanged: () => void; readonly label?: string }) => {
+const ReplayButton = (props: { readonly job: JobView; readonly onChanged: () => void }) => {
   const [state, setState] = useState<"idle" | "busy" | "done">("idle")
   const [error, setError] = useState<unknown>(undefined)
   const replay = async () => {
     setState("busy")
     setError(undefined)
     try {
-      await api.replay(props.jobId)
+      await api.replay(props.job.id)
       setState("done")
       props.onChanged()
     } catch (failure) {
@@ -191,8 +191,13 @@ const ReplayButton = (props: { readonly jobId: string; readonly onChanged: () =>
   }
   return (
     <span class="replay">
-      <button type="button" onClick={replay} disabled={state !== "idle"}>
-        {state === "done" ? "Replayed" : state === "busy" ? "Replaying…" : props.label ?? "Replay"}
+      <button
+        type="button"
+        onClick={replay}
+        disabled={state !== "idle"}
+        aria-label={`${state === "done" ? "Replayed" : "Replay"} message ${props.job.messageId}`}
+      >
+        {state === "done" ? "Replayed" : state === "busy" ? "Replaying…" : "Replay"}
       </button>
       <ErrorBanner error={error} />
     </span>
@@ -206,7 +211,7 @@ const JobBlock = (props: { readonly job: JobWithAttempts; readonly onChanged: ()
       <div class="job-head">
         <StatusBadge status={job.status} />
         <span class="mono small">job {job.id}</span>
-        <span class="muted small">{job.kind}</span>
+        {job.kind !== "message" && <span class="muted small">{job.kind}</span>}
         <span class="small">
           {job.attemptCount} attempt{job.attemptCount === 1 ? "" : "s"}
         </span>
@@ -214,7 +219,7 @@ const JobBlock = (props: { readonly job: JobWithAttempts; readonly onChanged: ()
           <span class="small muted">next try {formatTime(job.nextDueAt)}</span>
         )}
         {job.finishedAt !== null && <span class="small muted">finished {formatTime(job.finishedAt)}</span>}
-        {job.status === "dead" && <ReplayButton jobId={job.id} onChanged={props.onChanged} />}
+        {job.status === "dead" && <ReplayButton job={job} onChanged={props.onChanged} />}
       </div>
       {job.lastError !== null && job.status !== "delivered" && <p class="small error-text">{job.lastError}</p>}
       {job.attempts.length > 0 && (
@@ -243,7 +248,9 @@ const JobBlock = (props: { readonly job: JobWithAttempts; readonly onChanged: ()
                   <span class={`outcome outcome-${attempt.outcome}`}>{attempt.outcome}</span>
                 </td>
                 <td class="snippet">
-                  {attempt.error !== null && <span class="error-text">{attempt.error}</span>}
+                  {attempt.error !== null && (
+                    <span class={attempt.outcome === "aborted" ? "muted-text" : "error-text"}>{attempt.error}</span>
+                  )}
                   {attempt.responseSnippet !== null && attempt.responseSnippet !== "" && (
                     <code title={attempt.responseSnippet}>{attempt.responseSnippet.slice(0, 200)}</code>
                   )}
@@ -289,7 +296,7 @@ const DeadLetters = (props: {
     <section class="dead-letters" aria-labelledby="dead-letters-title">
       <div class="page-head">
         <h2 id="dead-letters-title" ref={heading}>Dead letters</h2>
-        <div class="field inline">
+        <div class="inline">
           <label for="dead-source">Source</label>
           <select id="dead-source" value={source} onChange={(e) => setSource(e.currentTarget.value)}>
             <option value="">All sources</option>
@@ -320,7 +327,7 @@ const DeadLetters = (props: {
           <tbody>
             {letters.map((job) => (
               <tr key={job.id}>
-                <td class="mono small">
+                <td class="mono small nowrap">
                   <Link to={`/messages?messageId=${encodeURIComponent(job.messageId)}`}>{job.messageId}</Link>
                 </td>
                 <td>{job.sourceId}</td>
@@ -329,7 +336,7 @@ const DeadLetters = (props: {
                 <td class="nowrap">{formatTime(job.finishedAt)}</td>
                 <td class="small error-text">{job.lastError ?? "—"}</td>
                 <td>
-                  <ReplayButton jobId={job.id} onChanged={props.onChanged} label={`Replay`} />
+                  <ReplayButton job={job} onChanged={props.onChanged} />
                 </td>
               </tr>
             ))}

@@ -146,6 +146,7 @@ export const Usage = (props: { readonly location: Location }) => {
           <DayChart
             title="Average delivery latency per day"
             kind="lines"
+            height={180}
             days={dayNames}
             format={(v) => `${formatNumber(v)} ms`}
             series={[{
