@@ -34,16 +34,25 @@ export const ingestFailureResponse = (
         errorResponse(400, "too_many_messages", failure.message, [{ path: "batch", message: failure.message }])
       )
     case "UnknownSource":
-      return Effect.succeed(errorResponse(401, "unauthorized", "unknown write key"))
+      return Effect.succeed(
+        errorResponse(401, "unauthorized", "unknown write key", [{
+          path: "writeKey",
+          message: "is not a known write key"
+        }])
+      )
     case "PayloadTooLarge":
       return Effect.succeed(
-        errorResponse(413, "payload_too_large", `the request body is over ${failure.limit} bytes`)
+        errorResponse(413, "payload_too_large", `the request body is over ${failure.limit} bytes`, [
+          { path: "", message: `is over ${failure.limit} bytes (decoded)` }
+        ])
       )
     case "UnreadableBody":
-      return Effect.succeed(errorResponse(400, "invalid_body", failure.reason))
+      return Effect.succeed(errorResponse(400, "invalid_body", failure.reason, [{ path: "", message: failure.reason }]))
     case "UnsupportedEncoding":
       return Effect.succeed(
-        errorResponse(415, "unsupported_encoding", `Content-Encoding ${failure.encoding} is not supported`)
+        errorResponse(415, "unsupported_encoding", `Content-Encoding ${failure.encoding} is not supported`, [
+          { path: "Content-Encoding", message: "must be gzip, deflate or identity" }
+        ])
       )
     case "Overloaded":
       return Effect.succeed(
