@@ -149,7 +149,10 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
           await types.fill("track")
           await types.press("Enter")
           await page.getByText("Source created.").waitFor()
-          expect(page.url()).toBe(`${base}/console/sources/web?saved=1`)
+          expect(page.url()).toBe(`${base}/console/sources/web`)
+          // What was entered stays in the form, to be copied: the API shows it masked only.
+          expect(await page.getByLabel("Write key").inputValue()).toBe(writeKey)
+          expect(await page.getByLabel("Shared secret", { exact: true }).inputValue()).toBe(sharedSecret)
           await shot(page, "03-source-saved")
           const stored = await Effect.runPromise(call(base, "GET", "/admin/sources/web"))
           expect(stored.body.webhooks).toMatchObject({
@@ -277,6 +280,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
           await page.getByLabel("Enabled (off: nothing is delivered)").uncheck()
           await page.getByLabel("Write key").press("Enter")
           await page.getByText(/^Saved\./).waitFor()
+          expect(await page.getByLabel("Shared secret", { exact: true }).inputValue()).toBe(rotated)
           await shot(page, "10-source-edited")
           const after = (await Effect.runPromise(call(base, "GET", "/admin/sources/web"))).body
           expect(after.webhooks.enabled).toBe(false)

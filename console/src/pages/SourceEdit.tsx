@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks"
-import type { FieldIssue } from "../api.js"
+import type { FieldIssue, SourceView } from "../api.js"
 import { api, ApiError } from "../api.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
@@ -22,6 +22,21 @@ import {
   toInput
 } from "./sourceForm.js"
 
+/**
+ * The form as the operator filled it, carried from "create" to the page of the new source: the
+ * write key and secret stay visible there, to be copied, since the API never shows them again.
+ */
+let carried: { readonly id: string; readonly form: FormState } | undefined
+
+const withMasksOf = (form: FormState, source: SourceView): FormState => {
+  const { secretMasked: _, ...rest } = form
+  return {
+    ...rest,
+    writeKeyMasked: source.writeKey,
+    ...(source.webhooks?.sharedSecret !== undefined && { secretMasked: source.webhooks.sharedSecret })
+  }
+}
+
 /** A DOM id from a form path such as `webhooks.filters[0].if.type`. */
 const domId = (path: string) => `f-${path.replace(/[^A-Za-z0-9_-]/g, "_")}`
 
@@ -33,11 +48,18 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
   const [saveError, setSaveError] = useState<unknown>(undefined)
   const [saving, setSaving] = useState(false)
   const [saved, setSaved] = useState<string | undefined>(undefined)
+  const [created, setCreated] = useState(false)
   const formRef = useRef<HTMLFormElement>(null)
 
   useEffect(() => {
     if (props.sourceId === undefined) {
       setForm(newSourceForm())
+      return
+    }
+    if (carried?.id === props.sourceId) {
+      setForm(carried.form)
+      setCreated(true)
+      carried = undefined
       return
     }
     setForm(undefined)
@@ -98,15 +120,13 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
     try {
       const source = await api.putSource(id, input)
       setIssues([])
-      const rotated = form.hasWebhooks && form.secretMode === "set" && form.secret !== "" ? form.secret : undefined
       if (isNew) {
-        navigate(`/sources/${encodeURIComponent(source.id)}?saved=1`)
+        carried = { id: source.id, form: withMasksOf(form, source) }
+        navigate(`/sources/${encodeURIComponent(source.id)}`)
       } else {
-        setForm(formFromSource(source))
+        setForm(withMasksOf(form, source))
         setSaved(
-          rotated === undefined
-            ? "Saved."
-            : "Saved. Copy the shared secret and the write key now if you need them: the API will not show them again."
+          "Saved. The write key and shared secret stay in the form until you leave this page: copy them now if you need them, the API will not show them again."
         )
       }
     } catch (error) {
@@ -134,14 +154,14 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
   }
 
   const formIssues = placed.get("") ?? []
-  const justCreated = new URLSearchParams(window.location.search).get("saved") === "1"
 
   return (
     <section>
       <h1>{isNew ? "New source" : `Source ${props.sourceId}`}</h1>
-      {justCreated && saved === undefined && issues.length === 0 && (
+      {created && saved === undefined && issues.length === 0 && (
         <div class="banner banner-ok" role="status">
-          Source created. Copy its write key and shared secret now if you need them: the API will not show them again.
+          Source created. Its write key and shared secret stay in the form until you leave this page: copy them now if
+          you need them, the API will not show them again.
         </div>
       )}
       {saved !== undefined && <div class="banner banner-ok" role="status">{saved}</div>}
