@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import type { Scope } from "effect"
+import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -15,9 +16,10 @@ import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import { type ResolvedAddress, ResolveError } from "../../src/network/Resolver.js"
 import * as Resolver from "../../src/network/Resolver.js"
 import { Relay } from "../../src/relay/Relay.js"
-import { recorder } from "../delivery/support.js"
+import { recorder, repoRoot } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
 import { call, pollUntil, track } from "../support/http.js"
+import { freePort } from "../support/serverProcess.js"
 
 /**
  * The SSRF guard end to end (SPEC §8): refused addresses never get a connection and end as one permanent attempt that
@@ -370,5 +372,52 @@ describe("SSRF guard when settings are saved", () => {
         })
       )
       expect(yield* app.relay.listSources).toStrictEqual([])
+    }))
+})
+
+describe("SSRF guard in the server process (src/main.ts)", () => {
+  /** Runs `src/main.ts` with `env` until it exits by itself (at most 30 s): its exit code and output. */
+  const runServer = (env: Record<string, string>) =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const port = yield* Effect.promise(freePort)
+      return yield* Effect.async<{ readonly code: number | null; readonly output: string }>((resume) => {
+        const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "src/main.ts")], {
+          cwd: repoRoot,
+          env: {
+            ...process.env,
+            HOST: "127.0.0.1",
+            PORT: String(port),
+            HOOKRELAY_DATA_DIR: directory,
+            DATABASE_URL: "",
+            ...env
+          },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let output = ""
+        child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+        child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+        const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
+        child.once("exit", (code) => {
+          clearTimeout(timer)
+          resume(Effect.succeed({ code, output }))
+        })
+        return Effect.sync(() => child.kill("SIGKILL"))
+      })
+    })
+
+  it.scopedLive("refuses to start with the sample config (a loopback webhook) unless private networks are allowed", () =>
+    Effect.gen(function*() {
+      const refused = yield* runServer({
+        HOOKRELAY_CONFIG: "examples/config.sample.json",
+        HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "false"
+      })
+      expect(refused.code).not.toBe(0)
+      expect(refused.output).toContain(
+        `sources[0].webhooks.endpoints[0].url: points at a refused address: 127.0.0.1 is loopback${hint}`
+      )
+      const invalid = yield* runServer({ HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "maybe" })
+      expect(invalid.code).not.toBe(0)
+      expect(invalid.output).toContain("HOOKRELAY_ALLOW_PRIVATE_NETWORKS")
     }))
 })
