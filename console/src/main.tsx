@@ -1,5 +1,5 @@
 import { render } from "preact"
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { session, setUnauthorizedHandler } from "./api.js"
 import { BacklogStrip } from "./components/BacklogStrip.js"
 import { Link } from "./components/ui.js"
@@ -46,6 +46,15 @@ const App = () => {
 
   useEffect(() => {
     if (location.path === "/" || location.path === "") navigate("/sources", { replace: true })
+  }, [location.path])
+
+  // A new page moves the keyboard focus to its content (not on the first page shown).
+  const shownPath = useRef<string | undefined>(undefined)
+  useEffect(() => {
+    if (shownPath.current !== undefined && shownPath.current !== location.path) {
+      document.getElementById("main")?.focus()
+    }
+    shownPath.current = location.path
   }, [location.path])
 
   const section = location.path.split("/")[1] ?? ""

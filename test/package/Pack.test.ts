@@ -82,6 +82,9 @@ describe("the published package", () => {
           DATA_DIR: Path.join(workspace, "data")
         }
       )
+      expect(output.trim().split("\n").at(-2)).toBe(
+        JSON.stringify({ console: [200, "text/html; charset=utf-8", true] })
+      )
       expect(output.trim().split("\n").at(-1)).toBe(
         JSON.stringify([["via-client", "delivered"], ["via-relay", "delivered"]])
       )

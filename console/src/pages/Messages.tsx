@@ -331,7 +331,7 @@ const DeadLetters = (props: {
                   <Link to={`/messages?messageId=${encodeURIComponent(job.messageId)}`}>{job.messageId}</Link>
                 </td>
                 <td>{job.sourceId}</td>
-                <td class="mono small">{job.userId ?? "—"}</td>
+                <td class="mono small nowrap">{job.userId ?? "—"}</td>
                 <td class="num">{job.attemptCount}</td>
                 <td class="nowrap">{formatTime(job.finishedAt)}</td>
                 <td class="small error-text">{job.lastError ?? "—"}</td>

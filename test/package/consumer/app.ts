@@ -23,6 +23,12 @@ const program = Effect.gen(function*() {
   yield* Effect.promise(() => client.track({ userId: "u2", event: "From Client", messageId: "via-client" }))
   yield* Effect.promise(() => client.close())
   const done: ReadonlyArray<DeliveryOutcome> = [...(yield* outcomes.await.pipe(Effect.flatten))]
+  // The web console ships in the package and is served by its server.
+  const page = yield* Effect.promise(async () => {
+    const response = await fetch(`http://127.0.0.1:${serverPort}/console/sources`)
+    return [response.status, response.headers.get("content-type"), (await response.text()).includes("<div id=\"app\">")]
+  })
+  console.log(JSON.stringify({ console: page }))
   console.log(JSON.stringify(done.map((outcome) => [outcome.messageId, outcome.status]).sort()))
 })
 
