@@ -270,10 +270,10 @@ const lookupError = (cause: Cause.Cause<EgressPolicy.BlockedAddress | ResolveErr
  */
 const guardedConnector = (
   policy: EgressPolicy.EgressPolicyShape,
-  runtime: Runtime.Runtime<never>,
   tlsOptions: buildConnector.BuildOptions
 ): buildConnector.connector => {
-  const run = Runtime.runCallback(runtime)
+  // The look-up needs no service of the context (the policy closes over its resolver): the default runtime runs it.
+  const run = Runtime.runCallback(Runtime.defaultRuntime)
   const lookup = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     run(policy.resolve(hostname), {
       onExit: (exit) => {
@@ -340,7 +340,6 @@ export const makeWithPolicy = (
     const resolutionMillis = Duration.toMillis(Duration.decode(options.deadlineResolution ?? "25 millis"))
     const clock = yield* Effect.clock
     const policy = yield* EgressPolicy.EgressPolicy
-    const runtime = yield* Effect.runtime<never>()
     const refusedLiteral = policy.allowPrivateNetworks ? undefined : literalVerdicts(policy)
 
     const agent = yield* Effect.acquireRelease(
@@ -350,7 +349,7 @@ export const makeWithPolicy = (
           ...(options.connections !== undefined && { connections: options.connections }),
           ...(options.keepAliveTimeout !== undefined &&
             { keepAliveTimeout: Duration.toMillis(Duration.decode(options.keepAliveTimeout)) }),
-          connect: guardedConnector(policy, runtime, {
+          connect: guardedConnector(policy, {
             rejectUnauthorized: true,
             ...(options.ca !== undefined && { secureContext: secureContextWith(options.ca) })
           })
