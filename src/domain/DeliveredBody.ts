@@ -1,39 +1,11 @@
 import type { StampedMessage } from "./Stamp.js"
-import { formatTimestamp, parseIso8601 } from "./Timestamp.js"
+import { formatTimestamp, normalizeTimestamp } from "./Timestamp.js"
 
 /** The JSON object POSTed to each webhook URL (SPEC §3). Key order is fixed: the bytes are signed. */
 export type DeliveredBody = { readonly [key: string]: unknown }
 
-const asTimestamp = (value: string | undefined): string | undefined => {
-  if (value === undefined) return undefined
-  const parsed = parseIso8601(value)
-  return parsed === undefined ? undefined : formatTimestamp(parsed)
-}
-
-const typeFields = (message: StampedMessage): Record<string, unknown> => {
-  switch (message.type) {
-    case "page":
-      return {
-        ...(message.name !== undefined && { name: message.name }),
-        ...(message.category !== undefined && { category: message.category }),
-        properties: message.properties ?? {}
-      }
-    case "screen":
-      return {
-        ...(message.name !== undefined && { name: message.name }),
-        ...(message.category !== undefined && { category: message.category }),
-        ...(message.properties !== undefined && { properties: message.properties })
-      }
-    case "identify":
-      return { traits: message.traits ?? {} }
-    case "track":
-      return { event: message.event, properties: message.properties ?? {} }
-    case "group":
-      return { groupId: message.groupId, traits: message.traits ?? {} }
-    case "alias":
-      return { "Previous ID": message.previousId, "User ID": message.userId }
-  }
-}
+const asTimestamp = (value: string | undefined): string | undefined =>
+  value === undefined ? undefined : normalizeTimestamp(value)
 
 /** Builds the delivered body of a tracking message (all six types; SPEC §3). */
 export const deliveredBody = (message: StampedMessage): DeliveredBody => {
@@ -44,12 +16,40 @@ export const deliveredBody = (message: StampedMessage): DeliveredBody => {
   }
   if (message.type !== "alias" && message.userId !== undefined) body.userId = message.userId
   if (message.anonymousId !== undefined) body.anonymousId = message.anonymousId
-  Object.assign(body, typeFields(message))
-  body.timestamp = asTimestamp(message.timestamp)
-  for (const key of ["receivedAt", "sentAt", "originalTimestamp"] as const) {
-    const value = asTimestamp(message[key])
-    if (value !== undefined) body[key] = value
+  switch (message.type) {
+    case "page":
+      if (message.name !== undefined) body.name = message.name
+      if (message.category !== undefined) body.category = message.category
+      body.properties = message.properties ?? {}
+      break
+    case "screen":
+      if (message.name !== undefined) body.name = message.name
+      if (message.category !== undefined) body.category = message.category
+      if (message.properties !== undefined) body.properties = message.properties
+      break
+    case "identify":
+      body.traits = message.traits ?? {}
+      break
+    case "track":
+      body.event = message.event
+      body.properties = message.properties ?? {}
+      break
+    case "group":
+      body.groupId = message.groupId
+      body.traits = message.traits ?? {}
+      break
+    case "alias":
+      body["Previous ID"] = message.previousId
+      body["User ID"] = message.userId
+      break
   }
+  body.timestamp = asTimestamp(message.timestamp)
+  const receivedAt = asTimestamp(message.receivedAt)
+  if (receivedAt !== undefined) body.receivedAt = receivedAt
+  const sentAt = asTimestamp(message.sentAt)
+  if (sentAt !== undefined) body.sentAt = sentAt
+  const originalTimestamp = asTimestamp(message.originalTimestamp)
+  if (originalTimestamp !== undefined) body.originalTimestamp = originalTimestamp
   body.context = message.context ?? {}
   return body
 }

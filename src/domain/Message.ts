@@ -114,19 +114,45 @@ export type Alias = typeof Alias.Type & Extra
 /** A validated tracking message of one of the six types (SPEC §2). */
 export type Message = Identify | Track | Page | Screen | Group | Alias
 
-const decoders: { readonly [T in MessageType]: (input: unknown) => Either.Either<Message, ReadonlyArray<FieldIssue>> } =
-  {
-    identify: decodeWithIssues(Identify),
-    track: decodeWithIssues(Track),
-    page: decodeWithIssues(Page),
-    screen: decodeWithIssues(Screen),
-    group: decodeWithIssues(Group),
-    alias: decodeWithIssues(Alias)
+/**
+ * `decodeWithIssues(schema)`, cheaper on the common path. Schema's `onExcessProperty: "preserve"` tests every key of
+ * the input against the known ones and builds a refusal for each unknown key it keeps (≈ 5 of 8 µs per message), and
+ * `errors: "all"` only matters for a refused message. So a message is first decoded with the defaults (first error,
+ * unknown keys dropped) and laid over a copy of its input, which puts back the unknown keys as they came: the result
+ * of "preserve". A refused message is decoded again the full way, for every issue. Validity is the schema's either way.
+ */
+const decodeKeepingUnknownFields = <A extends object, I>(schema: Schema.Schema<A, I, never>) => {
+  const quick = Schema.decodeUnknownEither(schema)
+  const withIssues = decodeWithIssues(schema)
+  return (input: Record<string, unknown>): Either.Either<A, ReadonlyArray<FieldIssue>> => {
+    const decoded = quick(input)
+    return Either.isRight(decoded) ? Either.right({ ...input, ...decoded.right }) : withIssues(input)
   }
+}
+
+const decoders: {
+  readonly [T in MessageType]: (input: Record<string, unknown>) => Either.Either<Message, ReadonlyArray<FieldIssue>>
+} = {
+  identify: decodeKeepingUnknownFields(Identify),
+  track: decodeKeepingUnknownFields(Track),
+  page: decodeKeepingUnknownFields(Page),
+  screen: decodeKeepingUnknownFields(Screen),
+  group: decodeKeepingUnknownFields(Group),
+  alias: decodeKeepingUnknownFields(Alias)
+}
 
 // Clients send `null` (analytics.js: `userId: null`) or `undefined` for fields they do not know:
 // both count as absent, so that "optional" means one thing to every client.
 const withoutAbsentValues = (input: Record<string, unknown>): Record<string, unknown> => {
+  let absent = false
+  for (const key in input) {
+    const value = input[key]
+    if (value === null || value === undefined) {
+      absent = true
+      break
+    }
+  }
+  if (!absent) return input
   const present: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(input)) {
     if (value !== null && value !== undefined) present[key] = value

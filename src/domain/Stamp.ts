@@ -1,5 +1,5 @@
 import type { JsonObject, Message } from "./Message.js"
-import { formatTimestamp, parseIso8601 } from "./Timestamp.js"
+import { formatTimestamp, isCanonicalTimestamp, parseIso8601 } from "./Timestamp.js"
 
 /** A message as accepted: it has an id, an event time and the server's receipt time. */
 export type StampedMessage = Message & {
@@ -17,41 +17,47 @@ export interface StampContext {
   readonly batchSentAt?: string | undefined
 }
 
-const normalize = (value: string | undefined): number | undefined =>
-  value === undefined ? undefined : parseIso8601(value)
-
 /**
  * Stamps a validated message the way Segment does (SPEC §2): keeps or assigns the message id,
  * sets `receivedAt`, and corrects the device clock's skew: when both `sentAt` and an event time
  * are known, `timestamp := receivedAt − (sentAt − timestamp)` and the device's value moves to
- * `originalTimestamp`. Without an event time the message happened when it was received.
+ * `originalTimestamp`. Without an event time the message happened when it was received. Every
+ * time is written in the one format of SPEC §3; a value already in it is kept as it came.
  */
 export const stampMessage = (message: Message, context: StampContext): StampedMessage => {
-  const eventTime = normalize(message.timestamp ?? message.originalTimestamp)
-  const sentAt = normalize(message.sentAt ?? context.batchSentAt)
+  const eventText = message.timestamp ?? message.originalTimestamp
+  const eventTime = eventText === undefined ? undefined : parseIso8601(eventText)
+  const sentText = message.sentAt ?? context.batchSentAt
+  const sentAt = sentText === undefined ? undefined : parseIso8601(sentText)
+  const receivedAt = formatTimestamp(context.receivedAt)
   const stamped: Record<string, unknown> = {
     ...message,
     messageId: message.messageId ?? context.generatedMessageId,
-    receivedAt: formatTimestamp(context.receivedAt)
+    receivedAt
   }
-  if (sentAt !== undefined) stamped.sentAt = formatTimestamp(sentAt)
+  if (sentAt !== undefined) stamped.sentAt = written(sentText, sentAt)
   if (eventTime === undefined) {
-    stamped.timestamp = formatTimestamp(context.receivedAt)
+    stamped.timestamp = receivedAt
   } else if (sentAt === undefined) {
-    stamped.timestamp = formatTimestamp(eventTime)
-    if (message.originalTimestamp !== undefined) stamped.originalTimestamp = formatTimestamp(eventTime)
+    stamped.timestamp = written(eventText, eventTime)
+    if (message.originalTimestamp !== undefined) stamped.originalTimestamp = stamped.timestamp
   } else {
     stamped.timestamp = formatTimestamp(context.receivedAt - (sentAt - eventTime))
-    stamped.originalTimestamp = formatTimestamp(eventTime)
+    stamped.originalTimestamp = written(eventText, eventTime)
   }
   return stamped as StampedMessage
 }
+
+/** A time as hookrelay writes it: the text itself when it is already in that form, else `epochMillis` formatted. */
+const written = (text: string | undefined, epochMillis: number): string =>
+  text !== undefined && isCanonicalTimestamp(text) ? text : formatTimestamp(epochMillis)
 
 /** Batch-level `context` and `integrations` lie under each message's own: the message's keys win (SPEC §2). */
 export const applyBatchDefaults = (
   message: Record<string, unknown>,
   defaults: { readonly context?: JsonObject | undefined; readonly integrations?: JsonObject | undefined }
 ): Record<string, unknown> => {
+  if (defaults.context === undefined && defaults.integrations === undefined) return message
   const merged = { ...message }
   for (const key of ["context", "integrations"] as const) {
     const fallback = defaults[key]

@@ -1,6 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import { decodeMessage, type MessageType } from "../../src/domain/Message.js"
+import * as fc from "fast-check"
+import { decodeWithIssues } from "../../src/domain/Issues.js"
+import {
+  Alias,
+  decodeMessage,
+  Group,
+  Identify,
+  type MessageType,
+  messageTypes,
+  Page,
+  Screen,
+  Track
+} from "../../src/domain/Message.js"
 
 const issuesOf = (input: unknown, type?: MessageType) => {
   const result = decodeMessage(input, type)
@@ -125,4 +137,65 @@ describe("decodeMessage (SPEC §2 tolerance)", () => {
       previousId: "12"
     })
   })
+})
+
+describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
+  // The reference: each schema decoded the plain way, every error, unknown keys preserved by Schema itself.
+  const reference: Record<MessageType, (input: unknown) => Either.Either<unknown, ReadonlyArray<unknown>>> = {
+    identify: decodeWithIssues(Identify),
+    track: decodeWithIssues(Track),
+    page: decodeWithIssues(Page),
+    screen: decodeWithIssues(Screen),
+    group: decodeWithIssues(Group),
+    alias: decodeWithIssues(Alias)
+  }
+  const value = fc.oneof(
+    fc.constantFrom("", "u-1", "2026-11-21T09:03:04.120Z", "2026-11-21T10:03:04+01:00", "yesterday", "m".repeat(101)),
+    fc.string(),
+    fc.integer(),
+    fc.double(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer())),
+    fc.array(fc.integer(), { maxLength: 2 })
+  )
+  const known = [
+    "type",
+    "messageId",
+    "userId",
+    "anonymousId",
+    "timestamp",
+    "sentAt",
+    "originalTimestamp",
+    "context",
+    "integrations",
+    "traits",
+    "event",
+    "properties",
+    "name",
+    "category",
+    "groupId",
+    "previousId"
+  ]
+  // A valid message of the type, some of its fields then replaced (often with something invalid), unknown ones added.
+  const valid = { userId: "u-1", event: "E", groupId: "g-1", previousId: "p-1" }
+  const message = fc.tuple(
+    fc.constantFrom(...messageTypes),
+    fc.dictionary(fc.constantFrom(...known, "_metadata", "channel", "extra"), value, { maxKeys: 3 }),
+    fc.dictionary(fc.string(), value, { maxKeys: 2 })
+  ).map(([type, fields, unknown]) => ({ ...unknown, ...valid, ...fields, type }))
+
+  it("accepts and refuses what the schema does, with the same issues and the same fields", () => {
+    fc.assert(
+      fc.property(message, (input) => {
+        const present = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== null && v !== undefined))
+        const expected = reference[input.type](present)
+        const actual = decodeMessage(input)
+        expect(actual._tag).toBe(expected._tag)
+        if (Either.isRight(expected) && Either.isRight(actual)) expect(actual.right).toStrictEqual(expected.right)
+        if (Either.isLeft(expected) && Either.isLeft(actual)) expect(actual.left).toStrictEqual(expected.left)
+      }),
+      { numRuns: 1000 }
+    )
+  }, 30_000)
 })
