@@ -1,38 +1,11 @@
 import { useEffect, useState } from "preact/hooks"
-import type { Backlog } from "../api.js"
 import { api } from "../api.js"
+import { ratesBetween, type Reading } from "../numbers.js"
 import { Sparkline } from "./Chart.js"
 import { formatNumber } from "./ui.js"
 
 export const pollMillis = 3000
 const keep = 20
-
-interface Reading {
-  readonly at: number
-  readonly backlog: Backlog
-}
-
-export interface Rates {
-  /** Jobs finished as delivered per second between the last two readings. */
-  readonly delivered: number
-  /** Jobs that went dead per second. */
-  readonly dead: number
-  /** New jobs per second (all four counts together grew by this much). */
-  readonly created: number
-}
-
-const total = (b: Backlog) => b.pending + b.delivering + b.delivered + b.dead
-
-/** Throughput from two successive readings; counts that shrank (retention purged jobs) count as 0. */
-export const ratesBetween = (before: Reading, after: Reading): Rates => {
-  const seconds = Math.max(0.001, (after.at - before.at) / 1000)
-  const per = (a: number, b: number) => Math.max(0, b - a) / seconds
-  return {
-    delivered: per(before.backlog.delivered, after.backlog.delivered),
-    dead: per(before.backlog.dead, after.backlog.dead),
-    created: per(total(before.backlog), total(after.backlog))
-  }
-}
 
 const rate = (value: number) => (value >= 10 ? formatNumber(Math.round(value)) : value.toFixed(1))
 

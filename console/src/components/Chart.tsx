@@ -1,3 +1,5 @@
+import { niceTicks } from "../numbers.js"
+
 // Charts as inline SVG: no library, no canvas, readable by a screen reader through the table that
 // each chart carries.
 
@@ -9,17 +11,6 @@ export interface Series {
 
 const width = 760
 const margin = { top: 12, right: 12, bottom: 36, left: 56 }
-
-/** 1, 2, 5 × 10^n steps: about `count` of them up to `max`. */
-export const niceTicks = (max: number, count = 4): Array<number> => {
-  if (max <= 0) return [0, 1]
-  const rough = max / count
-  const power = 10 ** Math.floor(Math.log10(rough))
-  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough) ?? 10 * power
-  const ticks: Array<number> = []
-  for (let t = 0; t < max + step; t += step) ticks.push(Math.round(t * 1e6) / 1e6)
-  return ticks
-}
 
 const shortDay = (day: string) => day.slice(5)
 

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from "preact"
-import type { FieldIssue } from "../api.js"
 import { ApiError } from "../api.js"
 import { href, onLinkClick } from "../router.js"
+import type { FieldIssue } from "../types.js"
 
 export const Link = (props: {
   readonly to: string

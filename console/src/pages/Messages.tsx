@@ -1,9 +1,9 @@
 import { useEffect, useRef, useState } from "preact/hooks"
-import type { JobView, JobWithAttempts, MessageView, SourceView } from "../api.js"
 import { api, ApiError } from "../api.js"
 import { Empty, ErrorBanner, formatMs, formatTime, Link, StatusBadge } from "../components/ui.js"
 import type { Location } from "../router.js"
 import { navigate } from "../router.js"
+import type { JobView, JobWithAttempts, MessageView, SourceView } from "../types.js"
 
 type Mode = "messageId" | "userId"
 

@@ -1,8 +1,8 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks"
-import type { FieldIssue, SourceView } from "../api.js"
 import { api, ApiError } from "../api.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
+import type { FieldIssue, SourceView } from "../types.js"
 import type { EndpointRow, FormState, HeaderRow, PropertyRow, RuleRow, ValueKind } from "./sourceForm.js"
 import {
   emptyEndpoint,

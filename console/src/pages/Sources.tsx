@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks"
-import type { SourceView } from "../api.js"
 import { api } from "../api.js"
 import { Empty, ErrorBanner, formatTime, Link } from "../components/ui.js"
+import type { SourceView } from "../types.js"
 
 export const Sources = () => {
   const [sources, setSources] = useState<ReadonlyArray<SourceView> | undefined>(undefined)

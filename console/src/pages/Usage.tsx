@@ -1,42 +1,13 @@
 import { useEffect, useState } from "preact/hooks"
-import type { SourceView, Usage as UsageData, UsageDay } from "../api.js"
 import { api } from "../api.js"
 import { DayChart } from "../components/Chart.js"
 import { Empty, ErrorBanner, formatMs, formatNumber } from "../components/ui.js"
+import { totalsOf } from "../numbers.js"
 import type { Location } from "../router.js"
 import { navigate } from "../router.js"
+import type { SourceView, Usage as UsageData } from "../types.js"
 
 const dayChoices = [7, 14, 30, 90]
-
-export interface Totals {
-  readonly apiCalls: number
-  readonly messages: number
-  readonly filtered: number
-  readonly delivered: number
-  readonly dead: number
-  /** Daily averages weighted by each day's deliveries; null without any. */
-  readonly averageLatencyMs: number | null
-}
-
-export const totalsOf = (days: ReadonlyArray<UsageDay>): Totals => {
-  let weighted = 0
-  let weight = 0
-  const sum = (pick: (day: UsageDay) => number) => days.reduce((acc, day) => acc + pick(day), 0)
-  for (const day of days) {
-    if (day.averageLatencyMs !== null && day.delivered > 0) {
-      weighted += day.averageLatencyMs * day.delivered
-      weight += day.delivered
-    }
-  }
-  return {
-    apiCalls: sum((d) => d.apiCalls),
-    messages: sum((d) => d.messages),
-    filtered: sum((d) => d.filtered),
-    delivered: sum((d) => d.delivered),
-    dead: sum((d) => d.dead),
-    averageLatencyMs: weight === 0 ? null : weighted / weight
-  }
-}
 
 export const Usage = (props: { readonly location: Location }) => {
   const sourceId = props.location.query.get("sourceId") ?? ""

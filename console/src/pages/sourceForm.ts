@@ -1,4 +1,4 @@
-import type { FieldIssue, FilterRule, PropertyValue, SourceInput, SourceView } from "../api.js"
+import type { FieldIssue, FilterRule, PropertyValue, SourceInput, SourceView } from "../types.js"
 
 // The source form's state, its translation to the admin API's body, and the placing of validation
 // issues (the API's `errors[].path`, e.g. `webhooks.filters[1].if.type[0]`) next to the input they
