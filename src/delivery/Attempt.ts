@@ -1,11 +1,12 @@
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
+import type { Clock, Exit } from "effect"
 import type { Endpoint } from "../domain/Settings.js"
 import { classifyError, classifyResponse, timedOut } from "./AttemptOutcome.js"
 import type { AttemptOutcome } from "./AttemptOutcome.js"
 import type { AttemptRecord, AttemptSink } from "./AttemptRecord.js"
 import { signatureHeader } from "./Signature.js"
 import { requestTarget, Transport } from "./Transport.js"
-import type { TransportRequest, TransportResponse, TransportTimeout } from "./Transport.js"
+import type { TransportFailure, TransportRequest, TransportResponse, TransportTimeout } from "./Transport.js"
 
 export const userAgent = "hookrelay/1.0"
 
@@ -93,38 +94,52 @@ const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
     })
   )
 
+/** How an attempt ended, given what the transport did: classified, recorded, and the outcome returned. */
+const settle = (
+  input: AttemptInput,
+  clock: Clock.Clock,
+  startedAt: number,
+  exit: Exit.Exit<TransportResponse, TransportFailure>
+): Effect.Effect<AttemptOutcome> => {
+  const finishedAt = clock.unsafeCurrentTimeMillis()
+  if (exit._tag === "Success") {
+    const outcome = classifyResponse(exit.value, finishedAt)
+    return Effect.as(input.record(answered(input, startedAt, finishedAt, exit.value, outcome)), outcome)
+  }
+  const failure = Cause.failureOption(exit.cause)
+  if (failure._tag === "None") {
+    // No failure: interrupted (another URL won, the lease was lost, shutdown) or a defect, which goes on ending the
+    // fiber. An interrupted request may have reached the receiver, so it is recorded as aborted first.
+    const cause = exit.cause as Cause.Cause<never>
+    if (!Cause.isInterrupted(cause)) return Effect.failCause(cause)
+    return Effect.zipRight(
+      input.record(unanswered(input, startedAt, finishedAt, "Aborted", abortedError)),
+      Effect.failCause(cause)
+    )
+  }
+  const error = failure.value
+  const outcome = error._tag === "TransportTimeout" ? timedOut(error.message) : classifyError(error.code, error.message)
+  const recorded = input.record(unanswered(input, startedAt, finishedAt, outcome._tag, outcome.reason))
+  return Effect.as(
+    error._tag === "TransportTimeout" ? Effect.zipRight(logTimeout(input, error), recorded) : recorded,
+    outcome
+  )
+}
+
 /**
  * One attempt: POST, classify, record. Never fails: every ending is an `AttemptOutcome`, and every attempt — an
  * interrupted one included — goes to the sink. A timeout is logged with the message id, URL and attempt number.
  *
- * The hot path of delivery: combinators rather than a generator, Clock read directly, no intermediate objects
- * (measured: about a third less CPU per attempt than the `Effect.gen` form).
+ * The hot path of delivery: one uninterruptible region around the request (interruptible inside) whose exit is
+ * classified and recorded in one step, the Clock read directly, no generator (measured: each combinator layer costs
+ * a few µs per attempt, as much as the transport itself).
  */
 export const attempt = (input: AttemptInput): Effect.Effect<AttemptOutcome, never, Transport> =>
   Effect.flatMap(Transport, (transport) =>
-    Effect.clockWith((clock) => {
-      const startedAt = clock.unsafeCurrentTimeMillis()
-      return transport.post(input.endpoint.request).pipe(
-        Effect.onInterrupt(() =>
-          input.record(unanswered(input, startedAt, clock.unsafeCurrentTimeMillis(), "Aborted", abortedError))
-        ),
-        Effect.matchEffect({
-          onSuccess: (response) => {
-            const finishedAt = clock.unsafeCurrentTimeMillis()
-            const outcome = classifyResponse(response, finishedAt)
-            return Effect.as(input.record(answered(input, startedAt, finishedAt, response, outcome)), outcome)
-          },
-          onFailure: (failure) => {
-            const finishedAt = clock.unsafeCurrentTimeMillis()
-            const outcome = failure._tag === "TransportTimeout"
-              ? timedOut(failure.message)
-              : classifyError(failure.code, failure.message)
-            const recorded = input.record(unanswered(input, startedAt, finishedAt, outcome._tag, outcome.reason))
-            return Effect.as(
-              failure._tag === "TransportTimeout" ? Effect.zipRight(logTimeout(input, failure), recorded) : recorded,
-              outcome
-            )
-          }
-        })
-      )
-    }))
+    Effect.clockWith((clock) =>
+      Effect.uninterruptibleMask((restore) => {
+        const startedAt = clock.unsafeCurrentTimeMillis()
+        return Effect.flatMap(Effect.exit(restore(transport.post(input.endpoint.request))), (exit) =>
+          settle(input, clock, startedAt, exit))
+      })
+    ))

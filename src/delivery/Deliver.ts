@@ -177,6 +177,17 @@ export const deliver = (
     const signature = signatureFor(signingSecret(job.settings), job.body)
     const priorStates = job.endpointStates ?? []
 
+    // One URL (the common case): no race, no state bookkeeping, the URL's own failure is the conclusion's input.
+    if (job.settings.endpoints.length === 1) {
+      const endpoint = job.settings.endpoints[0]!
+      const prior = priorStates.find((state) => state.url === endpoint.url)
+      if (prior?._tag === "Retired") return yield* conclude(context, [prior])
+      return yield* Effect.catchAll(
+        runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior),
+        (state) => conclude(context, [state])
+      )
+    }
+
     // states[i] is endpoint i's final state; runs are the endpoints still to try, by index.
     const states: Array<EndpointState | undefined> = []
     const runs: Array<Effect.Effect<Delivered, Pending | Retired, Transport>> = []

@@ -1,5 +1,6 @@
-import { Clock, Duration, Effect, Fiber, FiberSet, Layer, Metric, Option } from "effect"
+import { Duration, Effect, Exit, Fiber, FiberSet, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import type { WebhookSettings } from "../domain/Settings.js"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
@@ -7,9 +8,11 @@ import { makeSourceCache } from "../store/SourceCache.js"
 import { Store } from "../store/Store.js"
 import type { AttemptRecord } from "./AttemptRecord.js"
 import { deliver } from "./Deliver.js"
+import type { AllEndpointsFailed, Deferred, EndpointState } from "./DeliveryResult.js"
 import { EndpointGate } from "./EndpointGate.js"
 import { persistStates, restoreStates } from "./EndpointState.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
+import type { DeliveryOutcome } from "./Outcomes.js"
 import { Transport } from "./Transport.js"
 
 export interface DispatcherOptions {
@@ -58,45 +61,86 @@ const toStoredAttempt = (record: AttemptRecord): StoredAttemptRecord => ({
   responseSnippet: record.responseSnippet ?? null
 })
 
+/** A claimed job while this dispatcher holds it. */
+interface Held {
+  readonly job: ClaimedJob
+  /** The fiber working on the job now (an endpoint worker, the job's own fiber, or its retry timer); none while queued. */
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  /** Its lease was taken over by another dispatcher: drop it wherever it is. */
+  lost: boolean
+}
+
+/** A single-URL job in an endpoint's mailbox: fresh from a claim, or due again after an in-memory retry wait. */
+interface Run {
+  readonly held: Held
+  readonly settings: WebhookSettings
+  readonly firstAttemptAt: number | undefined
+  readonly states: ReadonlyArray<EndpointState>
+}
+
+/** One webhook URL: its mailbox and how many worker fibers drain it (at most the endpoint's concurrency). */
+interface Actor {
+  readonly url: string
+  readonly mailbox: Array<Run>
+  head: number
+  workers: number
+}
+
 /**
  * The dispatcher: claims due jobs from the store under a lease and delivers each with `deliver`.
  *
- * It is an actor system keyed by endpoint. Each webhook URL has a gate of `concurrencyPerEndpoint`
- * permits that its attempts pass through, and each source a mailbox bound: a source whose
- * mailbox is full is left out of the next claims, so a slow or failing endpoint never holds the
- * memory or the slots the others need. Retries due within `maxInlineDelay` wait in memory; later
- * ones go back to the store with the job's per-URL progress, so the 4 h window and the backoff
- * survive restarts. Finished jobs and their attempts are written in batches.
+ * It is an actor system keyed by endpoint. Each webhook URL is an actor: a mailbox of jobs and up to
+ * `concurrencyPerEndpoint` long-lived worker fibers that take a job, make its attempt and take the next, so a job costs
+ * no fiber of its own. A job whose attempt asks for a retry within `maxInlineDelay` waits in memory (a timer, not a
+ * worker) and goes back to its mailbox when due; a later retry goes back to the store with the job's per-URL progress,
+ * so the 4 h window and the backoff survive restarts. A job with several URLs races them in a fiber of its own
+ * (`deliver`), each attempt passing its URL's gate: the same limit the workers hold. Each source has a mailbox bound: a
+ * source whose jobs fill it is left out of the next claims, so a slow or failing endpoint never holds the memory or the
+ * slots the others need.
  *
- * On shutdown the job fibers are interrupted (their requests aborted, their attempts recorded),
- * the last batch is written and every lease still held is released.
+ * Per-job bookkeeping is batched: source settings are read once per claim, and finished jobs, their attempts, metrics
+ * and published outcomes go out together every `flushDelay`.
+ *
+ * On shutdown the fibers are interrupted (requests aborted, attempts recorded), the last batch is written and every
+ * lease still held is released.
  */
 export const make = (options: DispatcherOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* Store
-    const transport = yield* Transport
     const signal = yield* OutboxSignal
     const outcomes = yield* DeliveryOutcomes
+    const clock = yield* Effect.clock
     const sources = makeSourceCache(store)
 
     const owner = options.owner ?? randomUUID()
-    const concurrencyPerEndpoint = options.concurrencyPerEndpoint ?? 16
+    const concurrencyPerEndpoint = Math.max(1, options.concurrencyPerEndpoint ?? 16)
     const mailboxPerSource = options.mailboxPerSource ?? 256
     const maxJobsInMemory = options.maxJobsInMemory ?? 2048
     const claimBatch = Math.min(options.claimBatch ?? 256, maxJobsInMemory)
     const leaseMillis = Duration.toMillis(Duration.decode(options.lease ?? Duration.seconds(60)))
     const idlePoll = options.idlePoll ?? Duration.millis(200)
     const maxInlineDelay = options.maxInlineDelay ?? Duration.seconds(5)
+    const maxInlineMillis = Duration.toMillis(Duration.decode(maxInlineDelay))
     const flushDelay = options.flushDelay ?? Duration.millis(20)
 
-    const held = new Map<string, ClaimedJob>()
-    // The fiber of each job held, so that a job whose lease another dispatcher took over can be stopped.
-    const running = new Map<string, Fiber.RuntimeFiber<void>>()
+    const held = new Map<string, Held>()
     const heldPerSource = new Map<string, number>()
     const gates = new Map<string, EndpointGate>()
+    const actors = new Map<string, Actor>()
+    let stopping = false
+
+    // What finished since the last flush: written, counted and published together.
     let completions: Array<Completion> = []
     let attempts: Array<StoredAttemptRecord> = []
+    let finished: Array<DeliveryOutcome> = []
+    let latencies: Array<number> = []
     const workWaiting = yield* Effect.makeLatch(false)
+
+    const fibers = yield* FiberSet.make<unknown, never>()
+    // Forks from synchronous code into the set. The runtime is captured here, inside the layer's acquisition, which is
+    // uninterruptible: the forked fibers must be made interruptible again, or nothing could stop them.
+    const forkIn = yield* FiberSet.runtime(fibers)<Transport>()
+    const runFork = <A>(effect: Effect.Effect<A, never, Transport>) => forkIn(Effect.interruptible(effect))
 
     const gate = (key: string): EndpointGate => {
       let endpoint = gates.get(key)
@@ -107,67 +151,245 @@ export const make = (options: DispatcherOptions = {}) =>
       return endpoint
     }
 
-    // Every attempt passes its URL's gate: the endpoint actor's concurrency limit.
+    // Every attempt passes its URL's gate: the endpoint actor's concurrency limit, shared by its workers and by the
+    // attempts of jobs with several URLs.
     const endpointGate = (url: string) => gate(url).withPermit
 
     const recordAttempt = (record: AttemptRecord) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         attempts.push(toStoredAttempt(record))
-        return Effect.zipRight(Metric.increment(attemptsWithOutcome(storedOutcome(record.outcome))), workWaiting.open)
-      })
-
-    const finish = (completion: Completion) =>
-      Effect.suspend(() => {
-        completions.push(completion)
-        return workWaiting.open
+        workWaiting.unsafeOpen()
       })
 
     const claimThreshold = Math.max(1, Math.floor(claimBatch / 4))
     const mailboxLowWater = Math.floor(mailboxPerSource / 2)
 
-    // Rings the claimer only when another claim is worth a round trip: enough room in all, or a
-    // full mailbox half empty again. Ringing on every finished job would claim one job per query.
-    const release = (job: ClaimedJob) =>
-      Effect.suspend(() => {
-        held.delete(job.id)
-        running.delete(job.id)
-        const count = (heldPerSource.get(job.sourceId) ?? 1) - 1
-        if (count <= 0) heldPerSource.delete(job.sourceId)
-        else heldPerSource.set(job.sourceId, count)
-        const room = maxJobsInMemory - held.size
-        return room === claimThreshold || count === mailboxLowWater ? signal.notify : Effect.void
+    // Forgets a job. Rings the claimer only when another claim is worth a round trip: enough room in all, or a full
+    // mailbox half empty again. Ringing on every finished job would claim one job per query. The ring is noted here
+    // and sent by the next effect that runs (`thenRing`): releases happen in synchronous code.
+    let ringDue = false
+    const thenRing = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+      if (!ringDue) return effect
+      ringDue = false
+      return Effect.zipRight(signal.notify, effect)
+    }
+    const ring = Effect.suspend(() => thenRing(Effect.void))
+
+    const release = (entry: Held): void => {
+      if (held.get(entry.job.id) !== entry) return
+      held.delete(entry.job.id)
+      const sourceId = entry.job.sourceId
+      const count = (heldPerSource.get(sourceId) ?? 1) - 1
+      if (count <= 0) heldPerSource.delete(sourceId)
+      else heldPerSource.set(sourceId, count)
+      const room = maxJobsInMemory - held.size
+      if (room === claimThreshold || count === mailboxLowWater) ringDue = true
+    }
+
+    const finish = (entry: Held, completion: Completion): void => {
+      completions.push(completion)
+      release(entry)
+      workWaiting.unsafeOpen()
+    }
+
+    const delivered = (entry: Held, at: number, firstAttemptAt: number, url: string): void => {
+      const job = entry.job
+      finish(entry, { _tag: "Delivered", jobId: job.id, at, firstAttemptAt })
+      latencies.push(Math.max(0, at - job.createdAt) / 1000)
+      finished.push({
+        jobId: job.id,
+        sourceId: job.sourceId,
+        messageId: job.messageId,
+        kind: job.kind,
+        status: "delivered",
+        at,
+        url
+      })
+    }
+
+    const dead = (entry: Held, completion: Extract<Completion, { _tag: "Dead" }>): void => {
+      const job = entry.job
+      finish(entry, completion)
+      finished.push({
+        jobId: job.id,
+        sourceId: job.sourceId,
+        messageId: job.messageId,
+        kind: job.kind,
+        status: "dead",
+        at: completion.at,
+        error: completion.lastError ?? undefined
+      })
+    }
+
+    const deadLetter = (entry: Held, reason: string) =>
+      dead(entry, { _tag: "Dead", jobId: entry.job.id, at: clock.unsafeCurrentTimeMillis(), lastError: reason })
+
+    const deferred = (entry: Held, outcome: Deferred): void => {
+      const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
+      finish(entry, {
+        _tag: "Retry",
+        jobId: entry.job.id,
+        nextDueAt: outcome.nextAttemptAt,
+        firstAttemptAt: outcome.firstAttemptAt,
+        endpointState: persistStates(outcome.endpoints),
+        lastError: last === undefined || last._tag === "Success" ? null : last.reason
+      })
+    }
+
+    const failed = (entry: Held, error: AllEndpointsFailed): void =>
+      dead(entry, {
+        _tag: "Dead",
+        jobId: entry.job.id,
+        at: clock.unsafeCurrentTimeMillis(),
+        lastError: error.message,
+        firstAttemptAt: error.firstAttemptAt,
+        endpointState: persistStates(error.endpoints)
       })
 
-    const deadLetter = (job: ClaimedJob, now: number, reason: string) =>
-      Effect.zipRight(
-        finish({ _tag: "Dead", jobId: job.id, at: now, lastError: reason }),
-        publishDead(job, now, reason)
-      )
+    // --- endpoint actors: single-URL jobs ------------------------------------------------------------------------
 
-    const publishDead = (job: ClaimedJob, now: number, reason: string) =>
-      Effect.zipRight(
-        Metric.increment(jobsDead),
-        outcomes.publish({
-          jobId: job.id,
-          sourceId: job.sourceId,
-          messageId: job.messageId,
-          kind: job.kind,
-          status: "dead",
-          at: now,
-          error: reason
+    const actorFor = (url: string): Actor => {
+      let actor = actors.get(url)
+      if (actor === undefined) {
+        actor = { url, mailbox: [], head: 0, workers: 0 }
+        actors.set(url, actor)
+      }
+      return actor
+    }
+
+    const take = (actor: Actor): Run | undefined => {
+      if (actor.head >= actor.mailbox.length) return undefined
+      const run = actor.mailbox[actor.head]!
+      actor.mailbox[actor.head++] = undefined as never
+      if (actor.head === actor.mailbox.length) {
+        actor.mailbox.length = 0
+        actor.head = 0
+      } else if (actor.head > 1024 && actor.head * 2 > actor.mailbox.length) {
+        actor.mailbox.splice(0, actor.head)
+        actor.head = 0
+      }
+      return run
+    }
+
+    const post = (run: Run): void => {
+      const actor = actorFor(run.settings.endpoints[0]!.url)
+      actor.mailbox.push(run)
+      if (actor.workers < concurrencyPerEndpoint && !stopping) {
+        actor.workers += 1
+        runFork(worker(actor))
+      }
+    }
+
+    // Attempts within one `deliver` call never sleep in a worker: a retry comes back as `Deferred`, and waits below.
+    const singleOptions = { recordAttempt, maxInlineDelay: Duration.zero, gate: endpointGate }
+
+    /** One turn of a single-URL job: its due attempt (at most one), then delivered, dead, waiting, or back to the store. */
+    const step = (run: Run): Effect.Effect<void, never, Transport> => {
+      const entry = run.held
+      const job = entry.job
+      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? clock.unsafeCurrentTimeMillis()
+      return Effect.matchEffect(
+        deliver(
+          {
+            jobId: job.id,
+            messageId: job.messageId,
+            body: job.body,
+            settings: run.settings,
+            firstAttemptAt,
+            endpointStates: run.states
+          },
+          singleOptions
+        ),
+        {
+          onFailure: (error) => {
+            failed(entry, error)
+            return ring
+          },
+          onSuccess: (outcome) => {
+            const now = clock.unsafeCurrentTimeMillis()
+            if (outcome._tag === "Delivered") {
+              delivered(entry, now, firstAttemptAt, outcome.url)
+              return ring
+            }
+            if (outcome.nextAttemptAt - now > maxInlineMillis || stopping) {
+              deferred(entry, outcome)
+              return ring
+            }
+            return waitForRetry({ ...run, firstAttemptAt: outcome.firstAttemptAt, states: outcome.endpoints }, outcome)
+          }
+        }
+      )
+    }
+
+    // A retry due soon waits in memory on a timer fiber (no worker), then goes back to its endpoint's mailbox.
+    const waitForRetry = (run: Run, outcome: Deferred) =>
+      Effect.sync(() => {
+        const entry = run.held
+        entry.fiber = runFork(
+          Effect.sleep(Duration.millis(Math.max(0, outcome.nextAttemptAt - clock.unsafeCurrentTimeMillis()))).pipe(
+            Effect.zipRight(Effect.suspend(() => {
+              entry.fiber = undefined
+              if (entry.lost) release(entry)
+              else post(run)
+              return ring
+            })),
+            Effect.onInterrupt(() =>
+              Effect.suspend(() => {
+                release(entry)
+                return ring
+              })
+            )
+          )
+        )
+      })
+
+    /**
+     * A worker of an endpoint: takes the next job from the mailbox and runs its turn, until the mailbox is empty. A
+     * worker that is interrupted (the job's lease was taken over, or shutdown) or dies leaves its job released and is
+     * replaced while there is work.
+     */
+    const worker = (actor: Actor): Effect.Effect<void, never, Transport> =>
+      Effect.withFiberRuntime<void, never, Transport>((fiber) => {
+        let current: Held | undefined
+        const next: Effect.Effect<void, never, Transport> = Effect.suspend(() => {
+          let run = take(actor)
+          while (run !== undefined && run.held.lost) {
+            release(run.held)
+            run = take(actor)
+          }
+          if (run === undefined) return ring
+          current = run.held
+          current.fiber = fiber
+          return Effect.flatMap(step(run), afterStep)
         })
-      )
+        const afterStep = (): Effect.Effect<void, never, Transport> => {
+          if (current !== undefined && current.fiber === fiber) current.fiber = undefined
+          current = undefined
+          return thenRing(next)
+        }
+        return Effect.onExit(next, (exit) =>
+          Effect.suspend(() => {
+            actor.workers -= 1
+            const left = current
+            current = undefined
+            if (left !== undefined) release(left)
+            const logged = Exit.isFailure(exit) && !Exit.isInterrupted(exit)
+              ? Effect.logError("delivery worker failed unexpectedly", exit.cause)
+              : Effect.void
+            if (!stopping && actor.head < actor.mailbox.length && actor.workers < concurrencyPerEndpoint) {
+              actor.workers += 1
+              runFork(worker(actor))
+            }
+            return thenRing(logged)
+          }))
+      })
 
-    const runJob = (job: ClaimedJob) =>
+    // --- jobs with several URLs: a fiber each, racing its URLs ---------------------------------------------------
+
+    const runRace = (entry: Held, settings: WebhookSettings) =>
       Effect.gen(function*() {
-        const startedAt = yield* Clock.currentTimeMillis
-        const source = yield* sources.byId(job.sourceId)
-        if (Option.isNone(source)) return yield* deadLetter(job, startedAt, "the source was deleted")
-        const settings = source.value.webhooks
-        if (settings === undefined) return yield* deadLetter(job, startedAt, "the source has no webhook destination")
-        if (!settings.enabled) return yield* deadLetter(job, startedAt, "the webhook destination is disabled")
-
-        const firstAttemptAt = job.firstAttemptAt ?? startedAt
+        const job = entry.job
+        const firstAttemptAt = job.firstAttemptAt ?? clock.unsafeCurrentTimeMillis()
         const result = yield* deliver(
           {
             jobId: job.id,
@@ -178,68 +400,65 @@ export const make = (options: DispatcherOptions = {}) =>
             endpointStates: restoreStates(job.endpointState)
           },
           { recordAttempt, maxInlineDelay, gate: endpointGate }
-        ).pipe(Effect.either, Effect.provideService(Transport, transport))
-        const now = yield* Clock.currentTimeMillis
-
-        if (result._tag === "Left") {
-          const reason = result.left.message
-          yield* finish({
-            _tag: "Dead",
-            jobId: job.id,
-            at: now,
-            lastError: reason,
-            firstAttemptAt,
-            endpointState: persistStates(result.left.endpoints)
-          })
-          return yield* publishDead(job, now, reason)
-        }
+        ).pipe(Effect.either)
+        if (result._tag === "Left") return failed(entry, result.left)
         const outcome = result.right
-        if (outcome._tag === "Deferred") {
-          const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
-          return yield* finish({
-            _tag: "Retry",
-            jobId: job.id,
-            nextDueAt: outcome.nextAttemptAt,
-            firstAttemptAt: outcome.firstAttemptAt,
-            endpointState: persistStates(outcome.endpoints),
-            lastError: last === undefined || last._tag === "Success" ? null : last.reason
-          })
-        }
-        yield* finish({ _tag: "Delivered", jobId: job.id, at: now, firstAttemptAt })
-        yield* Metric.increment(jobsDelivered)
-        yield* Metric.update(deliveryLatency, Math.max(0, now - job.createdAt) / 1000)
-        yield* outcomes.publish({
-          jobId: job.id,
-          sourceId: job.sourceId,
-          messageId: job.messageId,
-          kind: job.kind,
-          status: "delivered",
-          at: now,
-          url: outcome.url
-        })
+        if (outcome._tag === "Deferred") return deferred(entry, outcome)
+        delivered(entry, clock.unsafeCurrentTimeMillis(), firstAttemptAt, outcome.url)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logError("delivery job failed unexpectedly", cause)),
-        Effect.annotateLogs({ jobId: job.id, messageId: job.messageId }),
-        Effect.ensuring(release(job))
+        Effect.annotateLogs({ jobId: entry.job.id, messageId: entry.job.messageId }),
+        Effect.ensuring(Effect.suspend(() => {
+          release(entry)
+          return ring
+        }))
       )
+
+    // --- batched writes --------------------------------------------------------------------------------------------
+
+    const report = (done: ReadonlyArray<DeliveryOutcome>, latency: ReadonlyArray<number>) =>
+      Effect.suspend(() => {
+        let deliveredCount = 0
+        for (const outcome of done) if (outcome.status === "delivered") deliveredCount++
+        if (deliveredCount > 0) jobsDelivered.unsafeUpdate(deliveredCount, [])
+        if (done.length > deliveredCount) jobsDead.unsafeUpdate(done.length - deliveredCount, [])
+        for (const seconds of latency) deliveryLatency.unsafeUpdate(seconds, [])
+        return Effect.forEach(done, outcomes.publish, { discard: true })
+      })
+
+    const countAttempts = (records: ReadonlyArray<StoredAttemptRecord>) => {
+      const byOutcome = { success: 0, retryable: 0, permanent: 0, aborted: 0 }
+      for (const record of records) byOutcome[record.outcome] += 1
+      for (const [outcome, count] of Object.entries(byOutcome) as Array<[keyof typeof byOutcome, number]>) {
+        if (count > 0) attemptsWithOutcome(outcome).unsafeUpdate(count, [])
+      }
+    }
 
     // Uninterruptible: the batch leaves the buffers before the write, so it must not be cut half-way.
     const flush = Effect.uninterruptible(Effect.suspend(() => {
-      if (completions.length === 0 && attempts.length === 0) return Effect.void
+      if (completions.length === 0 && attempts.length === 0 && finished.length === 0) return Effect.void
       const batch = completions
       const records = attempts
+      const done = finished
+      const latency = latencies
       completions = []
       attempts = []
-      return store.completeMany(owner, batch, records).pipe(
-        Effect.tap((result) =>
-          result.refused.length === 0 ? Effect.void : Effect.logWarning(
-            `${result.refused.length} finished jobs had been taken over by another dispatcher; their outcome was not written`
+      finished = []
+      latencies = []
+      countAttempts(records)
+      const write = batch.length === 0 && records.length === 0 ?
+        Effect.void :
+        store.completeMany(owner, batch, records).pipe(
+          Effect.tap((result) =>
+            result.refused.length === 0 ? Effect.void : Effect.logWarning(
+              `${result.refused.length} finished jobs had been taken over by another dispatcher; their outcome was not written`
+            )
+          ),
+          Effect.catchAll((error) =>
+            Effect.logError("could not write finished jobs; they will be delivered again after their lease", error)
           )
-        ),
-        Effect.catchAll((error) =>
-          Effect.logError("could not write finished jobs; they will be delivered again after their lease", error)
         )
-      )
+      return Effect.zipRight(write, report(done, latency))
     }))
 
     const flusher = Effect.gen(function*() {
@@ -251,15 +470,43 @@ export const make = (options: DispatcherOptions = {}) =>
       }
     })
 
-    const fibers = yield* FiberSet.make<void, never>()
+    // --- claims ----------------------------------------------------------------------------------------------------
 
-    const admit = (job: ClaimedJob) => {
-      held.set(job.id, job)
-      heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
-      return Effect.map(FiberSet.run(fibers, runJob(job)), (fiber) => {
-        // A job that finished at once has already been released.
-        if (held.has(job.id)) running.set(job.id, fiber)
+    /** The webhook settings of each source of a claim, read once per source (through the short-lived cache). */
+    const settingsOf = (claimed: ReadonlyArray<ClaimedJob>) =>
+      Effect.gen(function*() {
+        const bySource = new Map<string, WebhookSettings | string>()
+        for (const job of claimed) {
+          if (bySource.has(job.sourceId)) continue
+          const source = yield* sources.byId(job.sourceId).pipe(
+            Effect.catchAll((error) =>
+              Effect.as(Effect.logError("could not read a source; its jobs wait for their lease", error), undefined)
+            )
+          )
+          if (source === undefined) continue
+          const settings = Option.isNone(source) ? "the source was deleted" : source.value.webhooks === undefined
+            ? "the source has no webhook destination"
+            : !source.value.webhooks.enabled
+            ? "the webhook destination is disabled"
+            : source.value.webhooks
+          bySource.set(job.sourceId, settings)
+        }
+        return bySource
       })
+
+    const admit = (job: ClaimedJob, settings: WebhookSettings | string | undefined): void => {
+      const entry: Held = { job, fiber: undefined, lost: false }
+      held.set(job.id, entry)
+      heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
+      // A source that could not be read: the job stays leased and is claimed again when the lease lapses.
+      if (settings === undefined) return release(entry)
+      if (typeof settings === "string") return deadLetter(entry, settings)
+      if (settings.endpoints.length === 1) {
+        return post({ held: entry, settings, firstAttemptAt: undefined, states: restoreStates(job.endpointState) })
+      }
+      entry.fiber = runFork(runRace(entry, settings))
+      // A job that finished at once has already been released.
+      if (!held.has(job.id)) entry.fiber = undefined
     }
 
     const claimer = Effect.gen(function*() {
@@ -280,22 +527,24 @@ export const make = (options: DispatcherOptions = {}) =>
           else if (count > fullest) fullest = count
         }
         const limit = Math.min(room, claimBatch, mailboxPerSource - fullest)
-        const now = yield* Clock.currentTimeMillis
+        const now = clock.unsafeCurrentTimeMillis()
         const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated }).pipe(
           Effect.catchAll((error) =>
             Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
           )
         )
+        const settings = claimed.length === 0 ? undefined : yield* settingsOf(claimed)
         // One claim can bring more of a source than its mailbox holds: the excess goes straight back.
         const overflow: Array<string> = []
         for (const job of claimed) {
           // Our own lease on a job still in memory lapsed (a renewal came late) and this claim handed it back: the
-          // claim renewed the lease; a second fiber would deliver it twice, and releasing it as overflow would let
+          // claim renewed the lease; a second run would deliver it twice, and releasing it as overflow would let
           // another process deliver it while ours still does.
           if (held.has(job.id)) continue
           if ((heldPerSource.get(job.sourceId) ?? 0) >= mailboxPerSource) overflow.push(job.id)
-          else yield* admit(job)
+          else admit(job, settings?.get(job.sourceId))
         }
+        yield* ring
         if (overflow.length > 0) {
           yield* store.releaseLeases(owner, overflow).pipe(
             Effect.catchAll((error) => Effect.logError("could not release overflowing jobs", error))
@@ -309,7 +558,7 @@ export const make = (options: DispatcherOptions = {}) =>
       while (true) {
         yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMillis / 3))))
         if (held.size === 0) continue
-        const now = yield* Clock.currentTimeMillis
+        const now = clock.unsafeCurrentTimeMillis()
         const asked = [...held.keys()]
         const kept = yield* store.renewLeases(owner, asked, now + leaseMillis).pipe(
           Effect.catchAll((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
@@ -318,16 +567,25 @@ export const make = (options: DispatcherOptions = {}) =>
         // A lease that lapsed and was taken over: that dispatcher delivers the job now, so stop ours (its
         // request is aborted) rather than deliver it twice and have our outcome refused.
         const stillHeld = new Set(kept)
-        const lost = asked.filter((id) => !stillHeld.has(id) && held.has(id))
-        for (const id of lost) {
-          const fiber = running.get(id)
-          if (fiber !== undefined) yield* Fiber.interruptFork(fiber)
+        let lost = 0
+        for (const id of asked) {
+          const entry = held.get(id)
+          if (entry === undefined || stillHeld.has(id)) continue
+          lost += 1
+          entry.lost = true
+          // Running: stop its fiber (the worker is replaced); queued: dropped when a worker takes it.
+          if (entry.fiber !== undefined) yield* Fiber.interruptFork(entry.fiber)
         }
-        if (lost.length > 0) yield* Effect.logWarning(`${lost.length} jobs were taken over by another dispatcher`)
+        if (lost > 0) yield* Effect.logWarning(`${lost} jobs were taken over by another dispatcher`)
       }
     })
 
-    return { owner, fibers, claimer, renewer, flusher, flush, held }
+    /** Shutdown: no new workers or retries; the fibers are interrupted by the caller (`FiberSet.clear`). */
+    const stop = Effect.sync(() => {
+      stopping = true
+    })
+
+    return { owner, fibers, claimer, renewer, flusher, flush, held, stop }
   })
 
 /**
@@ -344,6 +602,7 @@ export const layer = (options: DispatcherOptions = {}): Layer.Layer<
     // Registered first, so it runs last: after the job fibers stopped, write what they finished and release the rest.
     const dispatcher = yield* Effect.acquireRelease(make(options), (dispatcher) =>
       Effect.gen(function*() {
+        yield* dispatcher.stop
         yield* FiberSet.clear(dispatcher.fibers)
         yield* dispatcher.flush
         const released = yield* store.releaseLeases(dispatcher.owner).pipe(Effect.orElseSucceed(() => 0))

@@ -64,12 +64,19 @@ export class EndpointGate {
     })
   })
 
-  /** Runs `effect` holding one permit; waiting for it is interruptible. */
+  private readonly released: Effect.Effect<void> = Effect.sync(() => this.release())
+
+  /**
+   * Runs `effect` holding one permit; waiting for it is interruptible. A free permit is taken synchronously, inside
+   * the uninterruptible region, so that it cannot be lost between taking it and registering its release; only a
+   * caller that must queue pays for the asynchronous wait.
+   */
   readonly withPermit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.zipRight(
-        restore(this.acquire),
-        Effect.ensuring(restore(effect), Effect.sync(() => this.release()))
-      )
-    )
+    Effect.uninterruptibleMask((restore) => {
+      if (this.free > 0) {
+        this.free -= 1
+        return Effect.ensuring(restore(effect), this.released)
+      }
+      return Effect.zipRight(restore(this.acquire), Effect.ensuring(restore(effect), this.released))
+    })
 }
