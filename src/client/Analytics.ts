@@ -10,7 +10,7 @@ import {
   resolveOptions
 } from "./Options.js"
 import type { Outcome } from "./Outcome.js"
-import { layerUndici, type Transport } from "./Transport.js"
+import { layerNodeHttp, type Transport } from "./Transport.js"
 
 /** Why a call was refused. A message dropped because the queue is full is not an error (see `Outcome.Dropped`). */
 export type CallError = InvalidMessage | MessageTooLarge | ClientClosed
@@ -65,11 +65,11 @@ export const make = (
 export const layerWithoutTransport = (options: AnalyticsOptions): Layer.Layer<Analytics, InvalidOptions, Transport> =>
   Layer.scoped(Analytics, make(options))
 
-/** The engine over its own undici connection pool (`maxInFlight` keep-alive connections). */
+/** The engine over its own node:http connection pool (`maxInFlight` keep-alive connections). */
 export const engineLayer = (options: ResolvedOptions): Layer.Layer<Engine> =>
-  Layer.scoped(Engine, makeEngine(options)).pipe(Layer.provide(layerUndici({ connections: options.maxInFlight })))
+  Layer.scoped(Engine, makeEngine(options)).pipe(Layer.provide(layerNodeHttp({ connections: options.maxInFlight })))
 
-/** The service, sending with its own undici connection pool (`maxInFlight` keep-alive connections). */
+/** The service, sending with its own node:http connection pool (`maxInFlight` keep-alive connections). */
 export const layer = (options: AnalyticsOptions): Layer.Layer<Analytics, InvalidOptions> =>
   Layer.unwrapEffect(
     Effect.map(resolve(options), (resolved) =>

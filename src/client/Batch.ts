@@ -31,14 +31,19 @@ const sentAtLength = 24
 /** Bytes of a request body around its messages: `{"batch":[`, `],"sentAt":"…"}`. */
 export const envelopeBytes = prefix.length + sentAtKey.length + sentAtLength + suffix.length
 
-/** The request body `{"batch":[…],"sentAt":"…"}`, from the messages' JSON computed when they were queued. */
+/**
+ * The request body `{"batch":[…],"sentAt":"…"}`, from the messages' JSON computed when they were
+ * queued. Joined once into a flat string: appending piece by piece makes a rope that the socket
+ * write (and `Buffer.byteLength`) flattens into a second copy.
+ */
 export const encodeBatch = (messages: ReadonlyArray<Prepared>, sentAt: string): string => {
-  let body = prefix
-  for (let index = 0; index < messages.length; index++) {
-    if (index > 0) body += ","
-    body += messages[index]!.json
-  }
-  return body + sentAtKey + sentAt + suffix
+  const last = messages.length - 1
+  if (last < 0) return prefix + sentAtKey + sentAt + suffix
+  const parts = new Array<string>(messages.length)
+  for (let index = 0; index <= last; index++) parts[index] = messages[index]!.json
+  parts[0] = prefix + parts[0]
+  parts[last] = parts[last] + sentAtKey + sentAt + suffix
+  return parts.join(",")
 }
 
 /**

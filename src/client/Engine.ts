@@ -8,6 +8,7 @@ import { debugEnabled, makeDebugLog } from "./Debug.js"
 import { ClientClosed } from "./Errors.js"
 import type { ResolvedOptions } from "./Options.js"
 import { Outcome } from "./Outcome.js"
+import { boundedRing } from "./RingQueue.js"
 import { makeSender } from "./Sender.js"
 import { Transport } from "./Transport.js"
 
@@ -50,7 +51,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const clock = yield* Effect.clock
     const debug = yield* Effect.orElseSucceed(debugEnabled, () => false)
     const log = makeDebugLog(debug)
-    const queue = yield* Queue.bounded<Item | End>(options.maxQueueSize)
+    const queue = yield* boundedRing<Item | End>(options.maxQueueSize)
     const hub = yield* PubSub.sliding<Outcome | End>(outcomeBuffer)
     let state: "open" | "closing" | "closed" = "open"
     let subscribers = 0

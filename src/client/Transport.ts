@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
-import { Agent } from "undici"
+import * as http from "node:http"
+import * as https from "node:https"
 import { TransportError } from "./Errors.js"
 
 /** One POST of a batch. */
@@ -22,13 +23,13 @@ export interface TransportShape {
 }
 
 /**
- * How batches reach the server. `layerUndici` is the real one; tests provide their own layer
+ * How batches reach the server. `layerNodeHttp` is the real one; tests provide their own layer
  * (`Layer.succeed(Transport, { send })`) to script answers and drive time with `TestClock`.
  */
 export class Transport extends Context.Tag("hookrelay/client/Transport")<Transport, TransportShape>() {}
 
-/** Options of the undici transport. */
-export interface UndiciTransportOptions {
+/** Options of the node:http transport. */
+export interface HttpTransportOptions {
   /** Connections kept open per origin; match the client's `maxInFlight`. Default 4. */
   readonly connections?: number | undefined
   /** How long an idle connection is kept for reuse, in milliseconds. Default 30 000. */
@@ -69,71 +70,105 @@ const codeOf = (error: unknown): string | undefined => {
 const headerValue = (value: string | Array<string> | undefined): string | undefined =>
   Array.isArray(value) ? value[0] : value
 
-const readStart = async (body: AsyncIterable<Buffer>): Promise<string> => {
-  const chunks: Array<Buffer> = []
-  let length = 0
-  // Leaving the loop early destroys the body (and its connection): a huge error page is not read.
-  for await (const chunk of body) {
-    chunks.push(chunk)
-    length += chunk.length
-    if (length >= errorBodyLimit) break
-  }
-  return Buffer.concat(chunks).subarray(0, errorBodyLimit).toString("utf8")
+interface Target {
+  readonly module: typeof http | typeof https
+  readonly agent: http.Agent
+  readonly url: URL
 }
 
 /**
- * A transport over an undici `Agent` that this layer owns: keep-alive connections, certificates
- * always verified (even when `NODE_TLS_REJECT_UNAUTHORIZED=0`), closed with the layer's scope.
+ * A transport over Node's own `http`/`https` with keep-alive agents that this layer owns,
+ * certificates always verified (even when `NODE_TLS_REJECT_UNAUTHORIZED=0`), closed with the
+ * layer's scope. A client sends a few requests a second (one per batch), so the connection
+ * machinery is not what costs: memory is, and node:http is already loaded where undici would add
+ * ~8 MB of RSS (~5 MB of heap, which V8 multiplies into its collection threshold).
  */
-export const makeUndici = (options: UndiciTransportOptions = {}) =>
+export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
   Effect.gen(function*() {
-    const agent = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        new Agent({
-          connections: options.connections ?? 4,
-          pipelining: 1,
-          keepAliveTimeout: options.keepAliveTimeout ?? 30_000,
-          connect: { rejectUnauthorized: true }
+    const connections = options.connections ?? 4
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: connections,
+      maxFreeSockets: connections,
+      // An idle kept-alive socket is closed after this long (the agent destroys timed-out free sockets).
+      timeout: options.keepAliveTimeout ?? 30_000
+    }
+    const agents = yield* Effect.acquireRelease(
+      Effect.sync(() => ({
+        http: new http.Agent(agentOptions),
+        https: new https.Agent({ ...agentOptions, rejectUnauthorized: true })
+      })),
+      (agents) =>
+        Effect.sync(() => {
+          agents.http.destroy()
+          agents.https.destroy()
         })
-      ),
-      (agent) => Effect.promise(() => agent.close().catch(() => undefined))
     )
     let cachedUrl = ""
-    let target = { origin: "", path: "" }
-    const targetOf = (url: string) => {
-      if (url !== cachedUrl) {
+    let cachedTarget: Target | undefined
+    const targetOf = (url: string): Target => {
+      if (url !== cachedUrl || cachedTarget === undefined) {
         const parsed = new URL(url)
-        target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` }
+        cachedTarget = parsed.protocol === "https:"
+          ? { module: https, agent: agents.https, url: parsed }
+          : { module: http, agent: agents.http, url: parsed }
         cachedUrl = url
       }
-      return target
+      return cachedTarget
     }
     const send = (request: TransportRequest) =>
-      Effect.tryPromise({
-        try: async (signal) => {
-          const { origin, path } = targetOf(request.url)
-          const response = await agent.request({
-            origin,
-            path,
-            method: "POST",
-            headers: request.headers,
-            body: request.body,
-            signal
-          })
-          const ok = response.statusCode >= 200 && response.statusCode < 300
-          const body = ok ? "" : await readStart(response.body)
-          if (ok) await response.body.dump()
-          return {
-            status: response.statusCode,
-            retryAfter: headerValue(response.headers["retry-after"]),
-            body
+      Effect.async<TransportResponse, TransportError>((resume, signal) => {
+        let target: Target
+        try {
+          target = targetOf(request.url)
+        } catch (error) {
+          resume(Effect.fail(toTransportError(error)))
+          return
+        }
+        const outgoing = target.module.request(target.url, {
+          method: "POST",
+          agent: target.agent,
+          headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body, "utf8")) },
+          rejectUnauthorized: true,
+          signal
+        }, (response) => {
+          const status = response.statusCode ?? 0
+          const retryAfter = headerValue(response.headers["retry-after"])
+          if (status >= 200 && status < 300) {
+            // Read to the end so that the connection goes back to the pool.
+            response.resume()
+            response.once("end", () => resume(Effect.succeed({ status, retryAfter, body: "" })))
+            response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
+            return
           }
-        },
-        catch: toTransportError
+          const chunks: Array<Buffer> = []
+          let length = 0
+          const done = () => {
+            response.removeAllListeners("data")
+            resume(Effect.succeed({
+              status,
+              retryAfter,
+              body: Buffer.concat(chunks).subarray(0, errorBodyLimit).toString("utf8")
+            }))
+          }
+          response.on("data", (chunk: Buffer) => {
+            chunks.push(chunk)
+            length += chunk.length
+            // A huge error page is not read: the connection is dropped instead.
+            if (length >= errorBodyLimit) {
+              response.destroy()
+              done()
+            }
+          })
+          response.once("end", done)
+          response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
+        })
+        outgoing.once("error", (error) => resume(Effect.fail(toTransportError(error))))
+        outgoing.end(request.body, "utf8")
       })
     return Transport.of({ send })
   })
 
-/** The undici transport as a layer. */
-export const layerUndici = (options: UndiciTransportOptions = {}): Layer.Layer<Transport> =>
-  Layer.scoped(Transport, makeUndici(options))
+/** The node:http transport as a layer. */
+export const layerNodeHttp = (options: HttpTransportOptions = {}): Layer.Layer<Transport> =>
+  Layer.scoped(Transport, makeNodeHttp(options))

@@ -49,7 +49,7 @@ export {
   type AnalyticsShape,
   /** Why a call was refused: `InvalidMessage`, `MessageTooLarge` or `ClientClosed`. */
   type CallError,
-  /** The service over the undici transport, from options given in code. Fails with `InvalidOptions`. */
+  /** The service over the node:http transport, from options given in code. Fails with `InvalidOptions`. */
   layer,
   /** The service from environment variables through `Config` (`HOOKRELAY_WRITE_KEY`, …; see `environmentVariables`). */
   layerConfig,
@@ -145,8 +145,10 @@ export {
 } from "./RetryPolicy.js"
 
 export {
-  /** The undici transport as a layer (what `layer` uses). */
-  layerUndici,
+  /** Options of the node:http transport. */
+  type HttpTransportOptions,
+  /** The node:http transport as a layer (what `layer` uses). */
+  layerNodeHttp,
   /** How batches reach the server; provide your own layer to replace HTTP. */
   Transport,
   /** One POST of a batch. */
@@ -154,9 +156,7 @@ export {
   /** The answer to one POST. */
   type TransportResponse,
   /** The transport's single operation. */
-  type TransportShape,
-  /** Options of the undici transport. */
-  type UndiciTransportOptions
+  type TransportShape
 } from "./Transport.js"
 
 export {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Deferred, Effect, FiberId, Layer, Queue } from "effect"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
+import { createServer as createHttpsServer } from "node:https"
 import type { AddressInfo } from "node:net"
 import {
   Analytics,
@@ -12,6 +13,7 @@ import {
   type Outcome,
   version
 } from "../../src/client/index.js"
+import { tlsFixture } from "../delivery/support.js"
 
 interface Request {
   readonly method: string
@@ -68,7 +70,7 @@ const loopbackServer = (answer: Answer = answer200) =>
 
 const basic = (writeKey: string) => `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`
 
-describe("on the wire (real loopback server, undici transport)", () => {
+describe("on the wire (real loopback server, node:http transport)", () => {
   it.scopedLive("POST /v1/batch with Basic auth, JSON body {batch, sentAt}", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer()
@@ -239,6 +241,55 @@ describe("on the wire (real loopback server, undici transport)", () => {
         _tag: "TransportError",
         code: "ECONNREFUSED",
         retryable: true
+      })
+    }))
+
+  it.scopedLive("an error page is read up to 1 KB; a certificate that fails verification is a permanent TransportError", () =>
+    Effect.gen(function*() {
+      const server = yield* loopbackServer((_, response) => {
+        response.writeHead(500, { "content-type": "text/plain" })
+        response.end("x".repeat(10 * 1024 * 1024))
+      })
+      const tlsServer = yield* Effect.acquireRelease(
+        Effect.async<ReturnType<typeof createHttpsServer>>((resume) => {
+          const server = createHttpsServer(tlsFixture, (_, response) => response.end("{}"))
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) =>
+          Effect.async<void>((resume) => {
+            server.close(() => resume(Effect.void))
+          })
+      )
+      const outcomes: Array<Outcome> = []
+      const send = (endpoint: string) =>
+        Effect.flatMap(Analytics, (analytics) => analytics.track({ userId: "u", event: "e" })).pipe(
+          Effect.provide(layer({
+            writeKey: "wk",
+            endpoint,
+            flushAt: 1,
+            maxRetries: 0,
+            onOutcome: (outcome) => outcomes.push(outcome)
+          }))
+        )
+      yield* send(server.endpoint)
+      const errorPage = outcomes[0]!
+      expect(errorPage).toMatchObject({ _tag: "Failure", status: 500 })
+      expect(errorPage._tag === "Failure" && errorPage.error.message).toBe(`HTTP 500: ${"x".repeat(1024)}`)
+      // The self-signed certificate is refused even where the environment turns verification off.
+      const previous = process.env.NODE_TLS_REJECT_UNAUTHORIZED
+      process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0"
+      yield* Effect.ensuring(
+        send(`https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}`),
+        Effect.sync(() => {
+          if (previous === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED
+          else process.env.NODE_TLS_REJECT_UNAUTHORIZED = previous
+        })
+      )
+      const refused = outcomes[1]!
+      expect(refused._tag === "Failure" && refused.error).toMatchObject({
+        _tag: "TransportError",
+        code: "DEPTH_ZERO_SELF_SIGNED_CERT",
+        retryable: false
       })
     }))
 })
