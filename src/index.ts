@@ -165,8 +165,28 @@ export {
   sign
 } from "./delivery/Signature.js"
 export {
+  /** Schema of destination filters (SPEC §10): rules `{ if: { type?, event?, properties? }, then: "drop" }`. */
+  Filters
+} from "./domain/Filters.js"
+export {
   /** Schema of a source and its webhook destination (SPEC §1), for validating configuration. */
   SourceConfig,
   /** Schema of a webhook destination: enabled, shared secret, 1 to 5 endpoints with static headers. */
   WebhookSettings
 } from "./domain/Settings.js"
+export type {
+  /** Jobs by state, as `Relay.backlog` counts them. */
+  Backlog,
+  /** One job as the look-ups show it: status, attempts so far, next due time, last error. */
+  JobSummary,
+  /** A job with every attempt made for it (`Relay.messageJobs`). */
+  JobWithAttempts,
+  /** A message found by `Relay.searchMessages`, with its jobs and their attempts. */
+  MessageRecord,
+  /** What `Relay.searchMessages` looks for: a user id and/or a source id, and a limit. */
+  MessageSearch,
+  /** A stored source and its destination settings (`Relay.getSource`, `Relay.listSources`). */
+  StoredSource,
+  /** One UTC day of a source's usage counters (`Relay.usage`, SPEC §11). */
+  UsageDay
+} from "./store/Model.js"
