@@ -4,17 +4,18 @@
  * when DATABASE_URL is set — which delivers to a loopback receiver in a third process. Reports
  * accepted and delivered messages/s, ingest→receipt p50/p99, the server's peak RSS, and the accept
  * latency p99 at a steady 1 000 messages/s. The same run POSTs the same delivered bodies straight
- * to the same receiver with undici as the baseline.
+ * to the same receiver with undici as the baseline. A probe preloaded into the server
+ * (`bench/support/serverProbe.ts`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
  *   npx tsx bench/endToEnd.ts [--messages 50000]
  */
 import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Agent } from "undici"
 import { freePort } from "../test/support/serverProcess.js"
-import { mb, repoRoot, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import { dropPgSchema, mb, repoRoot, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -41,16 +42,29 @@ const percentile = (values: Array<number>, p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 }
 
-const startServer = async (env: Record<string, string>) => {
+interface ProbeReport {
+  readonly loopDelayMs: { readonly p50: number; readonly p99: number; readonly p999: number; readonly max: number }
+  readonly peakMemory: {
+    readonly rss: number
+    readonly heapUsed: number
+    readonly heapTotal: number
+    readonly external: number
+    readonly arrayBuffers: number
+  }
+}
+
+const startServer = async (env: Record<string, string>, probeFile: string) => {
   const port = await freePort()
   const child = spawn(process.execPath, [
     ...(process.env.SERVER_NODE_OPTIONS ?? "").split(" ").filter(Boolean),
     "--import",
     "tsx",
+    "--import",
+    join(repoRoot, "bench/support/serverProbe.ts"),
     join(repoRoot, "src/main.ts")
   ], {
     cwd: repoRoot,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), ...env },
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), HOOKRELAY_PROBE_FILE: probeFile, ...env },
     stdio: ["ignore", "ignore", "inherit"]
   })
   const url = `http://127.0.0.1:${port}`
@@ -69,12 +83,20 @@ const startServer = async (env: Record<string, string>) => {
     const status = readFileSync(`/proc/${child.pid}/status`, "utf8")
     return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
   }
+  /** What the server's probe saw since the last call (or its start). */
+  const probe = async (): Promise<ProbeReport> => {
+    const lines = () => existsSync(probeFile) ? readFileSync(probeFile, "utf8").trim().split("\n").filter(Boolean) : []
+    const before = lines().length
+    child.kill("SIGUSR2")
+    await waitFor(async () => lines().length > before, 10_000, 20)
+    return JSON.parse(lines()[before]!) as ProbeReport
+  }
   const stop = () =>
     new Promise<void>((resolve) => {
       child.once("exit", () => resolve())
       child.kill("SIGTERM")
     })
-  return { url, peakRss, stop }
+  return { url, peakRss, probe, stop }
 }
 
 const post = async (agent: Agent, url: string, body: string) => {
@@ -110,12 +132,13 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
     HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
     DATABASE_URL: "",
     ...storeEnv
-  })
+  }, join(directory, "probe.jsonl"))
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
     // Throughput: every sender posts batches back to back.
     const run = `${label}-${Date.now()}`
     const sentAt = new Map<string, number>()
+    await server.probe()
     const bodies = Array.from({ length: totalMessages / batchSize }, (_, b) => {
       const batch = Array.from({ length: batchSize }, (_, k) => message(run, b * batchSize + k))
       return { ids: batch.map((m) => m.messageId), body: JSON.stringify({ batch }) }
@@ -131,12 +154,14 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
       }
     }))
     const acceptSeconds = (performance.now() - started) / 1000
+    const duringAccept = await server.probe()
     await waitFor(async () => (await sink.stats()).distinct >= totalMessages, 600_000, 100)
     const deliverSeconds = (performance.now() - started) / 1000
     const stats = await sink.stats()
     const latencies = Object.entries(stats.receipts ?? {}).map(([id, at]) => at - (sentAt.get(id) ?? at))
 
     // Steady load: 1 000 messages/s as 100 requests/s of 10 messages, for 10 s.
+    await server.probe()
     const steadyLatencies: Array<number> = []
     const steadyRun = `${run}-steady`
     const steadyStart = performance.now()
@@ -149,6 +174,7 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
       pending.push(post(agent, server.url, JSON.stringify({ batch })).then((ms) => void steadyLatencies.push(ms)))
     }
     await Promise.all(pending)
+    const duringSteady = await server.probe()
 
     return {
       acceptedPerSecond: totalMessages / acceptSeconds,
@@ -158,7 +184,9 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
       acceptP99AtSteadyMs: percentile(steadyLatencies, 99),
       acceptP50AtSteadyMs: percentile(steadyLatencies, 50),
       serverPeakRssBytes: server.peakRss(),
-      duplicates: stats.requests - stats.distinct
+      duplicates: stats.requests - stats.distinct,
+      duringAccept,
+      duringSteady
     }
   } finally {
     await agent.close()
@@ -199,18 +227,43 @@ const rawBaseline = async () => {
   }
 }
 
+/** A fresh schema for the PostgreSQL run (created here, dropped after), selected through the URL's search_path. */
+const pgRun = async (url: string) => {
+  const schema = `bench_e2e_${process.pid}`
+  const { default: pg } = await import("pg")
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+  await client.end()
+  const withSchema = new URL(url)
+  withSchema.searchParams.set("options", `-c search_path=${schema}`)
+  try {
+    return await runServer("pg", { DATABASE_URL: withSchema.toString() }, "")
+  } finally {
+    await dropPgSchema(schema)
+  }
+}
+
 const main = async () => {
   const raw = await rawBaseline()
   const sqlite = await runServer("sqlite", {}, "")
   const pg = process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
     ? undefined
-    : await runServer("pg", { DATABASE_URL: process.env.DATABASE_URL }, "")
+    : await pgRun(process.env.DATABASE_URL)
   const row = (name: string, r: Awaited<ReturnType<typeof runServer>>) =>
     `| ${name} | ${Math.round(r.acceptedPerSecond)} | ${Math.round(r.deliveredPerSecond)} | ${
       (r.deliveredPerSecond / raw).toFixed(2)
     }× | ${Math.round(r.latencyP50Ms)} | ${Math.round(r.latencyP99Ms)} | ${r.acceptP99AtSteadyMs.toFixed(1)} | ${
       mb(r.serverPeakRssBytes)
     } | ${r.duplicates} |`
+  const probeRow = (name: string, r: Awaited<ReturnType<typeof runServer>>) => {
+    const delay = (report: ProbeReport) =>
+      `${report.loopDelayMs.p50} / ${report.loopDelayMs.p99} / ${report.loopDelayMs.max}`
+    const memory = r.duringAccept.peakMemory
+    return `| ${name} | ${delay(r.duringAccept)} | ${delay(r.duringSteady)} | ${r.acceptP50AtSteadyMs.toFixed(1)} | ${
+      mb(memory.heapUsed)
+    } | ${mb(memory.heapTotal)} | ${mb(memory.external)} | ${mb(memory.arrayBuffers)} |`
+  }
   const markdown = `# End-to-end benchmark
 
 ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run bench\` (\`bench/endToEnd.ts\`).
@@ -225,6 +278,15 @@ POSTed straight to a receiver with undici, 16 at a time: ${Math.round(raw)} mess
 |---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${row("SQLite", sqlite)}
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
+
+The server's event loop (\`bench/support/serverProbe.ts\`, \`monitorEventLoopDelay\` at 1 ms resolution, so
+≈ 1 ms is no delay) during the throughput phase and during the steady phase, and the peaks of its memory kinds
+during the throughput phase (RSS beyond them is native: SQLite's page cache, sockets, code):
+
+| store | loop delay p50 / p99 / max ms, throughput | loop delay p50 / p99 / max ms, steady | accept p50 ms at 1 000/s | heap used MB | heap total MB | external MB | array buffers MB |
+|---|---:|---:|---:|---:|---:|---:|---:|
+${probeRow("SQLite", sqlite)}
+${pg === undefined ? "" : probeRow("PostgreSQL", pg)}
 
 Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.
 `

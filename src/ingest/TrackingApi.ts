@@ -5,6 +5,7 @@ import { maxRequestBytes } from "../domain/Limits.js"
 import { isJsonObject, type MessageType, messageTypes } from "../domain/Message.js"
 import { parseIso8601 } from "../domain/Timestamp.js"
 import { Relay } from "../relay/Relay.js"
+import type { StoredSource } from "../store/Model.js"
 import { writeKeyFromBasicAuth } from "./Auth.js"
 import { errorResponse } from "./ErrorBody.js"
 import { ingestFailureResponse } from "./IngestFailure.js"
@@ -71,10 +72,12 @@ const handle = (expectedType: MessageType | undefined) =>
     const request = yield* HttpServerRequest.HttpServerRequest
     const relay = yield* Relay
     const headerKey = writeKeyFromBasicAuth(request.headers.authorization)
+    let headerSource: StoredSource | undefined
     if (request.headers.authorization !== undefined && headerKey !== undefined) {
       // A wrong key in the header is refused before the body is read.
       const known = yield* relay.authenticate(headerKey).pipe(Effect.option)
       if (known._tag === "None") return errorResponse(401, "unauthorized", "unknown write key")
+      headerSource = known.value
     }
     const bytes = yield* readLimitedBody(request, maxRequestBytes)
     const body = parseJson(bytes)
@@ -87,7 +90,7 @@ const handle = (expectedType: MessageType | undefined) =>
     if (writeKey === undefined) {
       return errorResponse(401, "unauthorized", "a write key is required (HTTP Basic user name or writeKey)")
     }
-    const source = yield* relay.authenticate(writeKey)
+    const source = headerSource ?? (yield* relay.authenticate(writeKey))
     const parsed: ParsedRequest | HttpServerResponse.HttpServerResponse = expectedType === undefined
       ? parseBatchEnvelope(body)
       : { items: [withoutWriteKey(body)], defaults: {} }
