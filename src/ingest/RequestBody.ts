@@ -1,5 +1,6 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { Data, Effect, Stream } from "effect"
+import { IncomingMessage } from "node:http"
 import * as Zlib from "node:zlib"
 
 export class PayloadTooLarge extends Data.TaggedError("PayloadTooLarge")<{ readonly limit: number }> {}
@@ -41,6 +42,72 @@ const inflate = (
 const contentEncoding = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-encoding"] ?? "identity").trim().toLowerCase()
 
+const unreadable = () => new UnreadableBody({ reason: "the request body could not be read" })
+
+/** Any platform's request: its body as an Effect `Stream`. */
+const readStream = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number
+): Effect.Effect<Buffer, PayloadTooLarge | UnreadableBody> =>
+  Effect.suspend(() => {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    return request.stream.pipe(
+      Stream.mapError(unreadable),
+      Stream.runForEach((chunk) => {
+        size += chunk.length
+        if (size > limit) return Effect.fail(new PayloadTooLarge({ limit }))
+        chunks.push(chunk)
+        return Effect.void
+      }),
+      Effect.map(() => Buffer.concat(chunks, size))
+    )
+  })
+
+/**
+ * A Node request (NodeHttpServer): its body read from the `IncomingMessage`'s events directly. The `Stream` path
+ * costs a channel, a queue and fibers per request (≈ 0.3–0.5 ms of a 10-message request's 2 ms on the reference
+ * machine); the behaviour is the same: refused as soon as `limit` is passed (the rest is not read: the request is
+ * destroyed, as the Stream's finalizer does), unreadable when it fails or closes before its end.
+ */
+const readIncoming = (
+  incoming: IncomingMessage,
+  limit: number
+): Effect.Effect<Buffer, PayloadTooLarge | UnreadableBody> =>
+  Effect.async<Buffer, PayloadTooLarge | UnreadableBody>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const detach = () => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onFailure)
+      incoming.off("close", onFailure)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) {
+        chunks.push(chunk)
+        return
+      }
+      detach()
+      incoming.destroy()
+      resume(Effect.fail(new PayloadTooLarge({ limit })))
+    }
+    const onEnd = () => {
+      detach()
+      resume(Effect.succeed(Buffer.concat(chunks, size)))
+    }
+    const onFailure = () => {
+      detach()
+      resume(Effect.fail(unreadable()))
+    }
+    incoming.on("data", onData)
+    incoming.once("end", onEnd)
+    incoming.once("error", onFailure)
+    incoming.once("close", onFailure)
+    return Effect.sync(detach)
+  })
+
 /**
  * Reads a request body, refusing it as soon as it passes `limit` bytes — before reading further
  * when `Content-Length` already says so, while streaming otherwise — and decodes gzip/deflate with
@@ -58,18 +125,9 @@ export const readLimitedBody = (
     const declared = Number(request.headers["content-length"])
     // A compressed body larger than the decoded limit cannot be a JSON document that fits in it.
     if (Number.isFinite(declared) && declared > limit) return yield* new PayloadTooLarge({ limit })
-    const chunks: Array<Uint8Array> = []
-    let size = 0
-    yield* request.stream.pipe(
-      Stream.mapError(() => new UnreadableBody({ reason: "the request body could not be read" })),
-      Stream.runForEach((chunk) => {
-        size += chunk.length
-        if (size > limit) return Effect.fail(new PayloadTooLarge({ limit }))
-        chunks.push(chunk)
-        return Effect.void
-      })
-    )
-    const raw = Buffer.concat(chunks, size)
+    const raw = request.source instanceof IncomingMessage && !request.source.readableEnded
+      ? yield* readIncoming(request.source, limit)
+      : yield* readStream(request, limit)
     if (encoding === "identity") return raw
     return yield* inflate(encoding === "deflate" ? "deflate" : "gzip", raw, limit)
   })

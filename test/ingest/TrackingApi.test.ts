@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { createHmac } from "node:crypto"
+import * as http from "node:http"
 import { gzipSync } from "node:zlib"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
@@ -96,6 +97,46 @@ describe("tracking API: limits and validation", () => {
       expect(huge.body).toMatchObject({ success: false, code: "payload_too_large" })
       const backlog = yield* app.store.backlog()
       expect(backlog.pending).toBe(0)
+    }))
+
+  it.scopedLive("reads a chunked body without Content-Length, and refuses one that passes 500 KB while streaming", () =>
+    Effect.gen(function*() {
+      const { app } = yield* setup({ dispatch: false })
+      // Chunks written one by one with no Content-Length: the limit is applied while reading.
+      const postChunked = (chunks: ReadonlyArray<string>) =>
+        Effect.promise(() =>
+          new Promise<{ status: number | undefined; body: string }>((resolve) => {
+            const request = http.request(`${app.baseUrl}/v1/batch`, {
+              method: "POST",
+              headers: { authorization: basic(writeKey), "content-type": "application/json" }
+            }, (response) => {
+              let body = ""
+              response.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+              response.on("end", () => resolve({ status: response.statusCode, body }))
+              response.on("error", () => resolve({ status: response.statusCode, body }))
+            })
+            // A refusal may close the connection before the client finished writing.
+            request.on("error", () => resolve({ status: undefined, body: "" }))
+            const write = (index: number) => {
+              if (index === chunks.length) return void request.end()
+              request.write(chunks[index], () => setImmediate(() => write(index + 1)))
+            }
+            write(0)
+          })
+        )
+      const message = (index: number) => JSON.stringify({ type: "track", userId: `u${index}`, event: "E" })
+      const small = yield* postChunked(["{\"batch\":[", message(0), ",", message(1), "]}"])
+      expect(small).toStrictEqual({ status: 200, body: "{\"success\":true}" })
+
+      const pad = "z".repeat(100_000)
+      const huge = yield* postChunked([`{"batch":[],"pad":"`, pad, pad, pad, pad, pad, pad, `"}`])
+      // 413 when the answer gets out before the connection is closed; never a 200 or a 5xx.
+      if (huge.status !== undefined) expect(huge.status).toBe(413)
+      // Only the two messages of the small request are stored.
+      const backlog = yield* app.store.backlog()
+      expect(backlog.pending).toBe(2)
+      const after = yield* post(app.baseUrl, "/v1/track", { userId: "u", event: "E" })
+      expect(after.status).toBe(200)
     }))
 
   it.scopedLive("applies the limit to decoded bytes of a gzip body (a compression bomb is refused)", () =>
