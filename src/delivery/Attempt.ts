@@ -139,7 +139,9 @@ export const attempt = (input: AttemptInput): Effect.Effect<AttemptOutcome, neve
     Effect.clockWith((clock) =>
       Effect.uninterruptibleMask((restore) => {
         const startedAt = clock.unsafeCurrentTimeMillis()
-        return Effect.flatMap(Effect.exit(restore(transport.post(input.endpoint.request))), (exit) =>
-          settle(input, clock, startedAt, exit))
+        return Effect.flatMap(
+          Effect.exit(restore(transport.post(input.endpoint.request))),
+          (exit) => settle(input, clock, startedAt, exit)
+        )
       })
     ))

@@ -10,7 +10,7 @@ import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { tempDirectory } from "../support/app.js"
-import { closedPort, startServer, waitUntil } from "./support.js"
+import { adjustUntil, closedPort, startServer, waitUntil } from "./support.js"
 
 const hour = 60 * 60 * 1000
 const minute = 60 * 1000
@@ -135,6 +135,69 @@ describe("Dispatcher", () => {
         expect(outside!.attempts).toStrictEqual([])
       }).pipe(Effect.provide(context))
     }))
+
+  it.scoped("retries a job in memory through its endpoint's mailbox: 500, 503, then 204 is one delivery of 3 attempts", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+      const directory = yield* tempDirectory
+      const statuses = [500, 503, 204]
+      const receiver = yield* startServer((_request, response, index) =>
+        response.writeHead(statuses[Math.min(index, 2)]!).end()
+      )
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", `${receiver.url}/hook`)
+        yield* enqueue("s1", ["flaky"])
+        yield* Layer.build(Dispatcher.layer())
+        yield* waitUntil(() => receiver.requests.length === 1, "the first attempt")
+        // The retries wait on the Clock (1 s, then 2 s, jittered), not in a worker: nothing happens until it moves.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+        expect(receiver.requests).toHaveLength(1)
+        yield* adjustUntil(() => receiver.requests.length === 3, "the third attempt")
+        // Finished jobs are written every 20 ms of Clock time.
+        let job = (yield* store.jobsForMessage("flaky"))[0]
+        for (let step = 0; step < 100 && job?.status !== "delivered"; step++) {
+          yield* TestClock.adjust("10 millis")
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+          job = (yield* store.jobsForMessage("flaky"))[0]
+        }
+        expect(job).toMatchObject({ status: "delivered", attemptCount: 3 })
+        expect(job!.attempts.map((attempt) => [attempt.statusCode, attempt.outcome])).toStrictEqual([
+          [500, "retryable"],
+          [503, "retryable"],
+          [204, "success"]
+        ])
+        expect(receiver.requests).toHaveLength(3)
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scopedLive(
+    "never has more than concurrencyPerEndpoint requests in flight to one URL, and uses all of them",
+    () =>
+      Effect.gen(function*() {
+        const directory = yield* tempDirectory
+        let inFlight = 0
+        let most = 0
+        const receiver = yield* startServer((_request, response) => {
+          inFlight += 1
+          most = Math.max(most, inFlight)
+          setTimeout(() => {
+            inFlight -= 1
+            response.writeHead(204).end()
+          }, 20)
+        })
+        const context = yield* Layer.build(baseLayer(directory))
+        yield* Effect.gen(function*() {
+          yield* source("s1", receiver.url)
+          yield* enqueue("s1", Array.from({ length: 300 }, (_, i) => `c-${i}`))
+          yield* Layer.build(Dispatcher.layer({ concurrencyPerEndpoint: 5 }))
+          yield* waitUntil(() => receiver.requests.length === 300, "300 deliveries", 20_000)
+          expect(most).toBe(5)
+        }).pipe(Effect.provide(context))
+      }),
+    30_000
+  )
 
   it.scopedLive("releases its leases on shutdown so that a restart delivers them", () =>
     Effect.gen(function*() {
