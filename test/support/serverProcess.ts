@@ -25,7 +25,7 @@ export interface ServerProcess {
   readonly exited: Promise<number | string>
 }
 
-/** Runs `src/main.ts` as users do (`npm start`), in a process of its own, and waits for /healthz. */
+/** Runs `src/main.ts` (what `npm start` compiles and runs) through tsx, in a process of its own, and waits for /healthz. */
 export const startServerProcess = async (env: Record<string, string>): Promise<ServerProcess> => {
   const port = await freePort()
   const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "src/main.ts")], {
