@@ -6,27 +6,14 @@
 // the build goes to a directory of its own and is moved in file by file: the assets first (their
 // names are their content's hash, so an existing one is already right), then index.html by one
 // atomic rename. A reader sees the old console or the new one, never none.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { isStale, writtenAt } from "./staleness.js"
 
 const consoleRoot = fileURLToPath(new URL("../console/", import.meta.url))
 const dist = Path.join(consoleRoot, "dist")
 const builtIndex = Path.join(dist, "index.html")
-
-const newestSource = (path: string): number => {
-  const stats = statSync(path)
-  if (!stats.isDirectory()) return stats.mtimeMs
-  return Math.max(0, ...readdirSync(path).map((name) => newestSource(Path.join(path, name))))
-}
-
-const builtAt = (): number | undefined => {
-  try {
-    return statSync(builtIndex).mtimeMs
-  } catch {
-    return undefined
-  }
-}
 
 /** Moves a fresh build into console/dist without a moment where index.html or its assets are missing. */
 const moveIn = (staging: string) => {
@@ -49,8 +36,8 @@ const moveIn = (staging: string) => {
 
 const sources = ["src", "index.html", "vite.config.ts", "tsconfig.json"].map((name) => Path.join(consoleRoot, name))
 const force = process.argv.includes("--force")
-const built = builtAt()
-const stale = built === undefined || sources.some((source) => newestSource(source) > built)
+const built = writtenAt(builtIndex)
+const stale = isStale(builtIndex, sources)
 
 if (force || stale) {
   // A test runner's NODE_ENV=test would give a development build (JSX with source locations).

@@ -3,32 +3,18 @@
 // under tsx the same server process takes ~100 MB more memory (the loader and its transpile
 // caches), and `npm start` is how users run it. `npm run build` always rebuilds, from scratch.
 import { execFileSync } from "node:child_process"
-import { readdirSync, statSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { isStale, writtenAt } from "./staleness.js"
 
 const root = fileURLToPath(new URL("../", import.meta.url))
 const entry = Path.join(root, "dist", "main.js")
 
-const newest = (path: string): number => {
-  const stats = statSync(path)
-  if (!stats.isDirectory()) return stats.mtimeMs
-  return Math.max(0, ...readdirSync(path).map((name) => newest(Path.join(path, name))))
-}
-
-const builtAt = (): number | undefined => {
-  try {
-    return statSync(entry).mtimeMs
-  } catch {
-    return undefined
-  }
-}
-
 const sources = ["src", "tsconfig.json", "tsconfig.build.json", "package-lock.json"].map((name) =>
   Path.join(root, name)
 )
-const built = builtAt()
-if (built === undefined || sources.some((source) => newest(source) > built)) {
+const built = writtenAt(entry)
+if (isStale(entry, sources)) {
   console.log(built === undefined ? "compiling the server (src → dist)" : "recompiling the server (src changed)")
   execFileSync(process.execPath, [
     Path.join(root, "node_modules", "typescript", "bin", "tsc"),

@@ -70,6 +70,18 @@ const loopbackServer = (answer: Answer = answer200) =>
 
 const basic = (writeKey: string) => `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`
 
+/** One track sent alone (`flushAt: 1`) without retries to `endpoint`, its outcome pushed to `outcomes`. */
+const trackOnce = (endpoint: string, outcomes: Array<Outcome>) =>
+  Effect.flatMap(Analytics, (analytics) => analytics.track({ userId: "u", event: "e" })).pipe(
+    Effect.provide(layer({
+      writeKey: "wk",
+      endpoint,
+      flushAt: 1,
+      maxRetries: 0,
+      onOutcome: (outcome) => outcomes.push(outcome)
+    }))
+  )
+
 describe("on the wire (real loopback server, node:http transport)", () => {
   it.scopedLive("POST /v1/batch with Basic auth, JSON body {batch, sentAt}", () =>
     Effect.gen(function*() {
@@ -219,16 +231,7 @@ describe("on the wire (real loopback server, node:http transport)", () => {
         response.end("{\"success\":false,\"code\":\"invalid_message\"}")
       })
       const outcomes: Array<Outcome> = []
-      const send = (endpoint: string) =>
-        Effect.flatMap(Analytics, (analytics) => analytics.track({ userId: "u", event: "e" })).pipe(
-          Effect.provide(layer({
-            writeKey: "wk",
-            endpoint,
-            flushAt: 1,
-            maxRetries: 0,
-            onOutcome: (outcome) => outcomes.push(outcome)
-          }))
-        )
+      const send = (endpoint: string) => trackOnce(endpoint, outcomes)
       yield* send(server.endpoint)
       expect(outcomes[0]).toMatchObject({ _tag: "Failure", status: 400 })
       const first = outcomes[0]!
@@ -261,16 +264,7 @@ describe("on the wire (real loopback server, node:http transport)", () => {
           })
       )
       const outcomes: Array<Outcome> = []
-      const send = (endpoint: string) =>
-        Effect.flatMap(Analytics, (analytics) => analytics.track({ userId: "u", event: "e" })).pipe(
-          Effect.provide(layer({
-            writeKey: "wk",
-            endpoint,
-            flushAt: 1,
-            maxRetries: 0,
-            onOutcome: (outcome) => outcomes.push(outcome)
-          }))
-        )
+      const send = (endpoint: string) => trackOnce(endpoint, outcomes)
       yield* send(server.endpoint)
       const errorPage = outcomes[0]!
       expect(errorPage).toMatchObject({ _tag: "Failure", status: 500 })

@@ -8,6 +8,7 @@ import { stampMessage } from "../../src/domain/Stamp.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { type DispatcherProcess, type DispatcherStats, startDispatcherProcess } from "../support/dispatcherProcess.js"
+import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 
 /**
  * Several hookrelay processes on one PostgreSQL database (DESIGN.md "Scaling past one machine"): dispatchers in
@@ -15,24 +16,7 @@ import { type DispatcherProcess, type DispatcherStats, startDispatcherProcess } 
  * The outbox is filled from this process through the Store API; a receiver here counts every message id.
  */
 
-const databaseUrl = process.env.DATABASE_URL ?? ""
-
-/** Why these tests cannot run here, or undefined when PostgreSQL answers. */
-const unavailable = async (): Promise<string | undefined> => {
-  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) return "DATABASE_URL is not set to a postgres:// URL"
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 3000 })
-  try {
-    await client.connect()
-    await client.query("SELECT 1")
-    return undefined
-  } catch (error) {
-    return `PostgreSQL at DATABASE_URL is unreachable (${error instanceof Error ? error.message : String(error)})`
-  } finally {
-    await client.end().catch(() => undefined)
-  }
-}
-
-const skipReason = await unavailable()
+const skipReason = await postgresUnavailable()
 if (skipReason !== undefined) console.warn(`MultiProcessPg: skipped, ${skipReason}`)
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))

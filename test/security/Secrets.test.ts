@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import pg from "pg"
 import { secretsEqual } from "../../src/domain/Secrets.js"
+import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
 
 /**
@@ -381,23 +382,7 @@ describe("secrets never in logs or answers: a full run of the server process", (
   })
 })
 
-const databaseUrl = process.env.DATABASE_URL ?? ""
-
-const pgUnavailable = async (): Promise<string | undefined> => {
-  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) return "DATABASE_URL is not set to a postgres:// URL"
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 3000 })
-  try {
-    await client.connect()
-    await client.query("SELECT 1")
-    return undefined
-  } catch (error) {
-    return `PostgreSQL at DATABASE_URL is unreachable (${error instanceof Error ? error.message : String(error)})`
-  } finally {
-    await client.end().catch(() => undefined)
-  }
-}
-
-const pgSkip = await pgUnavailable()
+const pgSkip = await postgresUnavailable()
 if (pgSkip !== undefined) console.warn(`Secrets (PostgreSQL run): skipped, ${pgSkip}`)
 
 describe.skipIf(pgSkip !== undefined)("secrets never in logs or answers: store errors (PostgreSQL)", () => {
