@@ -58,6 +58,8 @@ const maxErrorBytes = 1024
 /** Rows per multi-row INSERT: jobs and attempts bind 9 parameters a row. */
 const insertChunk = 500
 const idChunk = 500
+/** Rows per JSON parameter (attempts, completions): one statement, no parameter limit, a bounded string. */
+const jsonChunk = 1000
 const purgeChunk = 1000
 /** Jobs of one user removed per statement by a deletion request (all in the request's transaction). */
 const deletionChunk = 1000
@@ -722,23 +724,39 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       }
     })
 
+  // Attempts go in as one JSON parameter of arrays, so the SQL text is the same whatever the row count: prepared once
+  // (a multi-row VALUES list changes its text with every batch size and was prepared again on most flushes).
+  const insertAttemptsStatement = (json: string) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql`
+          INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
+          SELECT v ->> 0, v ->> 1, (v ->> 2)::integer, (v ->> 3)::bigint, (v ->> 4)::integer, (v ->> 5)::integer,
+            v ->> 6, v ->> 7, v ->> 8
+          FROM jsonb_array_elements(${json}::jsonb) AS v`,
+      orElse: () =>
+        sql`
+          INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
+          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
+            value ->> 8
+          FROM json_each(${json})`
+    })
+
   const insertAttempts = (records: ReadonlyArray<AttemptRecord>) =>
     Effect.gen(function*() {
       if (records.length === 0) return
-      const rows = records.map((record) => ({
-        job_id: record.jobId,
-        url: record.url,
-        attempt: record.attempt,
-        started_at: record.startedAt,
-        duration_ms: Math.max(0, Math.round(record.durationMs)),
-        status_code: record.statusCode ?? null,
-        error: cutOrNull(record.error, maxErrorBytes),
-        outcome: record.outcome,
-        response_snippet: cutOrNull(record.responseSnippet, maxSnippetBytes)
-      }))
-      for (const chunk of Arr.chunksOf(rows, insertChunk)) {
-        yield* sql`INSERT INTO attempts ${sql.insert(chunk)}`
-      }
+      const rows = records.map((record) => [
+        record.jobId,
+        record.url,
+        record.attempt,
+        record.startedAt,
+        Math.max(0, Math.round(record.durationMs)),
+        record.statusCode ?? null,
+        cutOrNull(record.error, maxErrorBytes),
+        record.outcome,
+        cutOrNull(record.responseSnippet, maxSnippetBytes)
+      ])
+      for (const chunk of Arr.chunksOf(rows, jsonChunk)) yield* insertAttemptsStatement(JSON.stringify(chunk))
     })
 
   const recordAttempts = Effect.fn("Store.recordAttempts")(
@@ -808,6 +826,40 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
             jobs.finished_at AS finished_at, jobs.created_at AS created_at`
     })
 
+  // The common completion, a delivery with nothing else to keep, in a statement of its own that writes only what a
+  // delivery changes: fewer columns per row, and next_due_at untouched (no jobs_due work). Rows are
+  // `[id, at, first, inc]` arrays.
+  const completeDeliveredStatement = (owner: string, json: string) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ id: string; source_id: string; finished_at: unknown; created_at: unknown }>`
+          UPDATE jobs AS j SET
+            status = 'delivered',
+            finished_at = (v ->> 1)::bigint,
+            attempts = j.attempts + (v ->> 3)::integer,
+            first_attempt_at = coalesce(j.first_attempt_at, (v ->> 2)::bigint),
+            body = ${emptyBlob},
+            lease_owner = NULL,
+            lease_expires_at = NULL
+          FROM jsonb_array_elements(${json}::jsonb) AS v
+          WHERE j.id = v ->> 0 AND j.status = 'delivering' AND j.lease_owner = ${owner}
+          RETURNING j.id, j.source_id, j.finished_at, j.created_at`,
+      orElse: () =>
+        sql<{ id: string; source_id: string; finished_at: unknown; created_at: unknown }>`
+          UPDATE jobs SET
+            status = 'delivered',
+            finished_at = v.value ->> 1,
+            attempts = jobs.attempts + (v.value ->> 3),
+            first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
+            body = ${emptyBlob},
+            lease_owner = NULL,
+            lease_expires_at = NULL
+          FROM json_each(${json}) AS v
+          WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ${owner}
+          RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
+            jobs.created_at AS created_at`
+    })
+
   const completeMany = Effect.fn("Store.completeMany")(
     function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
       // The last completion of a job wins (an UPDATE … FROM applies at most one row per job).
@@ -822,26 +874,38 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         if (attempts !== undefined) yield* insertAttempts(attempts)
         const applied: Array<string> = []
         const usage = new Map<string, UsageRow>()
-        for (const chunk of Arr.chunksOf(rows, idChunk)) {
-          const updated = yield* completeStatement(owner, chunk)
-          for (const row of updated) {
-            applied.push(row.id)
-            if (row.status !== "delivered" && row.status !== "dead") continue
-            const finishedAt = num(row.finished_at)
-            const day = utcDay(finishedAt)
-            const key = `${day}:${row.source_id}`
-            const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
-            const delivered = row.status === "delivered"
-            usage.set(key, {
-              ...current,
-              delivered: current.delivered + (delivered ? 1 : 0),
-              dead: current.dead + (delivered ? 0 : 1),
-              // Received = the job's creation (ingest stamps both with one time). Another process's
-              // clock may run behind: never a negative latency.
-              latency_ms: current.latency_ms + (delivered ? Math.max(0, finishedAt - num(row.created_at)) : 0),
-              latency_jobs: current.latency_jobs + (delivered ? 1 : 0)
-            })
-          }
+        const count = (
+          row: { id: string; source_id: string; finished_at: unknown; created_at: unknown },
+          status: string
+        ) => {
+          applied.push(row.id)
+          if (status !== "delivered" && status !== "dead") return
+          const finishedAt = num(row.finished_at)
+          const day = utcDay(finishedAt)
+          const key = `${day}:${row.source_id}`
+          const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
+          const delivered = status === "delivered"
+          usage.set(key, {
+            ...current,
+            delivered: current.delivered + (delivered ? 1 : 0),
+            dead: current.dead + (delivered ? 0 : 1),
+            // Received = the job's creation (ingest stamps both with one time). Another process's
+            // clock may run behind: never a negative latency.
+            latency_ms: current.latency_ms + (delivered ? Math.max(0, finishedAt - num(row.created_at)) : 0),
+            latency_jobs: current.latency_jobs + (delivered ? 1 : 0)
+          })
+        }
+        const plain: Array<[string, number, number | null, number]> = []
+        const other: Array<CompletionRow> = []
+        for (const row of rows) {
+          if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
+          else other.push(row)
+        }
+        for (const chunk of Arr.chunksOf(plain, jsonChunk)) {
+          for (const row of yield* completeDeliveredStatement(owner, JSON.stringify(chunk))) count(row, "delivered")
+        }
+        for (const chunk of Arr.chunksOf(other, idChunk)) {
+          for (const row of yield* completeStatement(owner, chunk)) count(row, row.status)
         }
         yield* bumpUsage(Array.from(usage.values()))
         // Attempts of jobs not completed here (or whose completion was refused) still count.
