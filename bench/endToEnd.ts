@@ -180,14 +180,23 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
     const steadyRun = `${run}-steady`
     const steadyStart = performance.now()
     const pending: Array<Promise<void>> = []
+    let steadyFailure: unknown = undefined
     for (let i = 0; i < 1000; i++) {
       const due = steadyStart + i * 10
       const wait = due - performance.now()
       if (wait > 0) await sleep(wait)
       const batch = Array.from({ length: 10 }, (_, k) => message(steadyRun, i * 10 + k))
-      pending.push(post(agent, server.url, JSON.stringify({ batch })).then((ms) => void steadyLatencies.push(ms)))
+      // Awaited all together below; a failure is kept until then, so that it ends the run through the cleanup
+      // (an unhandled rejection would exit at once and leave the server running).
+      pending.push(
+        post(agent, server.url, JSON.stringify({ batch })).then(
+          (ms) => void steadyLatencies.push(ms),
+          (error: unknown) => void (steadyFailure ??= error)
+        )
+      )
     }
     await Promise.all(pending)
+    if (steadyFailure !== undefined) throw steadyFailure
     const duringSteady = await server.probe()
 
     return {
