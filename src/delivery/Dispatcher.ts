@@ -114,11 +114,12 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const owner = options.owner ?? randomUUID()
     const concurrencyPerEndpoint = Math.max(1, options.concurrencyPerEndpoint ?? 16)
-    const mailboxPerSource = options.mailboxPerSource ?? 256
+    const mailboxPerSource = options.mailboxPerSource ?? 512
     const maxJobsInMemory = options.maxJobsInMemory ?? 2048
     const claimBatch = Math.min(options.claimBatch ?? 256, maxJobsInMemory)
     const leaseMillis = Duration.toMillis(Duration.decode(options.lease ?? Duration.seconds(60)))
     const idlePoll = options.idlePoll ?? Duration.millis(200)
+    const idlePollMillis = Duration.toMillis(Duration.decode(idlePoll))
     const maxInlineDelay = options.maxInlineDelay ?? Duration.seconds(5)
     const maxInlineMillis = Duration.toMillis(Duration.decode(maxInlineDelay))
     const flushDelay = options.flushDelay ?? Duration.millis(20)
@@ -509,6 +510,15 @@ export const make = (options: DispatcherOptions = {}) =>
       if (!held.has(job.id)) entry.fiber = undefined
     }
 
+    // Expired leases (a stopped process's jobs) are looked for at most this often, not on every claim: the query
+    // costs as much as a small claim and almost always finds nothing.
+    const expiredEvery = Math.max(1, Math.min(1000, Math.floor(leaseMillis / 4)))
+    let expiredCheckedAt = -Infinity
+    // The last claim that left saturated sources out and found nothing: the same claim is not sent again (it walks
+    // the saturated sources' due rows to find none) until `idlePoll` later or until the saturated sources change. A
+    // claim without exclusions in between does not forget it (it would have found the other sources' due jobs too).
+    let emptyExclusion: { readonly key: string; readonly until: number } | undefined
+
     const claimer = Effect.gen(function*() {
       while (true) {
         // The doorbell is reset before looking, so a ring that comes while we claim is not lost.
@@ -528,11 +538,22 @@ export const make = (options: DispatcherOptions = {}) =>
         }
         const limit = Math.min(room, claimBatch, mailboxPerSource - fullest)
         const now = clock.unsafeCurrentTimeMillis()
-        const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated }).pipe(
-          Effect.catchAll((error) =>
-            Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
+        const exclusionKey = saturated.length === 0 ? undefined : saturated.sort().join("\n")
+        if (exclusionKey !== undefined && emptyExclusion?.key === exclusionKey && now < emptyExclusion.until) {
+          yield* signal.wait(Duration.millis(emptyExclusion.until - now))
+          continue
+        }
+        const expired = now - expiredCheckedAt >= expiredEvery
+        if (expired) expiredCheckedAt = now
+        const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated, expired })
+          .pipe(
+            Effect.catchAll((error) =>
+              Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
+            )
           )
-        )
+        if (exclusionKey !== undefined) {
+          emptyExclusion = claimed.length === 0 ? { key: exclusionKey, until: now + idlePollMillis } : undefined
+        }
         const settings = claimed.length === 0 ? undefined : yield* settingsOf(claimed)
         // One claim can bring more of a source than its mailbox holds: the excess goes straight back.
         const overflow: Array<string> = []

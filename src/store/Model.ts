@@ -63,6 +63,8 @@ export interface NewJob {
 export interface ClaimOptions {
   /** Leave these sources' jobs for later (their mailbox in the claiming dispatcher is full). */
   readonly excludeSourceIds?: ReadonlyArray<string> | undefined
+  /** Also take over jobs whose lease expired (a stopped process's). Default true. */
+  readonly expired?: boolean | undefined
 }
 
 /** A job handed to a dispatcher by `claimDue`; it holds the lease until `leaseExpiresAt`. */

@@ -630,7 +630,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       // Each UPDATE is atomic on its own: SQLite runs one statement at a time, PostgreSQL locks
       // the chosen rows (SKIP LOCKED: concurrent claimers take different rows, nobody waits).
       // Expired leases first: a dead process's jobs are the oldest work.
-      const expired = limit <= 0 ? [] : yield* sql<ClaimRow>`
+      const expired = limit <= 0 || options?.expired === false ? [] : yield* sql<ClaimRow>`
         UPDATE jobs SET lease_owner = ${owner}, lease_expires_at = ${until}
         WHERE id IN (
           SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ${now}${notExcluded}
