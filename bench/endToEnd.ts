@@ -1,15 +1,16 @@
 /**
  * End-to-end benchmark (issue: the server): a load generator posts `/v1/batch` (100 messages a
- * request) to the hookrelay server — a real `src/main.ts` process on SQLite, then on PostgreSQL
+ * request) to the hookrelay server — a real server process as `npm start` runs it (`dist/main.js`, compiled from
+ * `src/` first when stale) on SQLite, then on PostgreSQL
  * when DATABASE_URL is set — which delivers to a loopback receiver in a third process. Reports
  * accepted and delivered messages/s, ingest→receipt p50/p99, the server's peak RSS, and the accept
  * latency p99 at a steady 1 000 messages/s. The same run POSTs the same delivered bodies straight
  * to the same receiver with undici as the baseline. A probe preloaded into the server
- * (`bench/support/serverProbe.ts`) reports its event-loop delay and the peaks of its memory kinds per phase.
+ * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
  *   npx tsx bench/endToEnd.ts [--messages 50000]
  */
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -57,11 +58,10 @@ const startServer = async (env: Record<string, string>, probeFile: string) => {
   const port = await freePort()
   const child = spawn(process.execPath, [
     ...(process.env.SERVER_NODE_OPTIONS ?? "").split(" ").filter(Boolean),
+    "--enable-source-maps",
     "--import",
-    "tsx",
-    "--import",
-    join(repoRoot, "bench/support/serverProbe.ts"),
-    join(repoRoot, "src/main.ts")
+    join(repoRoot, "bench/support/serverProbe.mjs"),
+    join(repoRoot, "dist/main.js")
   ], {
     cwd: repoRoot,
     env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), HOOKRELAY_PROBE_FILE: probeFile, ...env },
@@ -270,6 +270,12 @@ const pgRun = async (url: string) => {
 }
 
 const main = async () => {
+  // The server runs as `npm start` runs it: compiled (src → dist when stale), on plain node.
+  const build = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts/server-build.ts")], {
+    cwd: repoRoot,
+    stdio: "inherit"
+  })
+  if (build.status !== 0) throw new Error("the server build failed")
   const raw = await rawBaseline()
   const sqlite = await runServer("sqlite", {}, "")
   const pg = process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
@@ -296,9 +302,10 @@ const main = async () => {
 ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run bench\` (\`bench/endToEnd.ts\`).
 
 ${totalMessages} track messages posted to \`/v1/batch\` (${batchSize} a request, ${senders} senders at once) to a
-\`src/main.ts\` process, delivered to a loopback receiver in a third process. Delivered/s counts from the first
-request to the last receipt. Latency is from posting a message's batch to its receipt. Accept p99 is measured
-afterwards at a steady 1 000 messages/s (100 requests/s of 10 messages). A 503 (ingest overload) is counted and the
+server process (\`dist/main.js\` on plain node, as \`npm start\` runs it), delivered to a loopback receiver in a
+third process. Delivered/s counts from the first request to the last receipt. Latency is from posting a message's
+batch to its receipt. Accept p99 is measured afterwards at a steady 1 000 messages/s (100 requests/s of 10
+messages). A 503 (ingest overload) is counted and the
 batch posted again after its Retry-After, the wait included in its latency. Baseline: the same number of bodies
 POSTed straight to a receiver with undici, 16 at a time: ${Math.round(raw)} messages/s.
 
@@ -307,7 +314,7 @@ POSTed straight to a receiver with undici, 16 at a time: ${Math.round(raw)} mess
 ${row("SQLite", sqlite)}
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
 
-The server's event loop (\`bench/support/serverProbe.ts\`, \`monitorEventLoopDelay\` at 1 ms resolution, so
+The server's event loop (\`bench/support/serverProbe.mjs\`, \`monitorEventLoopDelay\` at 1 ms resolution, so
 ≈ 1 ms is no delay) during the throughput phase and during the steady phase, and the peaks of its memory kinds
 during the throughput phase (RSS beyond them is native: SQLite's page cache, sockets, code):
 

@@ -1,0 +1,49 @@
+/**
+ * Preloaded into the benchmarked server process (`node --import ./bench/support/serverProbe.mjs`): an event-loop
+ * delay histogram (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution) and the peaks of the memory kinds behind RSS
+ * (V8 heap, external and array buffers), sampled every 50 ms. On SIGUSR2 it writes what it saw since the last
+ * SIGUSR2 as one JSON line to `HOOKRELAY_PROBE_FILE`, then starts over, so the benchmark can measure one phase at a
+ * time. Benchmark-only: nothing in `src/` knows about it. Plain JavaScript, so that the server runs on plain `node` as
+ * `npm start` runs it, without tsx's loader (≈ 100 MB) in the measured process.
+ */
+/* global process, setInterval */
+import { appendFileSync } from "node:fs"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+
+const file = process.env.HOOKRELAY_PROBE_FILE
+if (file !== undefined && file !== "") {
+  const delay = monitorEventLoopDelay({ resolution: 1 })
+  delay.enable()
+  const zero = () => ({ rss: 0, heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 })
+  let peak = zero()
+  const sampler = setInterval(() => {
+    const usage = process.memoryUsage()
+    peak = {
+      rss: Math.max(peak.rss, usage.rss),
+      heapUsed: Math.max(peak.heapUsed, usage.heapUsed),
+      heapTotal: Math.max(peak.heapTotal, usage.heapTotal),
+      external: Math.max(peak.external, usage.external),
+      arrayBuffers: Math.max(peak.arrayBuffers, usage.arrayBuffers)
+    }
+  }, 50)
+  sampler.unref()
+  const ms = (nanos) => Math.round(nanos / 1e4) / 100
+  process.on("SIGUSR2", () => {
+    appendFileSync(
+      file,
+      `${
+        JSON.stringify({
+          loopDelayMs: {
+            p50: ms(delay.percentile(50)),
+            p99: ms(delay.percentile(99)),
+            p999: ms(delay.percentile(99.9)),
+            max: ms(delay.max)
+          },
+          peakMemory: peak
+        })
+      }\n`
+    )
+    delay.reset()
+    peak = zero()
+  })
+}
