@@ -28,15 +28,43 @@ export interface PreparedEndpoint {
   readonly request: TransportRequest
 }
 
+/** What every request to one configured endpoint shares: its URL split and its headers without a signature. */
+interface EndpointTemplate {
+  readonly origin: string
+  readonly path: string
+  readonly headers: ReadonlyArray<string>
+}
+
+// Per endpoint object (settings are read once per claim and shared by its jobs): no URL parse or header list per job.
+const templates = new WeakMap<Endpoint, EndpointTemplate>()
+
+const templateOf = (endpoint: Endpoint): EndpointTemplate => {
+  let template = templates.get(endpoint)
+  if (template === undefined) {
+    template = { ...requestTarget(endpoint.url), headers: requestHeaders(endpoint, undefined) }
+    templates.set(endpoint, template)
+  }
+  return template
+}
+
 /** `body` is the exact bytes `signature` was computed over. */
 export const prepareEndpoint = (
   endpoint: Endpoint,
   body: Uint8Array,
   signature: string | undefined
-): PreparedEndpoint => ({
-  url: endpoint.url,
-  request: { ...requestTarget(endpoint.url), headers: requestHeaders(endpoint, signature), body }
-})
+): PreparedEndpoint => {
+  const template = templateOf(endpoint)
+  return {
+    url: endpoint.url,
+    request: {
+      origin: template.origin,
+      path: template.path,
+      // Without a signature the shared list is sent as is (the transport never changes it).
+      headers: signature === undefined ? template.headers : requestHeaders(endpoint, signature),
+      body
+    }
+  }
+}
 
 export interface AttemptInput {
   readonly jobId: string
