@@ -11,7 +11,7 @@
  * of the event loop (no socket), the same filled outbox; prints CPU µs per job (user + system of this process, from
  * the dispatcher's start until the store has every job delivered) and jobs/s, per round. Nothing is written.
  */
-import { Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
+import { Context, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
@@ -126,6 +126,38 @@ const fakeTransport = Layer.succeed(Transport.Transport, {
     })
 })
 
+/** `DISPATCHER_STORE_TIMING=1`: prints the count and mean time of the dispatcher's store calls at the end of a run. */
+const storeTimes = new Map<string, { n: number; ms: number; rows: number }>()
+const timed = <R>(context: Context.Context<R>): Context.Context<R> => {
+  if (process.env.DISPATCHER_STORE_TIMING === undefined) return context
+  const store = Context.unsafeGet(context, Store) as Store["Type"]
+  const wrap =
+    <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) => (...args: A) =>
+      Effect.suspend(() => {
+        const started = performance.now()
+        return Effect.tap(f(...args), (result) =>
+          Effect.sync(() => {
+            const entry = storeTimes.get(name) ?? { n: 0, ms: 0, rows: 0 }
+            entry.n++
+            entry.ms += performance.now() - started
+            entry.rows += Array.isArray(result) ? result.length : name === "completeMany" ? args[1] as never : 0
+            storeTimes.set(name, entry)
+          }))
+      })
+  return Context.add(context, Store, {
+    ...store,
+    claimDue: wrap("claimDue", store.claimDue),
+    completeMany: wrap("completeMany", store.completeMany),
+    renewLeases: wrap("renewLeases", store.renewLeases)
+  }) as Context.Context<R>
+}
+const printStoreTimes = () => {
+  for (const [name, t] of storeTimes) {
+    console.log(`${name}: ${t.n} calls, ${(t.ms / t.n).toFixed(2)} ms each, ${(t.rows / t.n).toFixed(0)} rows each`)
+  }
+  storeTimes.clear()
+}
+
 const runDispatcher = async (
   kind: "sqlite" | "pg",
   url: string,
@@ -164,11 +196,13 @@ const runDispatcher = async (
       undefined
     if (counting !== undefined) await sleep(100)
     const rss = sampleRss()
-    const profiling = fake && process.env.DISPATCHER_PROFILE !== undefined ? await startProfile() : undefined
+    const profiling = process.env.DISPATCHER_PROFILE !== undefined ? await startProfile() : undefined
     const cpu = process.cpuUsage()
     const started = performance.now()
     const dispatcherRuntime = ManagedRuntime.make(
-      Dispatcher.layer().pipe(Layer.provide(Layer.succeedContext(await runtime.runtime().then((r) => r.context))))
+      Dispatcher.layer().pipe(
+        Layer.provide(Layer.succeedContext(timed(await runtime.runtime().then((r) => r.context))))
+      )
     )
     await dispatcherRuntime.runtime()
     const allDelivered = () =>
@@ -185,6 +219,7 @@ const runDispatcher = async (
     }
     const peak = rss.stop()
     await dispatcherRuntime.dispose()
+    printStoreTimes()
     return { jobsPerSecond: jobs / seconds, peakRssBytes: peak, cpuMicrosPerJob: (used.user + used.system) / jobs }
   } finally {
     await runtime.dispose()

@@ -826,6 +826,15 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
             jobs.finished_at AS finished_at, jobs.created_at AS created_at`
     })
 
+  // PostgreSQL plans the completion joins (jobs ⋈ the JSON rows) from its estimates: few 'delivering' jobs, 100 rows
+  // from a JSON function. It then picks a nested loop that extracts every JSON row's id once per leased job: measured
+  // 1 000 completions against 1 000–9 000 leased jobs, 0.2–2.1 s per statement, growing with the square of the batch.
+  // A hash join does the same in a few ms whatever the estimates: nested loops are off for this transaction only.
+  const noNestedLoops = sql.onDialectOrElse({
+    pg: () => Effect.asVoid(sql`SET LOCAL enable_nestloop = off`),
+    orElse: () => Effect.void
+  })
+
   // The common completion, a delivery with nothing else to keep, in a statement of its own that writes only what a
   // delivery changes: fewer columns per row, and next_due_at untouched (no jobs_due work). Rows are
   // `[id, at, first, inc]` arrays.
@@ -871,6 +880,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         return { applied: [], refused: [] } satisfies CompleteResult
       }
       return yield* sql.withTransaction(Effect.gen(function*() {
+        if (rows.length > 0) yield* noNestedLoops
         if (attempts !== undefined) yield* insertAttempts(attempts)
         const applied: Array<string> = []
         const usage = new Map<string, UsageRow>()
