@@ -34,6 +34,8 @@ export interface DispatcherOptions {
   readonly maxInlineDelay?: Duration.DurationInput | undefined
   /** How long finished jobs wait to be written together (one transaction for all). Default 20 ms. */
   readonly flushDelay?: Duration.DurationInput | undefined
+  /** Finished jobs that are written at once, without waiting for `flushDelay`: a bound on one transaction. Default 512. */
+  readonly flushSize?: number | undefined
 }
 
 const storedOutcome = (outcome: AttemptRecord["outcome"]): StoredAttemptRecord["outcome"] => {
@@ -99,7 +101,7 @@ interface Actor {
  * slots the others need.
  *
  * Per-job bookkeeping is batched: source settings are read once per claim, and finished jobs, their attempts, metrics
- * and published outcomes go out together every `flushDelay`.
+ * and published outcomes go out together every `flushDelay`, or as soon as `flushSize` jobs have finished.
  *
  * On shutdown the fibers are interrupted (requests aborted, attempts recorded), the last batch is written and every
  * lease still held is released.
@@ -123,6 +125,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const maxInlineDelay = options.maxInlineDelay ?? Duration.seconds(5)
     const maxInlineMillis = Duration.toMillis(Duration.decode(maxInlineDelay))
     const flushDelay = options.flushDelay ?? Duration.millis(20)
+    const flushSize = Math.max(1, options.flushSize ?? 512)
 
     const held = new Map<string, Held>()
     const heldPerSource = new Map<string, number>()
@@ -136,6 +139,8 @@ export const make = (options: DispatcherOptions = {}) =>
     let finished: Array<DeliveryOutcome> = []
     let latencies: Array<number> = []
     const workWaiting = yield* Effect.makeLatch(false)
+    // Open when `flushSize` finished jobs wait: the flusher stops waiting for `flushDelay`.
+    const batchFull = yield* Effect.makeLatch(false)
 
     const fibers = yield* FiberSet.make<unknown, never>()
     // Forks from synchronous code into the set. The runtime is captured here, inside the layer's acquisition, which is
@@ -188,7 +193,7 @@ export const make = (options: DispatcherOptions = {}) =>
     }
 
     const finish = (entry: Held, completion: Completion): void => {
-      completions.push(completion)
+      if (completions.push(completion) === flushSize) batchFull.unsafeOpen()
       release(entry)
       workWaiting.unsafeOpen()
     }
@@ -466,7 +471,9 @@ export const make = (options: DispatcherOptions = {}) =>
       while (true) {
         yield* workWaiting.await
         yield* workWaiting.close
-        yield* Effect.sleep(flushDelay)
+        // A batch that filled up during the last write goes at once.
+        if (completions.length < flushSize) yield* Effect.timeoutOption(batchFull.await, flushDelay)
+        yield* batchFull.close
         yield* flush
       }
     })

@@ -10,7 +10,7 @@ import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { tempDirectory } from "../support/app.js"
-import { adjustUntil, closedPort, startServer, waitUntil } from "./support.js"
+import { adjustUntil, closedPort, realWait, startServer, waitUntil } from "./support.js"
 
 const hour = 60 * 60 * 1000
 const minute = 60 * 1000
@@ -238,6 +238,63 @@ describe("Dispatcher", () => {
         yield* Layer.build(Dispatcher.layer({ lease: "600 millis" }))
         yield* waitUntil(() => receiver.requests.length === 1 || receiver.handlerCalls === 1, "the request in flight")
         yield* waitUntil(() => receiver.requests[0]?.aborted === true, "the request aborted", 5_000)
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("writes finished jobs as soon as flushSize of them wait, without waiting for flushDelay", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", receiver.url)
+        yield* enqueue("s1", Array.from({ length: 25 }, (_, i) => `f-${i}`))
+        // The Clock never moves here: only the size can trigger a write.
+        yield* Layer.build(Dispatcher.layer({ flushDelay: "2 seconds", flushSize: 10 }))
+        yield* waitUntil(() => receiver.requests.length === 25, "25 deliveries")
+        let delivered = 0
+        for (let waited = 0; waited < 2_000 && delivered < 16; waited += 10) {
+          yield* realWait(10)
+          delivered = (yield* store.backlog()).delivered
+        }
+        // Fewer than flushSize wait for the Clock: at least 16 of the 25 were written by size.
+        expect(delivered).toBeGreaterThanOrEqual(16)
+        yield* TestClock.adjust("2 seconds")
+        for (let waited = 0; waited < 2_000 && delivered < 25; waited += 10) {
+          yield* realWait(10)
+          delivered = (yield* store.backlog()).delivered
+        }
+        expect(delivered).toBe(25)
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("looks for expired leases once a second, not on every claim", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", receiver.url)
+        yield* Layer.build(Dispatcher.layer())
+        // The first claim (expired leases included) finds nothing; the dispatcher then polls every 200 ms.
+        yield* realWait(100)
+        yield* enqueue("s1", ["orphan"])
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        // Another process claims it for 300 ms and stops.
+        expect(yield* store.claimDue("stopped-process", now, 10, 300)).toHaveLength(1)
+        // Expired at +300 ms; claims at +200 … +800 take pending jobs only.
+        for (let step = 0; step < 9; step++) {
+          yield* TestClock.adjust("100 millis")
+          yield* realWait(20)
+        }
+        expect(receiver.handlerCalls).toBe(0)
+        // At +1 s the expired leases are looked for again: taken over and delivered.
+        yield* adjustUntil(() => receiver.requests.length === 1, "the orphan delivered", "100 millis", 5)
+        expect(receiver.requests[0]!.body.toString()).toContain("orphan")
       }).pipe(Effect.provide(context))
     }))
 })
