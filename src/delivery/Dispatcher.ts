@@ -429,7 +429,7 @@ export const make = (options: DispatcherOptions = {}) =>
         if (deliveredCount > 0) jobsDelivered.unsafeUpdate(deliveredCount, [])
         if (done.length > deliveredCount) jobsDead.unsafeUpdate(done.length - deliveredCount, [])
         for (const seconds of latency) deliveryLatency.unsafeUpdate(seconds, [])
-        return Effect.forEach(done, outcomes.publish, { discard: true })
+        return outcomes.publishAll(done)
       })
 
     const countAttempts = (records: ReadonlyArray<StoredAttemptRecord>) => {

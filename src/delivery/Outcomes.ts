@@ -17,6 +17,8 @@ export interface DeliveryOutcome {
 
 export interface DeliveryOutcomesShape {
   readonly publish: (outcome: DeliveryOutcome) => Effect.Effect<void>
+  /** A flush's outcomes at once, in order (one call, not one per outcome). */
+  readonly publishAll: (outcomes: ReadonlyArray<DeliveryOutcome>) => Effect.Effect<void>
   /** Outcomes from the moment of subscription on. A subscriber more than `capacity` behind loses the oldest. */
   readonly stream: Stream.Stream<DeliveryOutcome>
 }
@@ -30,6 +32,8 @@ export const make = (capacity = 16_384) =>
   Effect.map(PubSub.sliding<DeliveryOutcome>(capacity), (pubsub) =>
     DeliveryOutcomes.of({
       publish: (outcome) => Effect.asVoid(PubSub.publish(pubsub, outcome)),
+      publishAll: (outcomes) =>
+        outcomes.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, outcomes)),
       stream: Stream.fromPubSub(pubsub)
     }))
 

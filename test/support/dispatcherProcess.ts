@@ -224,6 +224,16 @@ const main = async () => {
             }),
             inner.publish(outcome)
           ),
+        publishAll: (outcomes) =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              for (const outcome of outcomes) {
+                if (outcome.status === "delivered") delivered++
+                else dead++
+              }
+            }),
+            inner.publishAll(outcomes)
+          ),
         stream: inner.stream
       }))
   )
