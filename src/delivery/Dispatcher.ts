@@ -116,7 +116,7 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const owner = options.owner ?? randomUUID()
     const concurrencyPerEndpoint = Math.max(1, options.concurrencyPerEndpoint ?? 16)
-    const mailboxPerSource = options.mailboxPerSource ?? 512
+    const mailboxPerSource = options.mailboxPerSource ?? 256
     const maxJobsInMemory = options.maxJobsInMemory ?? 2048
     const claimBatch = Math.min(options.claimBatch ?? 256, maxJobsInMemory)
     const leaseMillis = Duration.toMillis(Duration.decode(options.lease ?? Duration.seconds(60)))
