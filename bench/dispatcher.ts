@@ -26,6 +26,7 @@ import * as OutboxSignal from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
+import { transpileForNode } from "./support/compile.js"
 import { dropPgSchema, mb, sampleRss, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
@@ -251,11 +252,15 @@ const runBacklog = async () => {
       yield* fill(s, "down", pendingJobs, () => body)
     }))
     await filling.dispose()
+    // Compiled, on plain node: the way the server runs (`npm start`); tsx alone adds ~70 MB of RSS.
+    const compiled = await transpileForNode("hookrelay-dispatcher-bench", ["src"], [
+      "test/support/dispatcherProcess.ts"
+    ])
     const dispatcher = await startDispatcherProcess({
       DISPATCHER_STORE: "sqlite",
       DISPATCHER_SQLITE_FILE: filename,
       HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
-    })
+    }, join(compiled, "test", "support", "dispatcherProcess.js"))
     await sleep(15_000)
     const stopped = await dispatcher.stop()
     const reading = ManagedRuntime.make(StoreLayers.layerSqlite({ filename }))
@@ -329,7 +334,8 @@ const main = async () => {
 ## Memory with a large backlog
 
 ${pendingJobs} pending jobs on SQLite, the receiver refusing every connection, the dispatcher (default options) running
-for 15 s in a process of its own (the outbox was filled from the benchmark's process): peak RSS
+for 15 s in a process of its own, compiled, on plain node as the server runs (the outbox was filled from the
+benchmark's process): peak RSS
 ${mb(backlog.peakRssBytes)} MB (${mb(backlog.baselineRssBytes)} MB with the store open before the dispatcher started),
 peak heapUsed ${mb(backlog.peakHeapBytes)} MB (target: RSS < 200 MB).
 Backlog after the run: ${JSON.stringify(backlog.backlog)}.

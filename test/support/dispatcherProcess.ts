@@ -83,10 +83,14 @@ export interface DispatcherProcess {
 }
 
 /** Forks this script with `env` and waits for its "ready" report (at most 30 s). */
-export const startDispatcherProcess = (env: Record<string, string>): Promise<DispatcherProcess> =>
+export const startDispatcherProcess = (
+  env: Record<string, string>,
+  /** This script compiled to JavaScript (a benchmark runs it on plain node, as production does); default: tsx. */
+  compiledScript?: string
+): Promise<DispatcherProcess> =>
   new Promise((resolve, reject) => {
-    const child = fork(scriptPath, [], {
-      execArgv: ["--import", "tsx", "--expose-gc"],
+    const child = fork(compiledScript ?? scriptPath, [], {
+      execArgv: compiledScript === undefined ? ["--import", "tsx", "--expose-gc"] : ["--expose-gc"],
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe", "ipc"]
     })
