@@ -13,12 +13,13 @@
  * - this process, which starts them one after the other and writes bench/results/client.{md,json}.
  */
 import { type ChildProcess, fork } from "node:child_process"
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { cpus, loadavg } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { transpileForNode } from "../support/compile.js"
 
 const here = fileURLToPath(import.meta.url)
 const repoRoot = join(dirname(here), "..", "..")
@@ -155,29 +156,14 @@ const runClient = async (kind: ClientKind, port: number, flushAt: number, messag
 
 /**
  * The children run as plain JavaScript on plain `node`, as a deployed service would: the client's
- * sources (and this file) are transpiled with TypeScript into node_modules/.cache, so that neither
- * client pays for tsx's loader in time or memory. Packages (effect, undici, analytics-node) are
- * imported from node_modules as usual.
+ * sources (and this file) are transpiled into node_modules/.cache, so that neither client pays for
+ * tsx's loader in time or memory.
  */
 const compileForNode = async (): Promise<string> => {
-  const { default: ts } = await import("typescript")
-  const out = join(repoRoot, "node_modules", ".cache", "hookrelay-client-bench")
-  rmSync(out, { recursive: true, force: true })
-  const transpile = (file: string) => {
-    const source = readFileSync(join(repoRoot, file), "utf8")
-    const { outputText } = ts.transpileModule(source, {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-      fileName: file
-    })
-    const target = join(out, file.replace(/\.ts$/, ".js"))
-    mkdirSync(dirname(target), { recursive: true })
-    writeFileSync(target, outputText)
-  }
-  for (const dir of ["src/client", "src/domain"]) {
-    for (const name of readdirSync(join(repoRoot, dir))) if (name.endsWith(".ts")) transpile(`${dir}/${name}`)
-  }
-  transpile("bench/client/clientBench.ts")
-  writeFileSync(join(out, "package.json"), "{\"type\":\"module\"}\n")
+  const out = await transpileForNode("hookrelay-client-bench", ["src/client", "src/domain"], [
+    "bench/client/clientBench.ts",
+    "bench/support/compile.ts"
+  ])
   return join(out, "bench", "client", "clientBench.js")
 }
 
