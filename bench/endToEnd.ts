@@ -8,7 +8,11 @@
  * to the same receiver with undici as the baseline. A probe preloaded into the server
  * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
- *   npx tsx bench/endToEnd.ts [--messages 50000]
+ *   npx tsx bench/endToEnd.ts [--messages 50000] [--server path/to/main.js] [--skip-raw] [--sqlite-only]
+ *
+ * `--server` runs another compiled server (e.g. a build of an older commit) instead of `dist/main.js`, so that two
+ * builds can be measured alternately on the same, shared machine; `--skip-raw` leaves the baseline out and
+ * `--sqlite-only` the PostgreSQL run. Such partial runs print their table without writing bench/results.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -22,6 +26,10 @@ const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
   return index === -1 ? fallback : Number(process.argv[index + 1])
 }
+
+const flag = (name: string) => process.argv.includes(`--${name}`)
+const serverIndex = process.argv.indexOf("--server")
+const serverEntry = serverIndex === -1 ? join(repoRoot, "dist/main.js") : process.argv[serverIndex + 1]!
 
 const totalMessages = arg("messages", 50_000)
 const batchSize = 100
@@ -61,7 +69,7 @@ const startServer = async (env: Record<string, string>, probeFile: string) => {
     "--enable-source-maps",
     "--import",
     join(repoRoot, "bench/support/serverProbe.mjs"),
-    join(repoRoot, "dist/main.js")
+    serverEntry
   ], {
     cwd: repoRoot,
     env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), HOOKRELAY_PROBE_FILE: probeFile, ...env },
@@ -276,9 +284,9 @@ const main = async () => {
     stdio: "inherit"
   })
   if (build.status !== 0) throw new Error("the server build failed")
-  const raw = await rawBaseline()
+  const raw = flag("skip-raw") ? 0 : await rawBaseline()
   const sqlite = await runServer("sqlite", {}, "")
-  const pg = process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
+  const pg = flag("sqlite-only") || process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
     ? undefined
     : await pgRun(process.env.DATABASE_URL)
   const row = (name: string, r: Awaited<ReturnType<typeof runServer>>) =>
@@ -325,7 +333,10 @@ ${pg === undefined ? "" : probeRow("PostgreSQL", pg)}
 
 Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.
 `
-  writeResults("end-to-end", markdown, { totalMessages, batchSize, senders, raw, sqlite, pg })
+  // A partial run (another server, no baseline) is printed only, never written over the results.
+  if (raw > 0 && serverIndex === -1) {
+    writeResults("end-to-end", markdown, { totalMessages, batchSize, senders, raw, sqlite, pg })
+  }
   console.log(markdown)
 }
 

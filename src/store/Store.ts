@@ -9,6 +9,7 @@ import type { StoreShape } from "./Model.js"
 import * as SqlStore from "./SqlStore.js"
 import { dataDirectoryConfig, postgresUrlConfig } from "./StoreConfig.js"
 import { StoreError } from "./StoreError.js"
+import * as WalCheckpoints from "./WalCheckpoints.js"
 
 /**
  * The outbox and everything around it: sources, jobs, attempts, dedupe, usage. One behaviour,
@@ -27,6 +28,11 @@ export interface SqliteOptions {
   readonly filename?: string | undefined
   /** The data directory; the file is `<directory>/hookrelay.db`. Default `./data`. */
   readonly directory?: string | undefined
+  /**
+   * WAL checkpoints on a worker thread instead of inside commits (see `WalCheckpoints`); `false`
+   * leaves them to SQLite's checkpoint on commit. Not used for `:memory:` or URI filenames.
+   */
+  readonly checkpoints?: WalCheckpoints.WalCheckpointOptions | false | undefined
 }
 
 export const sqliteFilename = (options: SqliteOptions): string =>
@@ -35,6 +41,7 @@ export const sqliteFilename = (options: SqliteOptions): string =>
 /**
  * SQLite in one file (WAL, synchronous=NORMAL, busy_timeout). The directory is created when
  * missing. One connection: keep transactions short, as every statement blocks the event loop.
+ * Checkpoints run on a worker thread with a connection of its own (`WalCheckpoints`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
@@ -45,7 +52,12 @@ export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, Sto
         catch: (cause) => new StoreError({ operation: "open", cause })
       })
     }
-    return layerSql.pipe(
+    // After the store's own connection settings (built first through provideMerge), so that
+    // `wal_autocheckpoint = 0` is the last word.
+    const store = options.checkpoints === false || !WalCheckpoints.isSharedFile(filename)
+      ? layerSql
+      : WalCheckpoints.layer(filename, options.checkpoints ?? {}).pipe(Layer.provideMerge(layerSql))
+    return store.pipe(
       Layer.provide(
         SqliteClient.layer({ filename }).pipe(
           Layer.mapError((cause) => new StoreError({ operation: "open", cause }))

@@ -1,0 +1,125 @@
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, TestClock, TestServices } from "effect"
+import * as Path from "node:path"
+import * as SqlStore from "../../src/store/SqlStore.js"
+import { Store } from "../../src/store/Store.js"
+import * as WalCheckpoints from "../../src/store/WalCheckpoints.js"
+
+/** A source and `count` messages of about 600 bytes each, so that every batch adds a few dozen WAL pages. */
+const body = new TextEncoder().encode(JSON.stringify({ type: "track", padding: "x".repeat(600) }))
+const entries = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => ({ messageId: `${prefix}-${i}`, userId: `user-${i % 50}`, body }))
+
+/** Real time passes (the worker answers through the event loop) while the test's clock stays put. */
+const liveSleep = (millis: number) => TestServices.provideLive(Effect.sleep(millis))
+
+const waitUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, what: string) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 500; i++) {
+      const value = yield* read
+      if (done(value)) return value
+      yield* liveSleep(10)
+    }
+    return yield* Effect.dieMessage(`timed out waiting for ${what}`)
+  })
+
+/** The store and its checkpoints over one SQLite file in a temporary directory, built in the test's scope. */
+const openStore = (options: WalCheckpoints.WalCheckpointOptions) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const directory = yield* fs.makeTempDirectoryScoped()
+    const filename = Path.join(directory, "store.db")
+    const context = yield* Layer.build(
+      Layer.effect(Store, SqlStore.make).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
+    )
+    const stats = yield* WalCheckpoints.make(filename, options).pipe(Effect.provide(context))
+    return { filename, stats, store: context.unsafeMap.get(Store.key) as Store["Type"], context, fs }
+  })
+
+describe("WAL checkpoints on a worker thread", () => {
+  it.scopedLive("copy the WAL into the database file while commits go on, and start the WAL over", () =>
+    Effect.gen(function*() {
+      const { context, filename, fs, stats, store } = yield* openStore({
+        interval: "5 millis",
+        maxWalBytes: 256 * 1024
+      })
+      const sql = SqlClient.SqlClient.pipe(Effect.provide(context))
+      const autocheckpoint = yield* Effect.flatMap(
+        sql,
+        (sql) => sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`
+      )
+      assert.strictEqual(autocheckpoint[0]!.wal_autocheckpoint, 0, "the main connection never checkpoints on commit")
+
+      yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
+      const startSize = Number((yield* fs.stat(filename)).size)
+      let largestWal = 0
+      for (let batch = 0; batch < 60; batch++) {
+        yield* store.enqueue("web", entries(`b${batch}`, 100), 1_000 + batch)
+        largestWal = Math.max(largestWal, (yield* stats).last?.log ?? 0)
+        // A server lets its event loop turn between requests; the worker's answers come in then.
+        yield* liveSleep(1)
+      }
+      const afterCommits = yield* stats
+      assert.isAbove(afterCommits.byWorker, 3, "the worker ran checkpoints during the commits")
+      assert.isAbove(afterCommits.byMain, 0, "a WAL past maxWalBytes was finished by the main connection")
+      assert.isFalse(afterCommits.failed)
+
+      // Once the commits stop, one more round copies the rest: every frame of the WAL is in the database file.
+      const settled = yield* waitUntil(
+        stats,
+        (s) => s.last !== undefined && s.last.log > 0 && s.last.checkpointed === s.last.log,
+        "a complete checkpoint"
+      )
+      assert.isBelow(settled.last!.log, 60 * 30, "the WAL was started over instead of holding every commit")
+      assert.isAbove(Number((yield* fs.stat(filename)).size), startSize + 60 * 100 * 600, "pages reached the file")
+      assert.isAbove(largestWal, 0)
+
+      // What was committed is all there for another connection that reads the file alone.
+      const counted = yield* Effect.gen(function*() {
+        const other = yield* SqlClient.SqlClient
+        return yield* other<{ n: number }>`SELECT count(*) AS n FROM jobs`
+      }).pipe(Effect.provide(SqliteClient.layer({ filename, readonly: true })))
+      assert.strictEqual(counted[0]!.n, 6_000)
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  it.scoped("run on Effect's Clock: one at start, then one an interval after a commit, none while idle", () =>
+    Effect.gen(function*() {
+      const { stats, store } = yield* openStore({ interval: "1 second" })
+      yield* waitUntil(stats, (s) => s.byWorker === 1, "the first checkpoint")
+
+      // Idle: a day passes on the clock without a checkpoint (nor a step per interval).
+      yield* TestClock.adjust("1 day")
+      yield* liveSleep(50)
+      assert.strictEqual((yield* stats).byWorker, 1, "no checkpoint without a commit")
+
+      yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
+      yield* store.enqueue("web", entries("a", 10), 2)
+      yield* liveSleep(50) // the change of the WAL file reaches the loop, which then sleeps on the clock
+      yield* TestClock.adjust("999 millis")
+      yield* liveSleep(50)
+      assert.strictEqual((yield* stats).byWorker, 1, "nothing before the interval is over")
+
+      yield* TestClock.adjust("1 milli")
+      const second = yield* waitUntil(stats, (s) => s.byWorker === 2, "the second checkpoint")
+      assert.isAbove(second.last!.checkpointed, 0, "it copied the commits made in between")
+      assert.strictEqual(second.last!.checkpointed, second.last!.log)
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  it.scoped("a worker that cannot open the file gives the main connection its checkpoint on commit back", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const directory = yield* fs.makeTempDirectoryScoped()
+      const stats = yield* WalCheckpoints.make(Path.join(directory, "missing", "store.db"))
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`
+      assert.isTrue((yield* stats).failed)
+      assert.strictEqual(rows[0]!.wal_autocheckpoint, WalCheckpoints.walCheckpointDefaults.fallbackAutocheckpoint)
+    }).pipe(
+      Effect.provide(SqliteClient.layer({ filename: ":memory:" })),
+      Effect.provide(NodeFileSystem.layer)
+    ))
+})
