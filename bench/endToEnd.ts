@@ -15,7 +15,7 @@
  * `--sqlite-only` the PostgreSQL run. Such partial runs print their table without writing bench/results.
  */
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Agent } from "undici"
@@ -60,6 +60,14 @@ interface ProbeReport {
     readonly external: number
     readonly arrayBuffers: number
   }
+  readonly gc: {
+    readonly minorCount: number
+    readonly minorMs: number
+    readonly minorMaxMs: number
+    readonly majorCount: number
+    readonly majorMs: number
+    readonly majorMaxMs: number
+  }
 }
 
 const startServer = async (env: Record<string, string>, probeFile: string) => {
@@ -73,7 +81,8 @@ const startServer = async (env: Record<string, string>, probeFile: string) => {
   ], {
     cwd: repoRoot,
     env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), HOOKRELAY_PROBE_FILE: probeFile, ...env },
-    stdio: ["ignore", "ignore", "inherit"]
+    // SERVER_STDOUT=file keeps what the server prints (its JSON logs, or V8's --trace-gc* output with SERVER_NODE_OPTIONS).
+    stdio: ["ignore", process.env.SERVER_STDOUT ? openSync(process.env.SERVER_STDOUT, "w") : "ignore", "inherit"]
   })
   const url = `http://127.0.0.1:${port}`
   await waitFor(
@@ -305,6 +314,13 @@ const main = async () => {
       mb(memory.external)
     } | ${mb(memory.arrayBuffers)} |`
   }
+  const gcRow = (name: string, r: Awaited<ReturnType<typeof runServer>>) => {
+    const pauses = (report: ProbeReport) =>
+      `${report.gc.minorCount} / ${Math.round(report.gc.minorMs)} / ${
+        report.gc.minorMaxMs.toFixed(1)
+      } | ${report.gc.majorCount} / ${Math.round(report.gc.majorMs)} / ${report.gc.majorMaxMs.toFixed(1)}`
+    return `| ${name} | ${pauses(r.duringAccept)} | ${pauses(r.duringSteady)} |`
+  }
   const markdown = `# End-to-end benchmark
 
 ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run bench\` (\`bench/endToEnd.ts\`).
@@ -330,6 +346,13 @@ during the throughput phase (RSS beyond them is native: SQLite's page cache, soc
 |---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${probeRow("SQLite", sqlite)}
 ${pg === undefined ? "" : probeRow("PostgreSQL", pg)}
+
+The server's GC pauses per phase (count / total ms / longest ms), young generation and full collections:
+
+| store | young, throughput | full, throughput | young, steady | full, steady |
+|---|---:|---:|---:|---:|
+${gcRow("SQLite", sqlite)}
+${pg === undefined ? "" : gcRow("PostgreSQL", pg)}
 
 Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.
 `

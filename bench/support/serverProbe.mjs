@@ -1,14 +1,15 @@
 /**
  * Preloaded into the benchmarked server process (`node --import ./bench/support/serverProbe.mjs`): an event-loop
  * delay histogram (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution) and the peaks of the memory kinds behind RSS
- * (V8 heap, external and array buffers), sampled every 50 ms. On SIGUSR2 it writes what it saw since the last
+ * (V8 heap, external and array buffers), sampled every 50 ms, and its GC pauses (count, total and longest, young
+ * generation and full collections apart). On SIGUSR2 it writes what it saw since the last
  * SIGUSR2 as one JSON line to `HOOKRELAY_PROBE_FILE`, then starts over, so the benchmark can measure one phase at a
  * time. Benchmark-only: nothing in `src/` knows about it. Plain JavaScript, so that the server runs on plain `node` as
  * `npm start` runs it, without tsx's loader (≈ 100 MB) in the measured process.
  */
 /* global process, setInterval */
 import { appendFileSync } from "node:fs"
-import { monitorEventLoopDelay } from "node:perf_hooks"
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 
 const file = process.env.HOOKRELAY_PROBE_FILE
 if (file !== undefined && file !== "") {
@@ -28,6 +29,24 @@ if (file !== undefined && file !== "") {
   }, 50)
   sampler.unref()
   const ms = (nanos) => Math.round(nanos / 1e4) / 100
+  // GC pauses of the phase: young-generation scavenges and full (mark-compact) collections, count, total and longest.
+  const zeroGc = () => ({ minorCount: 0, minorMs: 0, minorMaxMs: 0, majorCount: 0, majorMs: 0, majorMaxMs: 0 })
+  let gc = zeroGc()
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const minor = entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR
+      if (minor) {
+        gc.minorCount++
+        gc.minorMs += entry.duration
+        gc.minorMaxMs = Math.max(gc.minorMaxMs, entry.duration)
+      } else {
+        gc.majorCount++
+        gc.majorMs += entry.duration
+        gc.majorMaxMs = Math.max(gc.majorMaxMs, entry.duration)
+      }
+    }
+  }).observe({ entryTypes: ["gc"] })
+  const round = (value) => Math.round(value * 100) / 100
   process.on("SIGUSR2", () => {
     appendFileSync(
       file,
@@ -39,11 +58,13 @@ if (file !== undefined && file !== "") {
             p999: ms(delay.percentile(99.9)),
             max: ms(delay.max)
           },
-          peakMemory: peak
+          peakMemory: peak,
+          gc: Object.fromEntries(Object.entries(gc).map(([key, value]) => [key, round(value)]))
         })
       }\n`
     )
     delay.reset()
     peak = zero()
+    gc = zeroGc()
   })
 }

@@ -42,7 +42,8 @@ export const make = (options: OverloadOptions = {}) =>
 
     let counted = 0
     let createdSince = 0
-    const count = store.backlog().pipe(
+    // Only what is still to deliver: the finished jobs' counts grow with retention and admission needs none.
+    const count = store.backlog({ finished: false }).pipe(
       Effect.tap((backlog) =>
         Effect.sync(() => {
           counted = backlog.pending + backlog.delivering

@@ -11,6 +11,7 @@ import type {
   AudienceRef,
   AudienceSyncStart,
   Backlog,
+  BacklogOptions,
   ClaimedJob,
   ClaimOptions,
   CompleteResult,
@@ -1096,14 +1097,19 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   )
 
   const backlog = Effect.fn("Store.backlog")(
-    function*() {
+    function*(options?: BacklogOptions) {
       // One scalar subquery per status, each answered from its partial index.
-      const rows = yield* sql<Record<string, unknown>>`
-        SELECT
-          (SELECT count(*) FROM jobs WHERE status = 'pending') AS pending,
-          (SELECT count(*) FROM jobs WHERE status = 'delivering') AS delivering,
-          (SELECT count(*) FROM jobs WHERE status = 'delivered') AS delivered,
-          (SELECT count(*) FROM jobs WHERE status = 'dead') AS dead`
+      const rows = options?.finished === false
+        ? yield* sql<Record<string, unknown>>`
+          SELECT
+            (SELECT count(*) FROM jobs WHERE status = 'pending') AS pending,
+            (SELECT count(*) FROM jobs WHERE status = 'delivering') AS delivering`
+        : yield* sql<Record<string, unknown>>`
+          SELECT
+            (SELECT count(*) FROM jobs WHERE status = 'pending') AS pending,
+            (SELECT count(*) FROM jobs WHERE status = 'delivering') AS delivering,
+            (SELECT count(*) FROM jobs WHERE status = 'delivered') AS delivered,
+            (SELECT count(*) FROM jobs WHERE status = 'dead') AS dead`
       const row = rows[0] ?? {}
       const result: Backlog = {
         pending: num(row.pending ?? 0),
@@ -1556,7 +1562,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     jobsForMessage,
     listDeadLetters,
     replayDeadLetter,
-    backlog: () => backlog(),
+    backlog: (options) => backlog(options),
     addUsage,
     usage,
     searchMessages,
