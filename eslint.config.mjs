@@ -1,5 +1,5 @@
-import js from "@eslint/js"
 import * as effectEslint from "@effect/eslint-plugin"
+import js from "@eslint/js"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
@@ -24,6 +24,16 @@ export default tseslint.config(
       "@typescript-eslint/no-explicit-any": "off",
       "@typescript-eslint/no-empty-object-type": "off",
       "require-yield": "off"
+    }
+  },
+  {
+    // The client library and the domain it validates with load Effect module by module: the "effect"
+    // barrel loads every module, ~6 MB more RSS for a plain-Node user of the Promise client (measured).
+    files: ["src/client/**/*.ts", "src/domain/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        paths: [{ name: "effect", message: "Import the module: import * as Effect from \"effect/Effect\"." }]
+      }]
     }
   }
 )

@@ -1,5 +1,10 @@
-import { Channel, Chunk, type Deferred, Sink } from "effect"
-import type { Prepared } from "./Calls.js"
+import * as Channel from "effect/Channel"
+import * as Chunk from "effect/Chunk"
+import type * as Deferred from "effect/Deferred"
+import * as Sink from "effect/Sink"
+import type { BodyPool } from "./BodyPool.js"
+import type { OutgoingMessage } from "./Outcome.js"
+import type { QueuedMessage, Slabs } from "./Slabs.js"
 
 /**
  * Asks the batcher to send what it holds now. `done`, when given, completes once every earlier
@@ -13,11 +18,11 @@ export class FlushRequest {
 export const timerFlush = new FlushRequest(undefined)
 
 /** What the queue carries: messages, and flush requests between them. */
-export type Item = Prepared | FlushRequest
+export type Item = QueuedMessage | FlushRequest
 
 /** A batch as the batcher emits it (possibly empty). `bodyBytes` is the exact size of its request body. */
 export interface Batch {
-  readonly messages: Array<Prepared>
+  readonly messages: Array<QueuedMessage>
   readonly flushRequests: Array<FlushRequest>
   bodyBytes: number
 }
@@ -32,18 +37,46 @@ const sentAtLength = 24
 export const envelopeBytes = prefix.length + sentAtKey.length + sentAtLength + suffix.length
 
 /**
- * The request body `{"batch":[…],"sentAt":"…"}`, from the messages' JSON computed when they were
- * queued. Joined once into a flat string: appending piece by piece makes a rope that the socket
- * write (and `Buffer.byteLength`) flattens into a second copy.
+ * A batch's request body, `{"batch":[…],"sentAt":"…"}`, in a buffer of the `BodyPool`. The messages'
+ * bytes are copied in once; each attempt writes its own `sentAt` in place (`stamp`), so that the
+ * server's clock-skew correction stays right on retries.
  */
-export const encodeBatch = (messages: ReadonlyArray<Prepared>, sentAt: string): string => {
-  const last = messages.length - 1
-  if (last < 0) return prefix + sentAtKey + sentAt + suffix
-  const parts = new Array<string>(messages.length)
-  for (let index = 0; index <= last; index++) parts[index] = messages[index]!.json
-  parts[0] = prefix + parts[0]
-  parts[last] = parts[last] + sentAtKey + sentAt + suffix
-  return parts.join(",")
+export class BatchBody {
+  constructor(
+    /** The pooled buffer the body is written in; give it back to the pool after the outcome. */
+    readonly storage: Buffer,
+    /** The body: the first `length` bytes of `storage`. */
+    readonly bytes: Buffer,
+    readonly count: number
+  ) {}
+
+  /** Writes `sentAt` (always 24 characters) into the body and returns the body. */
+  stamp(sentAt: string): Buffer {
+    this.bytes.write(sentAt, this.bytes.length - suffix.length - sentAtLength, sentAtLength, "latin1")
+    return this.bytes
+  }
+
+  /** The messages as sent, parsed back from the body (for outcomes, when someone observes them). */
+  messages(): Array<OutgoingMessage> {
+    return (JSON.parse(this.bytes.toString("utf8")) as { batch: Array<OutgoingMessage> }).batch
+  }
+}
+
+const comma = 0x2c
+
+/** Writes the batch's body, copying each message's bytes out of its slab (which releases them). */
+export const writeBatchBody = (batch: Batch, slabs: Slabs, pool: BodyPool): BatchBody => {
+  const storage = pool.acquire(batch.bodyBytes)
+  let at = storage.write(prefix, 0, "latin1")
+  const messages = batch.messages
+  for (let index = 0; index < messages.length; index++) {
+    if (index > 0) storage[at++] = comma
+    at += slabs.copyOut(messages[index]!, storage, at)
+  }
+  at += storage.write(sentAtKey, at, "latin1")
+  at += sentAtLength // written by `stamp`
+  at += storage.write(suffix, at, "latin1")
+  return new BatchBody(storage, storage.subarray(0, at), messages.length)
 }
 
 /**

@@ -1,6 +1,7 @@
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import { randomUUID } from "node:crypto"
 import { maxMessageBytes } from "../domain/Limits.js"
+import { copyWith } from "../domain/Merge.js"
 import { decodeMessage, type MessageType } from "../domain/Message.js"
 import { formatTimestamp } from "../domain/Timestamp.js"
 import { InvalidMessage, MessageTooLarge } from "./Errors.js"
@@ -106,7 +107,7 @@ export const prepareMessage = (
   let input = params as { readonly timestamp?: unknown }
   if (input.timestamp instanceof Date) {
     if (Number.isNaN(input.timestamp.getTime())) return invalid(type, "timestamp", "must be a valid date")
-    input = { ...input, timestamp: input.timestamp.toISOString() }
+    input = copyWith(input, "timestamp", input.timestamp.toISOString())
   }
   const decoded = decodeMessage(input, type)
   if (Either.isLeft(decoded)) {
@@ -119,7 +120,7 @@ export const prepareMessage = (
   const stamped = decoded.right as { messageId?: string; timestamp?: string; context?: object }
   const messageId = stamped.messageId ??= randomUUID()
   stamped.timestamp ??= formatTimestamp(now)
-  stamped.context = { ...stamped.context, library }
+  stamped.context = copyWith(stamped.context ?? {}, "library", library)
   let json: string
   try {
     json = JSON.stringify(stamped)

@@ -1,4 +1,8 @@
-import { Cause, type Effect, Either, Exit, ManagedRuntime } from "effect"
+import * as Cause from "effect/Cause"
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { MessageType } from "../domain/Message.js"
 import { engineLayer } from "./Analytics.js"
 import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
@@ -38,8 +42,8 @@ const resolved = Promise.resolve()
 /**
  * Creates a {@link Client}. Throws `InvalidOptions` at once when an option is wrong. One
  * `ManagedRuntime` runs the client for its whole life. A call runs no fiber: it is validated,
- * stamped and queued synchronously; only a call that must wait for room
- * (`overflow: "backpressure"`) or report a drop runs an effect on the runtime.
+ * stamped and queued synchronously; a call that must wait for room (`overflow: "backpressure"`)
+ * waits on a Promise; only reporting a drop runs an effect on the runtime.
  */
 export const createClient = (options: AnalyticsOptions): Client => {
   const checked = resolveOptions(options)
@@ -69,7 +73,7 @@ export const createClient = (options: AnalyticsOptions): Client => {
         runtime.runFork(enqueued.report)
         return resolved
       case "Wait":
-        return run(enqueued.wait)
+        return enqueued.waitPromise()
       case "Refused":
         return Promise.reject(enqueued.error)
     }

@@ -1,4 +1,7 @@
-import { Config, Effect, Logger, LogLevel } from "effect"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 
 /**
  * Whether `DEBUG` (read through `Config`, so from the environment by default) asks for the

@@ -1,15 +1,27 @@
-import { Context, Deferred, Duration, Effect, Either, Fiber, PubSub, Queue, type Scope, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { maxRequestBytes } from "../domain/Limits.js"
 import type { MessageType } from "../domain/Message.js"
 import type { AnalyticsShape, CallError } from "./Analytics.js"
-import { type Batch, batchSink, FlushRequest, type Item, timerFlush } from "./Batch.js"
+import { type Batch, type BatchBody, batchSink, FlushRequest, type Item, timerFlush, writeBatchBody } from "./Batch.js"
+import { makeBodyPool } from "./BodyPool.js"
 import { messageOf, type Prepared, prepareMessage } from "./Calls.js"
 import { debugEnabled, makeDebugLog } from "./Debug.js"
 import { ClientClosed } from "./Errors.js"
 import type { ResolvedOptions } from "./Options.js"
 import { Outcome } from "./Outcome.js"
 import { boundedRing } from "./RingQueue.js"
+import { makeRoomWaiters } from "./RoomWaiters.js"
 import { makeSender } from "./Sender.js"
+import { makeSlabs, type QueuedMessage } from "./Slabs.js"
 import { Transport } from "./Transport.js"
 
 /** How many outcomes a slow `outcomes` subscriber may fall behind before the oldest are discarded. */
@@ -20,8 +32,15 @@ export type Enqueued =
   | { readonly _tag: "Queued"; readonly prepared: Prepared }
   /** The queue was full: `report` publishes the `Dropped` outcome and logs it. */
   | { readonly _tag: "Dropped"; readonly report: Effect.Effect<void> }
-  /** The queue was full and `overflow` is `"backpressure"`: `wait` queues the message once there is room. */
-  | { readonly _tag: "Wait"; readonly wait: Effect.Effect<void, ClientClosed> }
+  /**
+   * The queue was full and `overflow` is `"backpressure"`: `wait` queues the message once there is
+   * room; `waitPromise` does the same without running an effect (for the Promise facade).
+   */
+  | {
+    readonly _tag: "Wait"
+    readonly wait: Effect.Effect<void, ClientClosed>
+    readonly waitPromise: () => Promise<void>
+  }
   | { readonly _tag: "Refused"; readonly error: CallError }
 
 /**
@@ -51,7 +70,12 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const clock = yield* Effect.clock
     const debug = yield* Effect.orElseSucceed(debugEnabled, () => false)
     const log = makeDebugLog(debug)
-    const queue = yield* boundedRing<Item | End>(options.maxQueueSize)
+    // eslint-disable-next-line prefer-const -- the waiters offer into the queue, which calls them back
+    let queue: Queue.Queue<Item | End>
+    const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.unsafeOffer(item))
+    queue = yield* boundedRing<Item | End>(options.maxQueueSize, waiters.onRoom)
+    const slabs = makeSlabs()
+    const bodies = makeBodyPool(options.maxInFlight)
     const hub = yield* PubSub.sliding<Outcome | End>(outcomeBuffer)
     let state: "open" | "closing" | "closed" = "open"
     let subscribers = 0
@@ -72,13 +96,15 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const sendBatch = makeSender(options, transport, { observed, report }, log)
 
     // Senders: `maxInFlight` long-lived fibers take batches from a hand-off queue. A permit of
-    // `inFlight` is held from the moment a batch is handed over until its outcome is reported,
+    // `inFlight` is held from the moment a batch's body is written until its outcome is reported,
     // so the batcher stops pulling from the queue while every sender is busy (bounded memory),
     // and taking every permit waits until nothing is in flight.
     const inFlight = yield* Effect.makeSemaphore(options.maxInFlight)
-    const handOff = yield* Queue.unbounded<Batch>()
+    const handOff = yield* Queue.unbounded<BatchBody>()
+    const done = (body: BatchBody) =>
+      Effect.zipRight(Effect.sync(() => bodies.release(body.storage)), inFlight.release(1))
     const sender = Effect.forever(
-      Effect.flatMap(Queue.take(handOff), (batch) => Effect.ensuring(sendBatch(batch), inFlight.release(1)))
+      Effect.flatMap(Queue.take(handOff), (body) => Effect.ensuring(sendBatch(body), done(body)))
     )
     for (let i = 0; i < options.maxInFlight; i++) yield* Effect.forkScoped(sender)
     const allSent = inFlight.withPermits(options.maxInFlight)(Effect.void)
@@ -100,7 +126,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         if (batch.messages.length > 0) {
           lastFlush = clock.unsafeCurrentTimeMillis()
           yield* inFlight.take(1)
-          yield* Queue.offer(handOff, batch)
+          yield* Queue.offer(handOff, writeBatchBody(batch, slabs, bodies))
         }
         if (batch.flushRequests.length > 0) {
           yield* allSent
@@ -112,11 +138,15 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     // (`batchSink`), and ends at the end marker, once every batch it made has its outcome.
     // (`Stream.aggregateWithin` measured ~0.85 ms per batch here, forking two fibers per batch;
     // the flush timer above is one fiber for the client's life.)
+    const refuseWaiting = () => {
+      for (const item of waiters.refuseAll()) slabs.release(item)
+    }
     const consumer = yield* Stream.fromQueue(queue, { maxChunkSize: options.flushAt }).pipe(
       Stream.takeWhile(isItem),
       Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
       Stream.runForEach(dispatch),
       Effect.zipRight(allSent),
+      Effect.ensuring(Effect.sync(refuseWaiting)),
       Effect.forkScoped
     )
 
@@ -131,17 +161,37 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         Effect.suspend(() => observed() ? report(Outcome.Dropped({ message: messageOf(prepared) })) : Effect.void)
       )
 
+    // A message waiting for room holds its slab bytes while it waits. If its fiber is interrupted,
+    // they are not released (it may have been queued at that very moment): the slab is then not
+    // reused, and the garbage collector frees it.
+    const offerWhenRoom = (prepared: Prepared): Effect.Effect<void, ClientClosed> =>
+      Effect.suspend(() => {
+        const item: QueuedMessage = slabs.store(prepared)
+        return Effect.flatMap(Queue.offer(queue, item), (accepted) => {
+          if (accepted) return logQueued(prepared)
+          slabs.release(item)
+          return closed
+        })
+      })
+
+    const waitForRoom = (prepared: Prepared): Promise<void> => {
+      const item = slabs.store(prepared)
+      return waiters.wait(item).then((queued) => {
+        if (queued) return
+        slabs.release(item)
+        throw new ClientClosed()
+      })
+    }
+
     const enqueueNow = (type: MessageType, params: object): Enqueued => {
       if (state !== "open") return { _tag: "Refused", error: new ClientClosed() }
       const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
       if (Either.isLeft(prepared)) return { _tag: "Refused", error: prepared.left }
-      const item = prepared.right
-      if (queue.unsafeOffer(item)) return { _tag: "Queued", prepared: item }
-      if (options.overflow === "drop") return { _tag: "Dropped", report: reportDropped(item) }
-      return {
-        _tag: "Wait",
-        wait: Effect.flatMap(Queue.offer(queue, item), (accepted) => accepted ? logQueued(item) : closed)
-      }
+      const item = slabs.store(prepared.right)
+      if (queue.unsafeOffer(item)) return { _tag: "Queued", prepared: prepared.right }
+      slabs.release(item)
+      if (options.overflow === "drop") return { _tag: "Dropped", report: reportDropped(prepared.right) }
+      return { _tag: "Wait", wait: offerWhenRoom(prepared.right), waitPromise: () => waitForRoom(prepared.right) }
     }
 
     const enqueue = (type: MessageType) => (params: object): Effect.Effect<void, CallError> =>
@@ -186,6 +236,9 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       Effect.gen(function*() {
         state = "closing"
         yield* log("closing: sending what is queued")
+        // Calls waiting for room were accepted: they go in before the end marker (or are refused if
+        // the batcher has ended).
+        yield* waiters.drained
         yield* Effect.raceFirst(Queue.offer(queue, End), Fiber.await(consumer))
         yield* Fiber.await(consumer)
         yield* Queue.shutdown(queue)

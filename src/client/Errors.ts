@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { FieldIssue } from "../domain/Issues.js"
 import { MessageType } from "../domain/Message.js"
 

@@ -1,4 +1,5 @@
-import { Duration, Schedule } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schedule from "effect/Schedule"
 import type { SendError } from "./Errors.js"
 
 /** The first retry waits about this long; each later one twice the previous (±20 % jitter). */

@@ -1,4 +1,6 @@
-import { Chunk, Effect, Queue } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 
 /**
  * The backing store of the client's queue: a fixed ring of slots. Effect's default backing queue
@@ -13,16 +15,14 @@ class Ring<A> implements Queue.BackingQueue<A> {
   private head = 0
   private size = 0
 
-  constructor(private readonly limit: number) {
+  constructor(private readonly limit: number, private readonly onRoom: () => void) {
     this.slots = new Array(limit)
   }
 
   poll<Def>(def: Def): A | Def {
     if (this.size === 0) return def
-    const value = this.slots[this.head] as A
-    this.slots[this.head] = undefined
-    this.head = (this.head + 1) % this.limit
-    this.size--
+    const value = this.take()
+    this.onRoom()
     return value
   }
 
@@ -30,8 +30,17 @@ class Ring<A> implements Queue.BackingQueue<A> {
     const count = Math.min(limit, this.size)
     if (count === 0) return Chunk.empty()
     const values = new Array<A>(count)
-    for (let index = 0; index < count; index++) values[index] = this.poll(undefined) as A
+    for (let index = 0; index < count; index++) values[index] = this.take()
+    this.onRoom()
     return Chunk.unsafeFromArray(values)
+  }
+
+  private take(): A {
+    const value = this.slots[this.head] as A
+    this.slots[this.head] = undefined
+    this.head = (this.head + 1) % this.limit
+    this.size--
+    return value
   }
 
   offerAll(elements: Iterable<A>): Chunk.Chunk<A> {
@@ -58,6 +67,12 @@ class Ring<A> implements Queue.BackingQueue<A> {
   }
 }
 
-/** A bounded queue with back pressure, like `Queue.bounded`, over a ring of `capacity` slots. */
-export const boundedRing = <A>(capacity: number): Effect.Effect<Queue.Queue<A>> =>
-  Queue.make(new Ring<A>(capacity), Queue.backPressureStrategy())
+const ignore = () => undefined
+
+/**
+ * A bounded queue with back pressure, like `Queue.bounded`, over a ring of `capacity` slots.
+ * `onRoom` is called, synchronously, each time a take removes elements: it must not touch the queue
+ * at once (the queue is in the middle of the take), only schedule work.
+ */
+export const boundedRing = <A>(capacity: number, onRoom: () => void = ignore): Effect.Effect<Queue.Queue<A>> =>
+  Queue.make(new Ring<A>(capacity, onRoom), Queue.backPressureStrategy())

@@ -1,7 +1,8 @@
-import { Clock, Duration, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { formatTimestamp } from "../domain/Timestamp.js"
-import { type Batch, encodeBatch } from "./Batch.js"
-import { messageOf } from "./Calls.js"
+import type { BatchBody } from "./Batch.js"
 import type { DebugLog } from "./Debug.js"
 import { HttpError, RequestTimeout, type SendError } from "./Errors.js"
 import type { ResolvedOptions } from "./Options.js"
@@ -18,7 +19,8 @@ export interface OutcomeSink {
 
 /**
  * Sends one batch to `POST {endpoint}/v1/batch`, retrying as `retrySchedule` says, and reports
- * its outcome. Never fails: a batch that cannot be delivered is a `Failure` outcome.
+ * its outcome. Never fails: a batch that cannot be delivered is a `Failure` outcome. The body's
+ * buffer is read until the returned effect ends (outcomes are parsed from it), not after.
  */
 export const makeSender = (
   options: ResolvedOptions,
@@ -35,14 +37,14 @@ export const makeSender = (
   const timeoutMillis = Duration.toMillis(options.timeout)
   const onTimeout = () => new RequestTimeout({ timeoutMillis })
 
-  return (batch: Batch): Effect.Effect<void> => {
-    const count = batch.messages.length
+  return (batch: BatchBody): Effect.Effect<void> => {
+    const count = batch.count
     if (count === 0) return Effect.void
     let attempts = 0
     // `sentAt` is the time of each attempt, so that the server's clock-skew correction stays right on retries.
     const attempt: Effect.Effect<void, SendError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
       attempts++
-      const body = encodeBatch(batch.messages, formatTimestamp(now))
+      const body = batch.stamp(formatTimestamp(now))
       return transport.send({ url: options.batchUrl, headers, body }).pipe(
         Effect.timeoutFail({ duration: options.timeout, onTimeout }),
         Effect.flatMap((response) => {
@@ -59,8 +61,8 @@ export const makeSender = (
         Effect.tapError((error) => log(`batch of ${count} messages: attempt ${attempts} failed: ${error.message}`))
       )
     })
-    const messages = () => batch.messages.map(messageOf)
-    return log(`flushing ${count} messages (${batch.bodyBytes} bytes)`).pipe(
+    const messages = () => batch.messages()
+    return log(`flushing ${count} messages (${batch.bytes.length} bytes)`).pipe(
       Effect.zipRight(Effect.retry(attempt, schedule)),
       Effect.matchEffect({
         onSuccess: () =>

@@ -1,13 +1,20 @@
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as http from "node:http"
 import * as https from "node:https"
+import { copyWith } from "../domain/Merge.js"
 import { TransportError } from "./Errors.js"
 
 /** One POST of a batch. */
 export interface TransportRequest {
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
-  readonly body: string
+  /**
+   * The JSON body. The client reuses its buffer once `send` has completed (and writes each retry's
+   * `sentAt` into it): copy it to keep it.
+   */
+  readonly body: Uint8Array
 }
 
 /** The server's answer: its status, its `Retry-After` header, and the first kilobyte of its body when not 2xx. */
@@ -117,7 +124,9 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
       return cachedTarget
     }
     const send = (request: TransportRequest) =>
-      Effect.async<TransportResponse, TransportError>((resume, signal) => {
+      // Interruption (a timeout) destroys the request through the returned finalizer: Effect.async's
+      // `signal` would cost an AbortController per request.
+      Effect.async<TransportResponse, TransportError>((resume) => {
         let target: Target
         try {
           target = targetOf(request.url)
@@ -128,9 +137,8 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
         const outgoing = target.module.request(target.url, {
           method: "POST",
           agent: target.agent,
-          headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body, "utf8")) },
-          rejectUnauthorized: true,
-          signal
+          headers: copyWith(request.headers, "content-length", String(request.body.byteLength)),
+          rejectUnauthorized: true
         }, (response) => {
           const status = response.statusCode ?? 0
           const retryAfter = headerValue(response.headers["retry-after"])
@@ -164,7 +172,10 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
           response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
         })
         outgoing.once("error", (error) => resume(Effect.fail(toTransportError(error))))
-        outgoing.end(request.body, "utf8")
+        outgoing.end(request.body)
+        return Effect.sync(() => {
+          outgoing.destroy()
+        })
       })
     return Transport.of({ send })
   })

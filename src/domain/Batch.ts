@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import { InvalidMessages, type MessageIssue, MessageTooLarge, TooManyMessages } from "./IngestErrors.js"
 import { maxBatchMessages, maxMessageBytes } from "./Limits.js"
 import { decodeMessage, isJsonObject, type JsonObject, type Message, type MessageType } from "./Message.js"

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { isMessageType, type Message, messageTypes } from "./Message.js"
 
 /**

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** One refused field of one message; `index` is the message's position in a batch. */
 export const MessageIssue = Schema.Struct({

@@ -1,4 +1,6 @@
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 
 /** One reason an input was refused, with the dotted path of the offending field (`""` for the whole input). */
 export interface FieldIssue {

@@ -1,6 +1,8 @@
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { decodeWithIssues, type FieldIssue } from "./Issues.js"
 import { maxMessageIdLength } from "./Limits.js"
+import { copyWith, mergeFields } from "./Merge.js"
 import { IsoTimestamp } from "./Timestamp.js"
 
 export const messageTypes = ["identify", "track", "page", "screen", "group", "alias"] as const
@@ -126,7 +128,7 @@ const decodeKeepingUnknownFields = <A extends object, I>(schema: Schema.Schema<A
   const withIssues = decodeWithIssues(schema)
   return (input: Record<string, unknown>): Either.Either<A, ReadonlyArray<FieldIssue>> => {
     const decoded = quick(input)
-    return Either.isRight(decoded) ? Either.right({ ...input, ...decoded.right }) : withIssues(input)
+    return Either.isRight(decoded) ? Either.right(mergeFields(input, decoded.right)) : withIssues(input)
   }
 }
 
@@ -172,13 +174,19 @@ export const decodeMessage = (
   expectedType?: MessageType
 ): Either.Either<Message, ReadonlyArray<FieldIssue>> => {
   if (!isJsonObject(input)) return Either.left([{ path: "", message: "must be a JSON object" }])
+  // JSON.parse keeps a `__proto__` key as data, but Schema's "preserve" decoding copies it by
+  // assignment, which makes it the decoded message's prototype: its fields were then seen by the
+  // checks (a `userId` there passed "userId or anonymousId is required") and dropped from the JSON.
+  if (Object.prototype.hasOwnProperty.call(input, "__proto__")) {
+    return Either.left([{ path: "__proto__", message: "is not allowed" }])
+  }
   const message = withoutAbsentValues(input)
   const declared = message.type
   if (expectedType !== undefined) {
     if (declared !== undefined && declared !== expectedType) {
       return Either.left([{ path: "type", message: `must be "${expectedType}" on this endpoint` }])
     }
-    return decoders[expectedType]({ ...message, type: expectedType })
+    return decoders[expectedType](copyWith(message, "type", expectedType))
   }
   if (!isMessageType(declared)) {
     return Either.left([{ path: "type", message: `must be one of ${messageTypes.join(", ")}` }])

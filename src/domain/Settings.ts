@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Filters } from "./Filters.js"
 
 /** Request headers hookrelay owns: a static header may not replace them (SPEC §1). */

@@ -1,3 +1,4 @@
+import { copyFields, mergeFields } from "./Merge.js"
 import type { JsonObject, Message } from "./Message.js"
 import { formatTimestamp, isCanonicalTimestamp, parseIso8601 } from "./Timestamp.js"
 
@@ -58,13 +59,13 @@ export const applyBatchDefaults = (
   defaults: { readonly context?: JsonObject | undefined; readonly integrations?: JsonObject | undefined }
 ): Record<string, unknown> => {
   if (defaults.context === undefined && defaults.integrations === undefined) return message
-  const merged = { ...message }
+  const merged = copyFields(message)
   for (const key of ["context", "integrations"] as const) {
     const fallback = defaults[key]
     if (fallback === undefined) continue
     const own = message[key]
     merged[key] = typeof own === "object" && own !== null && !Array.isArray(own)
-      ? { ...fallback, ...own }
+      ? mergeFields(fallback, own)
       : own ?? fallback
   }
   return merged

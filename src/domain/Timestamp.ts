@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 // Date.parse also accepts free-form dates ("March 7, 2020"); SPEC §2 asks for ISO 8601 only.
 const iso8601 =

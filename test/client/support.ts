@@ -33,8 +33,9 @@ export const makeFakeTransport = (respond: Responder = () => Effect.succeed(ok))
           at,
           attempt: all.length + 1,
           request,
-          body: JSON.parse(request.body),
-          bytes: Buffer.byteLength(request.body)
+          // The client reuses the body's buffer once `send` completes: it is read now.
+          body: JSON.parse(Buffer.from(request.body).toString("utf8")),
+          bytes: request.body.byteLength
         }
         all.push(received)
         return Effect.zipRight(Queue.offer(arrivals, received), respond(received))
