@@ -1,6 +1,6 @@
 import { Data, Deferred, Duration, Effect, Exit, Option, Scope } from "effect"
-import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
+import { loadDriver } from "./SqliteConnection.js"
 
 /** What `PRAGMA wal_checkpoint` answered: `log` frames in the WAL, `checkpointed` of them copied back. */
 export interface CheckpointResult {
@@ -62,7 +62,7 @@ const closeWait = Duration.seconds(5)
 export const start = (filename: string): Effect.Effect<CheckpointWorker, CheckpointWorkerError, Scope.Scope> =>
   Effect.gen(function*() {
     const driver = yield* Effect.try({
-      try: () => createRequire(import.meta.url).resolve("better-sqlite3"),
+      try: () => loadDriver().path,
       catch: (cause) => new CheckpointWorkerError({ cause })
     })
     const ready = yield* Deferred.make<void, CheckpointWorkerError>()

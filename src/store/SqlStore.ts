@@ -39,6 +39,7 @@ import type {
   UsageDelta
 } from "./Model.js"
 import { dedupeWindowMs } from "./Model.js"
+import { type Database, RawSqlite } from "./SqliteConnection.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 
 /**
@@ -518,7 +519,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           RETURNING message_id`
     })
 
-  const enqueue = Effect.fn("Store.enqueue")(
+  const enqueueSql = Effect.fn("Store.enqueue")(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
       // Within one request the first occurrence of a message id wins.
       const unique = new Map<string, EnqueueEntry>()
@@ -579,6 +580,105 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     untraced,
     fail("enqueue")
   )
+
+  /**
+   * The same transaction on SQLite's connection itself, in one synchronous call (see `RawSqlite`): one
+   * request's dedupe, job rows and usage count without the Effect machinery around each statement.
+   */
+  const enqueueRaw = (raw: RawSqlite["Type"]) => {
+    let statements: ReturnType<typeof prepareEnqueue> | undefined
+    return Effect.fn("Store.enqueue")(
+      function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
+        return yield* raw.use((db) => {
+          statements ??= prepareEnqueue(db)
+          return statements.transaction(sourceId, entries, now, options)
+        })
+      },
+      untraced,
+      fail("enqueue")
+    )
+  }
+
+  /** The statements of `enqueue` as better-sqlite3 prepared statements, and the transaction running them. */
+  const prepareEnqueue = (db: Database) => {
+    // As `markSeen` on SQLite.
+    const seen = db.prepare(`
+      INSERT INTO seen_messages (source_id, message_id, seen_at)
+      SELECT ?, value, ? FROM json_each(?) WHERE true
+      ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
+      WHERE seen_messages.seen_at <= ?
+      RETURNING message_id`)
+    const job = db.prepare(`
+      INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
+      VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
+    // As `bumpUsage` for one row of requests and messages.
+    const usage = db.prepare(`
+      INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
+      VALUES (?, ?, ?, ?, ?, 0, 0, 0, 0)
+      ON CONFLICT (source_id, day) DO UPDATE SET
+        api_calls = usage_daily.api_calls + excluded.api_calls,
+        messages = usage_daily.messages + excluded.messages,
+        filtered = usage_daily.filtered + excluded.filtered`)
+    const transaction = db.transaction(
+      (
+        sourceId: string,
+        entries: ReadonlyArray<EnqueueEntry>,
+        now: number,
+        options?: EnqueueOptions
+      ): EnqueueResult => {
+        const unique = new Map<string, EnqueueEntry>()
+        const duplicateMessageIds: Array<string> = []
+        for (const entry of entries) {
+          if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+          else unique.set(entry.messageId, entry)
+        }
+        const accepted = new Set<string>()
+        if (unique.size > 0) {
+          const messageIds = Array.from(unique.keys()).sort()
+          const rows = seen.all(sourceId, now, JSON.stringify(messageIds), now - dedupeWindowMs) as Array<
+            { readonly message_id: string }
+          >
+          for (const row of rows) accepted.add(row.message_id)
+        }
+        const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
+        let filtered = 0
+        for (const entry of unique.values()) {
+          if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+          else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
+          else if (entry.filtered === true) filtered++
+        }
+        const jobIds = newJobIds(now, withBody.length)
+        for (let i = 0; i < withBody.length; i++) {
+          const entry = withBody[i]!
+          job.run(
+            jobIds[i]!,
+            sourceId,
+            entry.messageId,
+            entry.userId ?? null,
+            entry.body,
+            now,
+            now,
+            entry.type ?? null,
+            entry.event ?? null
+          )
+        }
+        usage.run(sourceId, utcDay(now), options?.countApiCall === false ? 0 : 1, accepted.size, filtered)
+        return {
+          accepted: accepted.size,
+          duplicates: duplicateMessageIds.length,
+          jobsCreated: jobIds.length,
+          jobIds,
+          duplicateMessageIds
+        }
+      }
+    )
+    return { transaction }
+  }
+
+  const enqueue = Option.match(yield* Effect.serviceOption(RawSqlite), {
+    onNone: () => enqueueSql,
+    onSome: enqueueRaw
+  })
 
   const insertJobs = Effect.fn("Store.insertJobs")(
     function*(jobs: ReadonlyArray<NewJob>, now: number) {

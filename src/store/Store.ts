@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import type { ConfigError } from "effect"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
 import type { StoreShape } from "./Model.js"
+import * as SqliteConnection from "./SqliteConnection.js"
 import * as SqlStore from "./SqlStore.js"
 import { dataDirectoryConfig, postgresUrlConfig } from "./StoreConfig.js"
 import { StoreError } from "./StoreError.js"
@@ -40,7 +40,8 @@ export const sqliteFilename = (options: SqliteOptions): string =>
 
 /**
  * SQLite in one file (WAL, synchronous=NORMAL, busy_timeout). The directory is created when
- * missing. One connection: keep transactions short, as every statement blocks the event loop.
+ * missing. One connection (`SqliteConnection`: a `SqlClient`, and the connection itself for the
+ * ingest transaction): keep transactions short, as every statement blocks the event loop.
  * Checkpoints run on a worker thread with a connection of its own (`WalCheckpoints`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
@@ -59,7 +60,7 @@ export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, Sto
       : WalCheckpoints.layer(filename, options.checkpoints ?? {}).pipe(Layer.provideMerge(layerSql))
     return store.pipe(
       Layer.provide(
-        SqliteClient.layer({ filename }).pipe(
+        SqliteConnection.layer(filename).pipe(
           Layer.mapError((cause) => new StoreError({ operation: "open", cause }))
         )
       )
