@@ -8,7 +8,7 @@ import { HttpError, RequestTimeout, type SendError } from "./Errors.js"
 import type { ResolvedOptions } from "./Options.js"
 import { Outcome } from "./Outcome.js"
 import { parseRetryAfter, retrySchedule } from "./RetryPolicy.js"
-import type { TransportShape } from "./Transport.js"
+import type { TransportRequest, TransportResponse, TransportShape } from "./Transport.js"
 import { version } from "./version.js"
 
 /** Where outcomes go; building one is skipped when nobody observes them. */
@@ -36,6 +36,10 @@ export const makeSender = (
   const schedule = retrySchedule(options.maxRetries)
   const timeoutMillis = Duration.toMillis(options.timeout)
   const onTimeout = () => new RequestTimeout({ timeoutMillis })
+  const sendWithin = (request: TransportRequest): Effect.Effect<TransportResponse, SendError> =>
+    transport.sendWithin !== undefined
+      ? transport.sendWithin(request, options.timeout)
+      : transport.send(request).pipe(Effect.timeoutFail({ duration: options.timeout, onTimeout }))
 
   return (batch: BatchBody): Effect.Effect<void> => {
     const count = batch.count
@@ -45,8 +49,7 @@ export const makeSender = (
     const attempt: Effect.Effect<void, SendError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
       attempts++
       const body = batch.stamp(formatTimestamp(now))
-      return transport.send({ url: options.batchUrl, headers, body }).pipe(
-        Effect.timeoutFail({ duration: options.timeout, onTimeout }),
+      return sendWithin({ url: options.batchUrl, headers, body }).pipe(
         Effect.flatMap((response) => {
           if (response.status >= 200 && response.status < 300) return Effect.void
           const retryAfterMillis = parseRetryAfter(response.retryAfter, now)

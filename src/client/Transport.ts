@@ -1,10 +1,13 @@
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import * as http from "node:http"
 import * as https from "node:https"
 import { copyWith } from "../domain/Merge.js"
-import { TransportError } from "./Errors.js"
+import { type Deadlines, makeDeadlines } from "./Deadlines.js"
+import { RequestTimeout, TransportError } from "./Errors.js"
 
 /** One POST of a batch. */
 export interface TransportRequest {
@@ -24,9 +27,17 @@ export interface TransportResponse {
   readonly body: string
 }
 
-/** Sends one request and reads its answer. Timeouts and retries are the caller's: this makes one attempt. */
+/** Sends one request and reads its answer. Retries are the caller's: this makes one attempt. */
 export interface TransportShape {
   readonly send: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportError>
+  /**
+   * `send`, given up (and the request aborted) after `timeout`, on the `Clock`. Optional: without
+   * it the client races `send` against the timeout, which forks two fibers per attempt.
+   */
+  readonly sendWithin?: (
+    request: TransportRequest,
+    timeout: Duration.Duration
+  ) => Effect.Effect<TransportResponse, TransportError | RequestTimeout>
 }
 
 /**
@@ -123,10 +134,29 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
       }
       return cachedTarget
     }
-    const send = (request: TransportRequest) =>
-      // Interruption (a timeout) destroys the request through the returned finalizer: Effect.async's
-      // `signal` would cost an AbortController per request.
-      Effect.async<TransportResponse, TransportError>((resume) => {
+    const scope = yield* Effect.scope
+    const deadlinesByMillis = new Map<number, Deadlines>()
+    const deadlinesFor = (timeout: Duration.Duration): Effect.Effect<Deadlines> => {
+      const known = deadlinesByMillis.get(Duration.toMillis(timeout))
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.tap(
+        Scope.extend(makeDeadlines(timeout), scope),
+        (made) => deadlinesByMillis.set(made.timeoutMillis, made)
+      )
+    }
+
+    const post = (request: TransportRequest, deadlines: Deadlines | undefined) =>
+      // Interruption destroys the request through the returned finalizer: Effect.async's `signal`
+      // would cost an AbortController per request.
+      Effect.async<TransportResponse, TransportError | RequestTimeout>((answer) => {
+        let answered = false
+        let cancelDeadline: (() => void) | undefined
+        const resume = (result: Effect.Effect<TransportResponse, TransportError | RequestTimeout>) => {
+          if (answered) return
+          answered = true
+          cancelDeadline?.()
+          answer(result)
+        }
         let target: Target
         try {
           target = targetOf(request.url)
@@ -173,11 +203,24 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
         })
         outgoing.once("error", (error) => resume(Effect.fail(toTransportError(error))))
         outgoing.end(request.body)
+        if (deadlines !== undefined) {
+          cancelDeadline = deadlines.start(() => {
+            resume(Effect.fail(new RequestTimeout({ timeoutMillis: deadlines.timeoutMillis })))
+            outgoing.destroy()
+          })
+        }
         return Effect.sync(() => {
+          answered = true
+          cancelDeadline?.()
           outgoing.destroy()
         })
       })
-    return Transport.of({ send })
+
+    return Transport.of({
+      // Without deadlines there is no RequestTimeout.
+      send: (request) => post(request, undefined) as Effect.Effect<TransportResponse, TransportError>,
+      sendWithin: (request, timeout) => Effect.flatMap(deadlinesFor(timeout), (deadlines) => post(request, deadlines))
+    })
   })
 
 /** The node:http transport as a layer. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Effect, FiberId, Layer, Queue } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, FiberId, Layer, Queue, TestClock } from "effect"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
 import type { AddressInfo } from "node:net"
@@ -13,6 +13,7 @@ import {
   type Outcome,
   version
 } from "../../src/client/index.js"
+import { makeNodeHttp } from "../../src/client/Transport.js"
 import { tlsFixture } from "../delivery/support.js"
 
 interface Request {
@@ -222,6 +223,24 @@ describe("on the wire (real loopback server, node:http transport)", () => {
       const outcome = outcomes[0]!
       expect(outcome._tag === "Failure" && outcome.error._tag).toBe("RequestTimeout")
       yield* Deferred.await((yield* server.next).aborted) // the server saw the client hang up
+    }))
+
+  it.scoped("the node:http transport aborts a request without an answer at its timeout on the Clock (TestClock)", () =>
+    Effect.gen(function*() {
+      const server = yield* loopbackServer(() => undefined) // never answers
+      const transport = yield* makeNodeHttp()
+      const attempt = yield* Effect.fork(Effect.either(transport.sendWithin!({
+        url: `${server.endpoint}/v1/batch`,
+        headers: { "content-type": "application/json" },
+        body: Buffer.from("{\"batch\":[]}")
+      }, Duration.seconds(5))))
+      const request = yield* server.next
+      yield* TestClock.adjust("4999 millis")
+      expect(attempt.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      const result = yield* Fiber.join(attempt)
+      expect(Either.isLeft(result) && result.left._tag).toBe("RequestTimeout")
+      yield* Deferred.await(request.aborted)
     }))
 
   it.scopedLive("an error answer's body and status are reported; a refused connection is a TransportError", () =>
