@@ -675,10 +675,8 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     return { transaction }
   }
 
-  const enqueue = Option.match(yield* Effect.serviceOption(RawSqlite), {
-    onNone: () => enqueueSql,
-    onSome: enqueueRaw
-  })
+  const rawSqlite = yield* Effect.serviceOption(RawSqlite)
+  const enqueue = Option.match(rawSqlite, { onNone: () => enqueueSql, onSome: enqueueRaw })
 
   const insertJobs = Effect.fn("Store.insertJobs")(
     function*(jobs: ReadonlyArray<NewJob>, now: number) {
@@ -843,20 +841,23 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           FROM json_each(${json})`
     })
 
+  /** One attempt as a row of the JSON parameter of the attempts insert. */
+  const attemptRow = (record: AttemptRecord) => [
+    record.jobId,
+    record.url,
+    record.attempt,
+    record.startedAt,
+    Math.max(0, Math.round(record.durationMs)),
+    record.statusCode ?? null,
+    cutOrNull(record.error, maxErrorBytes),
+    record.outcome,
+    cutOrNull(record.responseSnippet, maxSnippetBytes)
+  ]
+
   const insertAttempts = (records: ReadonlyArray<AttemptRecord>) =>
     Effect.gen(function*() {
       if (records.length === 0) return
-      const rows = records.map((record) => [
-        record.jobId,
-        record.url,
-        record.attempt,
-        record.startedAt,
-        Math.max(0, Math.round(record.durationMs)),
-        record.statusCode ?? null,
-        cutOrNull(record.error, maxErrorBytes),
-        record.outcome,
-        cutOrNull(record.responseSnippet, maxSnippetBytes)
-      ])
+      const rows = records.map(attemptRow)
       for (const chunk of Arr.chunksOf(rows, jsonChunk)) yield* insertAttemptsStatement(JSON.stringify(chunk))
     })
 
@@ -970,69 +971,200 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
             jobs.created_at AS created_at`
     })
 
-  const completeMany = Effect.fn("Store.completeMany")(
+  /** The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job). */
+  const completionRows = (
+    completions: ReadonlyArray<Completion>,
+    attempts: ReadonlyArray<AttemptRecord> | undefined
+  ) => {
+    const byJob = new Map<string, CompletionRow>()
+    for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
+    const increments = countPerJob(attempts ?? [])
+    const rows = Array.from(byJob.values(), (row) => ({ ...row, inc: increments.get(row.id) ?? 0 }))
+    const plain: Array<[string, number, number | null, number]> = []
+    const other: Array<CompletionRow> = []
+    for (const row of rows) {
+      if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
+      else other.push(row)
+    }
+    return { rows, increments, plain, other }
+  }
+
+  type CompletedRow = { id: string; source_id: string; finished_at: unknown; created_at: unknown }
+
+  /** The jobs a completion batch applied, and the usage rows (delivered, dead, latency) they add up to. */
+  const makeTally = () => {
+    const applied: Array<string> = []
+    const usage = new Map<string, UsageRow>()
+    const count = (row: CompletedRow, status: string) => {
+      applied.push(row.id)
+      if (status !== "delivered" && status !== "dead") return
+      const finishedAt = num(row.finished_at)
+      const day = utcDay(finishedAt)
+      const key = `${day}:${row.source_id}`
+      const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
+      const delivered = status === "delivered"
+      usage.set(key, {
+        ...current,
+        delivered: current.delivered + (delivered ? 1 : 0),
+        dead: current.dead + (delivered ? 0 : 1),
+        // Received = the job's creation (ingest stamps both with one time). Another process's
+        // clock may run behind: never a negative latency.
+        latency_ms: current.latency_ms + (delivered ? Math.max(0, finishedAt - num(row.created_at)) : 0),
+        latency_jobs: current.latency_jobs + (delivered ? 1 : 0)
+      })
+    }
+    const result = (rows: ReadonlyArray<CompletionRow>): CompleteResult => {
+      const appliedSet = new Set(applied)
+      return { applied, refused: rows.filter((row) => !appliedSet.has(row.id)).map((row) => row.id) }
+    }
+    return { applied, usage, count, result }
+  }
+
+  const completeManySql = Effect.fn("Store.completeMany")(
     function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
-      // The last completion of a job wins (an UPDATE … FROM applies at most one row per job).
-      const byJob = new Map<string, CompletionRow>()
-      for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
-      const increments = countPerJob(attempts ?? [])
-      const rows = Array.from(byJob.values(), (row) => ({ ...row, inc: increments.get(row.id) ?? 0 }))
+      const { increments, other, plain, rows } = completionRows(completions, attempts)
       if (rows.length === 0 && (attempts === undefined || attempts.length === 0)) {
         return { applied: [], refused: [] } satisfies CompleteResult
       }
       return yield* sql.withTransaction(Effect.gen(function*() {
         if (rows.length > 0) yield* noNestedLoops
         if (attempts !== undefined) yield* insertAttempts(attempts)
-        const applied: Array<string> = []
-        const usage = new Map<string, UsageRow>()
-        const count = (
-          row: { id: string; source_id: string; finished_at: unknown; created_at: unknown },
-          status: string
-        ) => {
-          applied.push(row.id)
-          if (status !== "delivered" && status !== "dead") return
-          const finishedAt = num(row.finished_at)
-          const day = utcDay(finishedAt)
-          const key = `${day}:${row.source_id}`
-          const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
-          const delivered = status === "delivered"
-          usage.set(key, {
-            ...current,
-            delivered: current.delivered + (delivered ? 1 : 0),
-            dead: current.dead + (delivered ? 0 : 1),
-            // Received = the job's creation (ingest stamps both with one time). Another process's
-            // clock may run behind: never a negative latency.
-            latency_ms: current.latency_ms + (delivered ? Math.max(0, finishedAt - num(row.created_at)) : 0),
-            latency_jobs: current.latency_jobs + (delivered ? 1 : 0)
-          })
-        }
-        const plain: Array<[string, number, number | null, number]> = []
-        const other: Array<CompletionRow> = []
-        for (const row of rows) {
-          if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
-          else other.push(row)
-        }
+        const tally = makeTally()
         for (const chunk of Arr.chunksOf(plain, jsonChunk)) {
-          for (const row of yield* completeDeliveredStatement(owner, JSON.stringify(chunk))) count(row, "delivered")
+          for (const row of yield* completeDeliveredStatement(owner, JSON.stringify(chunk))) {
+            tally.count(row, "delivered")
+          }
         }
         for (const chunk of Arr.chunksOf(other, idChunk)) {
-          for (const row of yield* completeStatement(owner, chunk)) count(row, row.status)
+          for (const row of yield* completeStatement(owner, chunk)) tally.count(row, row.status)
         }
-        yield* bumpUsage(Array.from(usage.values()))
+        yield* bumpUsage(Array.from(tally.usage.values()))
         // Attempts of jobs not completed here (or whose completion was refused) still count.
-        for (const jobId of applied) increments.delete(jobId)
+        for (const jobId of tally.applied) increments.delete(jobId)
         yield* incrementAttempts(increments)
-        const appliedSet = new Set(applied)
-        const result: CompleteResult = {
-          applied,
-          refused: rows.filter((row) => !appliedSet.has(row.id)).map((row) => row.id)
-        }
-        return result
+        return tally.result(rows)
       }))
     },
     untraced,
     fail("completeMany")
   )
+
+  /**
+   * The same transaction on SQLite's connection itself, in one synchronous call (see `RawSqlite`): the
+   * dispatcher flushes a batch of completions every 20 ms or 512 jobs.
+   */
+  const completeManyRaw = (raw: RawSqlite["Type"]) => {
+    let statements: ReturnType<typeof prepareComplete> | undefined
+    return Effect.fn("Store.completeMany")(
+      function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
+        const prepared = completionRows(completions, attempts)
+        if (prepared.rows.length === 0 && (attempts === undefined || attempts.length === 0)) {
+          return { applied: [], refused: [] } satisfies CompleteResult
+        }
+        return yield* raw.use((db) => {
+          statements ??= prepareComplete(db)
+          return statements.transaction(owner, prepared, attempts ?? [])
+        })
+      },
+      untraced,
+      fail("completeMany")
+    )
+  }
+
+  /** The statements of `completeMany` on SQLite as better-sqlite3 prepared statements (same SQL as above). */
+  const prepareComplete = (db: Database) => {
+    const insertAttempt = db.prepare(`
+      INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
+      SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
+        value ->> 8
+      FROM json_each(?)`)
+    const delivered = db.prepare(`
+      UPDATE jobs SET
+        status = 'delivered',
+        finished_at = v.value ->> 1,
+        attempts = jobs.attempts + (v.value ->> 3),
+        first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
+        body = X'',
+        lease_owner = NULL,
+        lease_expires_at = NULL
+      FROM json_each(?) AS v
+      WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ?
+      RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
+        jobs.created_at AS created_at`)
+    const general = db.prepare(`
+      UPDATE jobs SET
+        status = v.status,
+        finished_at = v.at,
+        attempts = jobs.attempts + v.inc,
+        next_due_at = coalesce(v.due, jobs.next_due_at),
+        first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
+        endpoint_state = coalesce(v.state, jobs.endpoint_state),
+        last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
+        body = CASE WHEN v.status = 'delivered' THEN X'' ELSE jobs.body END,
+        lease_owner = NULL,
+        lease_expires_at = NULL
+      FROM (
+        SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
+          value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
+          value ->> 'err' AS err, value ->> 'inc' AS inc
+        FROM json_each(?)
+      ) AS v
+      WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ?
+      RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
+        jobs.finished_at AS finished_at, jobs.created_at AS created_at`)
+    const usage = db.prepare(`
+      INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (source_id, day) DO UPDATE SET
+        api_calls = usage_daily.api_calls + excluded.api_calls,
+        messages = usage_daily.messages + excluded.messages,
+        filtered = usage_daily.filtered + excluded.filtered,
+        delivered = usage_daily.delivered + excluded.delivered,
+        dead = usage_daily.dead + excluded.dead,
+        latency_ms = usage_daily.latency_ms + excluded.latency_ms,
+        latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`)
+    const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
+    const transaction = db.transaction(
+      (
+        owner: string,
+        { increments, other, plain, rows }: ReturnType<typeof completionRows>,
+        attempts: ReadonlyArray<AttemptRecord>
+      ): CompleteResult => {
+        for (const chunk of Arr.chunksOf(attempts, jsonChunk)) insertAttempt.run(JSON.stringify(chunk.map(attemptRow)))
+        const tally = makeTally()
+        for (const chunk of Arr.chunksOf(plain, jsonChunk)) {
+          for (const row of delivered.all(JSON.stringify(chunk), owner) as Array<CompletedRow>) {
+            tally.count(row, "delivered")
+          }
+        }
+        for (const chunk of Arr.chunksOf(other, idChunk)) {
+          for (const row of general.all(JSON.stringify(chunk), owner) as Array<CompletedRow & { status: string }>) {
+            tally.count(row, row.status)
+          }
+        }
+        for (const row of tally.usage.values()) {
+          usage.run(
+            row.source_id,
+            row.day,
+            row.api_calls,
+            row.messages,
+            row.filtered,
+            row.delivered,
+            row.dead,
+            row.latency_ms,
+            row.latency_jobs
+          )
+        }
+        // Attempts of jobs not completed here (or whose completion was refused) still count.
+        for (const jobId of tally.applied) increments.delete(jobId)
+        for (const [jobId, n] of increments) increment.run(n, jobId)
+        return tally.result(rows)
+      }
+    )
+    return { transaction }
+  }
+
+  const completeMany = Option.match(rawSqlite, { onNone: () => completeManySql, onSome: completeManyRaw })
 
   const completeOne = (owner: string, completion: Completion) =>
     Effect.map(completeMany(owner, [completion]), (result) => result.applied.length === 1)
