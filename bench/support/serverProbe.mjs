@@ -2,7 +2,7 @@
  * Preloaded into the benchmarked server process (`node --import ./bench/support/serverProbe.mjs`): an event-loop
  * delay histogram (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution) and the peaks of the memory kinds behind RSS
  * (V8 heap, external and array buffers), sampled every 50 ms, and its GC pauses (count, total and longest, young
- * generation and full collections apart). On SIGUSR2 it writes what it saw since the last
+ * generation and full collections apart). With HOOKRELAY_PROBE_ALLOCATIONS=file, also where each phase allocated. On SIGUSR2 it writes what it saw since the last
  * SIGUSR2 as one JSON line to `HOOKRELAY_PROBE_FILE`, then starts over, so the benchmark can measure one phase at a
  * time. Benchmark-only: nothing in `src/` knows about it. Plain JavaScript, so that the server runs on plain `node` as
  * `npm start` runs it, without tsx's loader (≈ 100 MB) in the measured process.
@@ -47,7 +47,45 @@ if (file !== undefined && file !== "") {
     }
   }).observe({ entryTypes: ["gc"] })
   const round = (value) => Math.round(value * 100) / 100
+  // HOOKRELAY_PROBE_ALLOCATIONS=file: a sampling allocation profile (objects collected by GC included) of each
+  // phase, written as one JSON line of the top allocating functions (bytes) at each SIGUSR2.
+  const allocationFile = process.env.HOOKRELAY_PROBE_ALLOCATIONS
+  let session
+  if (allocationFile !== undefined && allocationFile !== "") {
+    const { Session } = await import("node:inspector")
+    session = new Session()
+    session.connect()
+    session.post("HeapProfiler.startSampling", {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true
+    })
+  }
+  const writeAllocations = () =>
+    session.post("HeapProfiler.stopSampling", (error, result) => {
+      if (error === null) {
+        const self = new Map()
+        const walk = (node) => {
+          const frame = node.callFrame
+          const key = `${frame.functionName || "(anonymous)"} ${
+            frame.url.split("/").slice(-3).join("/")
+          }:${frame.lineNumber}`
+          self.set(key, (self.get(key) ?? 0) + node.selfSize)
+          for (const child of node.children) walk(child)
+        }
+        walk(result.profile.head)
+        const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 60)
+        appendFileSync(allocationFile, `${JSON.stringify(top)}\n`)
+      }
+      session.post("HeapProfiler.startSampling", {
+        samplingInterval: 4096,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true
+      })
+    })
+
   process.on("SIGUSR2", () => {
+    if (session !== undefined) writeAllocations()
     appendFileSync(
       file,
       `${
