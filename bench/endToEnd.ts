@@ -13,6 +13,8 @@
  * `--server` runs another compiled server (e.g. a build of an older commit) instead of `dist/main.js`, so that two
  * builds can be measured alternately on the same, shared machine; `--skip-raw` leaves the baseline out and
  * `--sqlite-only` the PostgreSQL run. Such partial runs print their table without writing bench/results.
+ * Environment: SERVER_NODE_OPTIONS (node flags of the server, e.g. `--cpu-prof --cpu-prof-dir=…`), SERVER_STDOUT=file
+ * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase).
  */
 import { spawn, spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
