@@ -29,15 +29,8 @@ export const ratesBetween = (before: Reading, after: Reading): Rates => {
   }
 }
 
-export interface Totals {
-  readonly apiCalls: number
-  readonly messages: number
-  readonly filtered: number
-  readonly delivered: number
-  readonly dead: number
-  /** Daily averages weighted by each day's deliveries; null without any. */
-  readonly averageLatencyMs: number | null
-}
+/** A period's counters; `averageLatencyMs` is the daily averages weighted by each day's deliveries. */
+export type Totals = Omit<UsageDay, "day">
 
 export const totalsOf = (days: ReadonlyArray<UsageDay>): Totals => {
   let weighted = 0

@@ -70,10 +70,9 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const clock = yield* Effect.clock
     const debug = yield* Effect.orElseSucceed(debugEnabled, () => false)
     const log = makeDebugLog(debug)
-    // eslint-disable-next-line prefer-const -- the waiters offer into the queue, which calls them back
-    let queue: Queue.Queue<Item | End>
+    // The queue calls the waiters back when a take makes room; the waiters offer into the queue.
+    const queue = yield* boundedRing<Item | End>(options.maxQueueSize, () => waiters.onRoom())
     const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.unsafeOffer(item))
-    queue = yield* boundedRing<Item | End>(options.maxQueueSize, waiters.onRoom)
     const slabs = makeSlabs()
     const bodies = makeBodyPool(options.maxInFlight)
     const hub = yield* PubSub.sliding<Outcome | End>(outcomeBuffer)
@@ -164,24 +163,19 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     // A message waiting for room holds its slab bytes while it waits. If its fiber is interrupted,
     // they are not released (it may have been queued at that very moment): the slab is then not
     // reused, and the garbage collector frees it.
-    const offerWhenRoom = (prepared: Prepared): Effect.Effect<void, ClientClosed> =>
-      Effect.suspend(() => {
-        const item: QueuedMessage = slabs.store(prepared)
-        return Effect.flatMap(Queue.offer(queue, item), (accepted) => {
-          if (accepted) return logQueued(prepared)
-          slabs.release(item)
-          return closed
-        })
+    const offerWhenRoom = (prepared: Prepared, item: QueuedMessage): Effect.Effect<void, ClientClosed> =>
+      Effect.flatMap(Queue.offer(queue, item), (accepted) => {
+        if (accepted) return logQueued(prepared)
+        slabs.release(item)
+        return closed
       })
 
-    const waitForRoom = (prepared: Prepared): Promise<void> => {
-      const item = slabs.store(prepared)
-      return waiters.wait(item).then((queued) => {
+    const waitForRoom = (item: QueuedMessage): Promise<void> =>
+      waiters.wait(item).then((queued) => {
         if (queued) return
         slabs.release(item)
         throw new ClientClosed()
       })
-    }
 
     const enqueueNow = (type: MessageType, params: object): Enqueued => {
       if (state !== "open") return { _tag: "Refused", error: new ClientClosed() }
@@ -189,9 +183,12 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       if (Either.isLeft(prepared)) return { _tag: "Refused", error: prepared.left }
       const item = slabs.store(prepared.right)
       if (queue.unsafeOffer(item)) return { _tag: "Queued", prepared: prepared.right }
-      slabs.release(item)
-      if (options.overflow === "drop") return { _tag: "Dropped", report: reportDropped(prepared.right) }
-      return { _tag: "Wait", wait: offerWhenRoom(prepared.right), waitPromise: () => waitForRoom(prepared.right) }
+      if (options.overflow === "drop") {
+        slabs.release(item)
+        return { _tag: "Dropped", report: reportDropped(prepared.right) }
+      }
+      // One of the two runs: `wait` for the Effect API, `waitPromise` for the Promise facade.
+      return { _tag: "Wait", wait: offerWhenRoom(prepared.right, item), waitPromise: () => waitForRoom(item) }
     }
 
     const enqueue = (type: MessageType) => (params: object): Effect.Effect<void, CallError> =>

@@ -265,6 +265,38 @@ const toCompletionRow = (completion: Completion): CompletionRow => {
   }
 }
 
+// --- enqueue: which entries become jobs -----------------------------------------------------------
+
+/** Within one request the first occurrence of a message id wins; the others are duplicates. */
+const firstOfEachMessageId = (entries: ReadonlyArray<EnqueueEntry>) => {
+  const unique = new Map<string, EnqueueEntry>()
+  const duplicateMessageIds: Array<string> = []
+  for (const entry of entries) {
+    if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+    else unique.set(entry.messageId, entry)
+  }
+  return { unique, duplicateMessageIds }
+}
+
+/**
+ * After the dedupe upsert: an entry not `accepted` was seen within 24 h (appended to
+ * `duplicateMessageIds`); an accepted one with a body becomes a job, one without was filtered.
+ */
+const sortOutSeen = (
+  unique: ReadonlyMap<string, EnqueueEntry>,
+  accepted: ReadonlySet<string>,
+  duplicateMessageIds: Array<string>
+) => {
+  const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
+  let filtered = 0
+  for (const entry of unique.values()) {
+    if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+    else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
+    else if (entry.filtered === true) filtered++
+  }
+  return { withBody, filtered }
+}
+
 // --- the store -------------------------------------------------------------------------------
 
 /**
@@ -521,13 +553,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   const enqueueSql = Effect.fn("Store.enqueue")(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
-      // Within one request the first occurrence of a message id wins.
-      const unique = new Map<string, EnqueueEntry>()
-      const duplicateMessageIds: Array<string> = []
-      for (const entry of entries) {
-        if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-        else unique.set(entry.messageId, entry)
-      }
+      const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       // Sorted keys: concurrent PostgreSQL requests lock seen rows in one order (no deadlock).
       const messageIds = Array.from(unique.keys()).sort()
       const cutoff = now - dedupeWindowMs
@@ -541,13 +567,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           for (const row of rows) accepted.add(row.message_id)
         }
 
-        const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
-        let filtered = 0
-        for (const entry of unique.values()) {
-          if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-          else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
-          else if (entry.filtered === true) filtered++
-        }
+        const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
         const jobIds = newJobIds(now, withBody.length)
         yield* insertJobRows(withBody.map((entry, i) => ({
           id: jobIds[i]!,
@@ -626,12 +646,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         now: number,
         options?: EnqueueOptions
       ): EnqueueResult => {
-        const unique = new Map<string, EnqueueEntry>()
-        const duplicateMessageIds: Array<string> = []
-        for (const entry of entries) {
-          if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-          else unique.set(entry.messageId, entry)
-        }
+        const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
         const accepted = new Set<string>()
         if (unique.size > 0) {
           const messageIds = Array.from(unique.keys()).sort()
@@ -640,13 +655,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           >
           for (const row of rows) accepted.add(row.message_id)
         }
-        const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
-        let filtered = 0
-        for (const entry of unique.values()) {
-          if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-          else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
-          else if (entry.filtered === true) filtered++
-        }
+        const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
         const jobIds = newJobIds(now, withBody.length)
         for (let i = 0; i < withBody.length; i++) {
           const entry = withBody[i]!
