@@ -11,7 +11,7 @@
  * of the event loop (no socket), the same filled outbox; prints CPU µs per job (user + system of this process, from
  * the dispatcher's start until the store has every job delivered) and jobs/s, per round. Nothing is written.
  */
-import { Context, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, ManagedRuntime, Stream } from "effect"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
@@ -111,20 +111,23 @@ const startProfile = async () => {
 }
 
 /** Answers every POST with 200 on the next turn of the event loop: the dispatcher's cost without a socket. */
+const fakeResponse: Transport.TransportResponse = {
+  status: 200,
+  retryAfter: undefined,
+  location: undefined,
+  snippet: "",
+  bodyBytes: 0,
+  bodyTruncated: false
+}
 const fakeTransport = Layer.succeed(Transport.Transport, {
   post: () =>
     Effect.async<Transport.TransportResponse>((resume) => {
-      setImmediate(() =>
-        resume(Effect.succeed({
-          status: 200,
-          retryAfter: undefined,
-          location: undefined,
-          snippet: "",
-          bodyBytes: 0,
-          bodyTruncated: false
-        }))
-      )
-    })
+      setImmediate(() => resume(Effect.succeed(fakeResponse)))
+    }),
+  start: (_request, onExit) => {
+    const pending = setImmediate(() => onExit(Exit.succeed(fakeResponse)))
+    return () => clearImmediate(pending)
+  }
 })
 
 /** `DISPATCHER_STORE_TIMING=1`: prints the count and mean time of the dispatcher's store calls at the end of a run. */

@@ -112,7 +112,7 @@ const unanswered = (
   error
 })
 
-const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
+export const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
   Effect.logWarning(`delivery attempt timed out: ${failure.message}`).pipe(
     Effect.annotateLogs({
       messageId: input.messageId,
@@ -122,6 +122,43 @@ const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
     })
   )
 
+/** An attempt that got an answer or failed: how it is classified, and its record. */
+export interface Settled {
+  readonly outcome: AttemptOutcome
+  readonly record: AttemptRecord
+  /** Set when the attempt hit the transport's deadline (it is logged). */
+  readonly timeout: TransportTimeout | undefined
+}
+
+/**
+ * Classifies a request's ending and builds its record, without running anything: shared by `attempt` and by the
+ * dispatcher's fiberless path. `undefined` for an exit without a failure (an interruption or a defect).
+ */
+export const settled = (
+  input: AttemptInput,
+  startedAt: number,
+  finishedAt: number,
+  exit: Exit.Exit<TransportResponse, TransportFailure>
+): Settled | undefined => {
+  if (exit._tag === "Success") {
+    const outcome = classifyResponse(exit.value, finishedAt)
+    return { outcome, record: answered(input, startedAt, finishedAt, exit.value, outcome), timeout: undefined }
+  }
+  const failure = Cause.failureOption(exit.cause)
+  if (failure._tag === "None") return undefined
+  const error = failure.value
+  const outcome = error._tag === "TransportTimeout" ? timedOut(error.message) : classifyError(error.code, error.message)
+  return {
+    outcome,
+    record: unanswered(input, startedAt, finishedAt, outcome._tag, outcome.reason),
+    timeout: error._tag === "TransportTimeout" ? error : undefined
+  }
+}
+
+/** The record of an attempt cut off in flight: it may have reached the receiver, so it is recorded too. */
+export const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: number): AttemptRecord =>
+  unanswered(input, startedAt, finishedAt, "Aborted", abortedError)
+
 /** How an attempt ended, given what the transport did: classified, recorded, and the outcome returned. */
 const settle = (
   input: AttemptInput,
@@ -130,28 +167,16 @@ const settle = (
   exit: Exit.Exit<TransportResponse, TransportFailure>
 ): Effect.Effect<AttemptOutcome> => {
   const finishedAt = clock.unsafeCurrentTimeMillis()
-  if (exit._tag === "Success") {
-    const outcome = classifyResponse(exit.value, finishedAt)
-    return Effect.as(input.record(answered(input, startedAt, finishedAt, exit.value, outcome)), outcome)
-  }
-  const failure = Cause.failureOption(exit.cause)
-  if (failure._tag === "None") {
+  const result = settled(input, startedAt, finishedAt, exit)
+  if (result === undefined) {
     // No failure: interrupted (another URL won, the lease was lost, shutdown) or a defect, which goes on ending the
     // fiber. An interrupted request may have reached the receiver, so it is recorded as aborted first.
-    const cause = exit.cause as Cause.Cause<never>
+    const cause = (exit as Exit.Failure<TransportResponse, TransportFailure>).cause as Cause.Cause<never>
     if (!Cause.isInterrupted(cause)) return Effect.failCause(cause)
-    return Effect.zipRight(
-      input.record(unanswered(input, startedAt, finishedAt, "Aborted", abortedError)),
-      Effect.failCause(cause)
-    )
+    return Effect.zipRight(input.record(abortedRecord(input, startedAt, finishedAt)), Effect.failCause(cause))
   }
-  const error = failure.value
-  const outcome = error._tag === "TransportTimeout" ? timedOut(error.message) : classifyError(error.code, error.message)
-  const recorded = input.record(unanswered(input, startedAt, finishedAt, outcome._tag, outcome.reason))
-  return Effect.as(
-    error._tag === "TransportTimeout" ? Effect.zipRight(logTimeout(input, error), recorded) : recorded,
-    outcome
-  )
+  const recorded = Effect.as(input.record(result.record), result.outcome)
+  return result.timeout === undefined ? recorded : Effect.zipRight(logTimeout(input, result.timeout), recorded)
 }
 
 /**

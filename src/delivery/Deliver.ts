@@ -73,7 +73,8 @@ const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome ===
 const runEndpoint = (
   context: JobContext,
   endpoint: PreparedEndpoint,
-  prior: Pending | undefined
+  prior: Pending | undefined,
+  made?: AttemptOutcome
 ): Effect.Effect<Delivered, Pending | Retired, Transport> =>
   // Written as plain continuations, not a generator: this is every delivery's path (measured: a generator and its
   // yields cost about as much as the rest of the attempt's bookkeeping).
@@ -133,8 +134,23 @@ const runEndpoint = (
       return Effect.flatMap(context.gate === undefined ? run : context.gate(endpoint.url)(run), afterAttempt)
     }
 
-    return turn()
+    if (made === undefined) return turn()
+    attempts += 1
+    return afterAttempt(made)
   })
+
+const jobContext = (job: DeliveryJob, options: DeliverOptions, now: number): JobContext => {
+  const firstAttemptAt = job.firstAttemptAt ?? now
+  return {
+    job,
+    firstAttemptAt,
+    lastStart: deadline(firstAttemptAt, options.policy?.window),
+    maxInlineMillis: Duration.toMillis(Duration.decode(options.maxInlineDelay ?? Duration.infinity)),
+    record: options.recordAttempt ?? noRecord,
+    policy: options.policy,
+    gate: options.gate
+  }
+}
 
 /** No URL succeeded: deferred while any URL is pending, dead otherwise. */
 const conclude = (
@@ -171,16 +187,7 @@ export const deliver = (
   options: DeliverOptions = {}
 ): Effect.Effect<DeliveryResult, AllEndpointsFailed, Transport> =>
   Effect.clockWith((clock) => {
-    const firstAttemptAt = job.firstAttemptAt ?? clock.unsafeCurrentTimeMillis()
-    const context: JobContext = {
-      job,
-      firstAttemptAt,
-      lastStart: deadline(firstAttemptAt, options.policy?.window),
-      maxInlineMillis: Duration.toMillis(Duration.decode(options.maxInlineDelay ?? Duration.infinity)),
-      record: options.recordAttempt ?? noRecord,
-      policy: options.policy,
-      gate: options.gate
-    }
+    const context = jobContext(job, options, clock.unsafeCurrentTimeMillis())
     const signature = signatureFor(signingSecret(job.settings), job.body)
     const priorStates = job.endpointStates ?? []
 
@@ -222,4 +229,20 @@ export const deliver = (
           : Effect.failCause(Cause.stripFailures(cause))
       )
     )
+  })
+
+/**
+ * The rest of `deliver` for a job with one URL whose first attempt of this run was already made, and recorded, outside
+ * it (the dispatcher's fiberless path): from that attempt's outcome on, exactly as `deliver` goes on after its own
+ * first attempt (the URL had no earlier state: `endpointStates` is ignored). The outcome counts as attempt 1.
+ */
+export const continueAfterAttempt = (
+  job: DeliveryJob,
+  endpoint: PreparedEndpoint,
+  outcome: AttemptOutcome,
+  options: DeliverOptions = {}
+): Effect.Effect<DeliveryResult, AllEndpointsFailed, Transport> =>
+  Effect.clockWith((clock) => {
+    const context = jobContext(job, options, clock.unsafeCurrentTimeMillis())
+    return Effect.catchAll(runEndpoint(context, endpoint, undefined, outcome), (state) => conclude(context, [state]))
   })

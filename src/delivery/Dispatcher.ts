@@ -1,19 +1,26 @@
-import { Duration, Effect, Exit, Fiber, FiberSet, Layer, Option } from "effect"
+import { Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
 import type { WebhookSettings } from "../domain/Settings.js"
+import { signingSecret } from "../domain/Settings.js"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { makeSourceCache } from "../store/SourceCache.js"
 import { Store } from "../store/Store.js"
+import { abortedRecord, logTimeout, prepareEndpoint, settled } from "./Attempt.js"
+import type { AttemptInput, PreparedEndpoint, Settled } from "./Attempt.js"
 import type { AttemptRecord } from "./AttemptRecord.js"
-import { deliver } from "./Deliver.js"
-import type { AllEndpointsFailed, Deferred, EndpointState } from "./DeliveryResult.js"
+import { continueAfterAttempt, deliver } from "./Deliver.js"
+import type { DeliveryJob } from "./Deliver.js"
+import type { AllEndpointsFailed, Deferred, DeliveryResult, EndpointState } from "./DeliveryResult.js"
 import { EndpointGate } from "./EndpointGate.js"
 import { persistStates, restoreStates } from "./EndpointState.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
 import type { DeliveryOutcome } from "./Outcomes.js"
+import { deadline } from "./RetryPolicy.js"
+import { signatureFor } from "./Signature.js"
 import { Transport } from "./Transport.js"
+import type { TransportExit, TransportRequest } from "./Transport.js"
 
 export interface DispatcherOptions {
   /** Lease owner id, unique per process start. Default: a random UUID. */
@@ -66,8 +73,10 @@ const toStoredAttempt = (record: AttemptRecord): StoredAttemptRecord => ({
 /** A claimed job while this dispatcher holds it. */
 interface Held {
   readonly job: ClaimedJob
-  /** The fiber working on the job now (an endpoint worker, the job's own fiber, or its retry timer); none while queued. */
+  /** The fiber working on the job now (its turn, its own fiber, or its retry timer); none while queued. */
   fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  /** Aborts the job's attempt in flight on the fiberless path (records it as aborted and releases the job). */
+  abort: (() => void) | undefined
   /** Its lease was taken over by another dispatcher: drop it wherever it is. */
   lost: boolean
 }
@@ -80,31 +89,37 @@ interface Run {
   readonly states: ReadonlyArray<EndpointState>
 }
 
-/** One webhook URL: its mailbox and how many worker fibers drain it (at most the endpoint's concurrency). */
+/** One webhook URL: its mailbox and how many of its jobs are being worked on (at most the endpoint's concurrency). */
 interface Actor {
   readonly url: string
   readonly mailbox: Array<Run>
   head: number
-  workers: number
+  busy: number
+  /** `pump` is running: a job that ends synchronously inside it does not start another pump (no recursion). */
+  pumping: boolean
+  /** A `pump` is queued (`pumpSoon`). */
+  pumpDue: boolean
 }
 
 /**
  * The dispatcher: claims due jobs from the store under a lease and delivers each with `deliver`.
  *
- * It is an actor system keyed by endpoint. Each webhook URL is an actor: a mailbox of jobs and up to
- * `concurrencyPerEndpoint` long-lived worker fibers that take a job, make its attempt and take the next, so a job costs
- * no fiber of its own. A job whose attempt asks for a retry within `maxInlineDelay` waits in memory (a timer, not a
- * worker) and goes back to its mailbox when due; a later retry goes back to the store with the job's per-URL progress,
- * so the 4 h window and the backoff survive restarts. A job with several URLs races them in a fiber of its own
- * (`deliver`), each attempt passing its URL's gate: the same limit the workers hold. Each source has a mailbox bound: a
- * source whose jobs fill it is left out of the next claims, so a slow or failing endpoint never holds the memory or the
- * slots the others need.
+ * It is an actor system keyed by endpoint. Each webhook URL is an actor: a mailbox of jobs of which at most
+ * `concurrencyPerEndpoint` are worked on at once. A fresh job's first attempt — nearly every delivery — runs without a
+ * fiber: the request is started with the transport's callback (`Transport.start`), and a 2xx answer is booked in the
+ * callback, which then starts the mailbox's next job. Everything else (a failed attempt, a resumed job, an endpoint whose
+ * permits the multi-URL jobs hold) goes on in a fiber through `deliver`, with the same rules. A job whose attempt asks
+ * for a retry within `maxInlineDelay` waits in memory (a timer, not a slot) and goes back to its mailbox when due; a
+ * later retry goes back to the store with the job's per-URL progress, so the 4 h window and the backoff survive
+ * restarts. A job with several URLs races them in a fiber of its own (`deliver`), each attempt passing its URL's gate:
+ * the same limit the mailbox's jobs hold. Each source has a mailbox bound: a source whose jobs fill it is left out of
+ * the next claims, so a slow or failing endpoint never holds the memory or the slots the others need.
  *
  * Per-job bookkeeping is batched: source settings are read once per claim, and finished jobs, their attempts, metrics
  * and published outcomes go out together every `flushDelay`, or as soon as `flushSize` jobs have finished.
  *
- * On shutdown the fibers are interrupted (requests aborted, attempts recorded), the last batch is written and every
- * lease still held is released.
+ * On shutdown the fibers are interrupted and the fiberless attempts aborted (requests aborted, attempts recorded), the
+ * last batch is written and every lease still held is released.
  */
 export const make = (options: DispatcherOptions = {}) =>
   Effect.gen(function*() {
@@ -157,30 +172,21 @@ export const make = (options: DispatcherOptions = {}) =>
       return endpoint
     }
 
-    // Every attempt passes its URL's gate: the endpoint actor's concurrency limit, shared by its workers and by the
+    // Every attempt passes its URL's gate: the endpoint actor's concurrency limit, shared by its mailbox's jobs and by the
     // attempts of jobs with several URLs.
     const endpointGate = (url: string) => gate(url).withPermit
 
-    const recordAttempt = (record: AttemptRecord) =>
-      Effect.sync(() => {
-        attempts.push(toStoredAttempt(record))
-        workWaiting.unsafeOpen()
-      })
+    const keepAttempt = (record: AttemptRecord): void => {
+      attempts.push(toStoredAttempt(record))
+      workWaiting.unsafeOpen()
+    }
+    const recordAttempt = (record: AttemptRecord) => Effect.sync(() => keepAttempt(record))
 
     const claimThreshold = Math.max(1, Math.floor(claimBatch / 4))
     const mailboxLowWater = Math.floor(mailboxPerSource / 2)
 
     // Forgets a job. Rings the claimer only when another claim is worth a round trip: enough room in all, or a full
-    // mailbox half empty again. Ringing on every finished job would claim one job per query. The ring is noted here
-    // and sent by the next effect that runs (`thenRing`): releases happen in synchronous code.
-    let ringDue = false
-    const thenRing = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-      if (!ringDue) return effect
-      ringDue = false
-      return Effect.zipRight(signal.notify, effect)
-    }
-    const ring = Effect.suspend(() => thenRing(Effect.void))
-
+    // mailbox half empty again. Ringing on every finished job would claim one job per query.
     const release = (entry: Held): void => {
       if (held.get(entry.job.id) !== entry) return
       held.delete(entry.job.id)
@@ -189,7 +195,7 @@ export const make = (options: DispatcherOptions = {}) =>
       if (count <= 0) heldPerSource.delete(sourceId)
       else heldPerSource.set(sourceId, count)
       const room = maxJobsInMemory - held.size
-      if (room === claimThreshold || count === mailboxLowWater) ringDue = true
+      if (room === claimThreshold || count === mailboxLowWater) signal.unsafeNotify()
     }
 
     const finish = (entry: Held, completion: Completion): void => {
@@ -257,7 +263,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const actorFor = (url: string): Actor => {
       let actor = actors.get(url)
       if (actor === undefined) {
-        actor = { url, mailbox: [], head: 0, workers: 0 }
+        actor = { url, mailbox: [], head: 0, busy: 0, pumping: false, pumpDue: false }
         actors.set(url, actor)
       }
       return actor
@@ -277,117 +283,221 @@ export const make = (options: DispatcherOptions = {}) =>
       return run
     }
 
-    const post = (run: Run): void => {
-      const actor = actorFor(run.settings.endpoints[0]!.url)
-      actor.mailbox.push(run)
-      if (actor.workers < concurrencyPerEndpoint && !stopping) {
-        actor.workers += 1
-        runFork(worker(actor))
+    /** Starts the mailbox's next jobs while the endpoint has room: fiberless when it can, in a fiber otherwise. */
+    const pump = (actor: Actor): void => {
+      if (actor.pumping) return
+      actor.pumping = true
+      try {
+        while (!stopping && actor.busy < concurrencyPerEndpoint) {
+          const run = take(actor)
+          if (run === undefined) return
+          if (run.held.lost) {
+            release(run.held)
+            continue
+          }
+          actor.busy += 1
+          if (!startAttempt(actor, run)) runFork(turn(actor, run))
+        }
+      } finally {
+        actor.pumping = false
       }
     }
 
-    // Attempts within one `deliver` call never sleep in a worker: a retry comes back as `Deferred`, and waits below.
+    const pumpSoon = (actor: Actor): void => {
+      if (actor.pumpDue) return
+      actor.pumpDue = true
+      queueMicrotask(() => {
+        actor.pumpDue = false
+        pump(actor)
+      })
+    }
+
+    const post = (run: Run): void => {
+      const actor = actorFor(run.settings.endpoints[0]!.url)
+      actor.mailbox.push(run)
+      pump(actor)
+    }
+
+    // Attempts within one `deliver` call never sleep in a fiber: a retry comes back as `Deferred`, and waits below.
     const singleOptions = { recordAttempt, maxInlineDelay: Duration.zero, gate: endpointGate }
+
+    /** How a single-URL job's run ended: delivered, dead, waiting in memory, or back to the store. */
+    const concluded = (run: Run, firstAttemptAt: number) => ({
+      onFailure: (error: AllEndpointsFailed) => Effect.sync(() => failed(run.held, error)),
+      onSuccess: (outcome: DeliveryResult): Effect.Effect<void> => {
+        const entry = run.held
+        const now = clock.unsafeCurrentTimeMillis()
+        if (outcome._tag === "Delivered") {
+          delivered(entry, now, firstAttemptAt, outcome.url)
+          return Effect.void
+        }
+        if (outcome.nextAttemptAt - now > maxInlineMillis || stopping) {
+          deferred(entry, outcome)
+          return Effect.void
+        }
+        return waitForRetry({ ...run, firstAttemptAt: outcome.firstAttemptAt, states: outcome.endpoints }, outcome)
+      }
+    })
+
+    const deliveryJob = (run: Run, firstAttemptAt: number): DeliveryJob => ({
+      jobId: run.held.job.id,
+      messageId: run.held.job.messageId,
+      body: run.held.job.body,
+      settings: run.settings,
+      firstAttemptAt,
+      endpointStates: run.states
+    })
 
     /** One turn of a single-URL job: its due attempt (at most one), then delivered, dead, waiting, or back to the store. */
     const step = (run: Run): Effect.Effect<void, never, Transport> => {
-      const entry = run.held
-      const job = entry.job
-      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? clock.unsafeCurrentTimeMillis()
+      const firstAttemptAt = run.firstAttemptAt ?? run.held.job.firstAttemptAt ?? clock.unsafeCurrentTimeMillis()
       return Effect.matchEffect(
-        deliver(
-          {
-            jobId: job.id,
-            messageId: job.messageId,
-            body: job.body,
-            settings: run.settings,
-            firstAttemptAt,
-            endpointStates: run.states
-          },
-          singleOptions
-        ),
-        {
-          onFailure: (error) => {
-            failed(entry, error)
-            return ring
-          },
-          onSuccess: (outcome) => {
-            const now = clock.unsafeCurrentTimeMillis()
-            if (outcome._tag === "Delivered") {
-              delivered(entry, now, firstAttemptAt, outcome.url)
-              return ring
-            }
-            if (outcome.nextAttemptAt - now > maxInlineMillis || stopping) {
-              deferred(entry, outcome)
-              return ring
-            }
-            return waitForRetry({ ...run, firstAttemptAt: outcome.firstAttemptAt, states: outcome.endpoints }, outcome)
-          }
-        }
+        deliver(deliveryJob(run, firstAttemptAt), singleOptions),
+        concluded(run, firstAttemptAt)
       )
     }
 
-    // A retry due soon waits in memory on a timer fiber (no worker), then goes back to its endpoint's mailbox.
+    /**
+     * Runs `effect` as the job's fiber: the lease renewer interrupts it if the job is taken over. A job whose fiber is
+     * interrupted (or dies) is released. `slot`: the job holds one of its endpoint's places until the fiber ends.
+     */
+    const asJobFiber = (
+      entry: Held,
+      slot: Actor | undefined,
+      effect: Effect.Effect<void, never, Transport>
+    ): Effect.Effect<void, never, Transport> =>
+      Effect.withFiberRuntime<void, never, Transport>((fiber) => {
+        entry.fiber = fiber
+        return Effect.onExit(effect, (exit) =>
+          Effect.suspend(() => {
+            // A retry wait started by the effect has taken the job over.
+            if (entry.fiber === fiber) entry.fiber = undefined
+            if (Exit.isFailure(exit)) release(entry)
+            if (slot !== undefined) {
+              slot.busy -= 1
+              pump(slot)
+            }
+            return Exit.isFailure(exit) && !Exit.isInterrupted(exit)
+              ? Effect.logError("delivery job failed unexpectedly", exit.cause)
+              : Effect.void
+          }))
+      })
+
+    /** The general path of a single-URL job, in a fiber: see `step`. */
+    const turn = (actor: Actor, run: Run) => asJobFiber(run.held, actor, step(run))
+
+    // Transports without a callback API (tests' scripted ones) run `post` on a fiber of their own, with the layer's
+    // services (its Clock). Interruptible again: this runtime was captured in the uninterruptible layer acquisition.
+    const runtime = yield* Effect.runtime<Transport>()
+    const transport = yield* Transport
+    const runCallback = Runtime.runCallback(runtime)
+    const startRequest = transport.start ??
+      ((request: TransportRequest, onExit: (exit: TransportExit) => void) => {
+        const cancel = runCallback(Effect.interruptible(transport.post(request)), {
+          onExit: (exit) => {
+            if (!Exit.isInterrupted(exit)) onExit(exit)
+          }
+        })
+        return () => cancel()
+      })
+
+    /**
+     * The fiberless path: the first attempt of a fresh single-URL job (no earlier state, within its window) while a
+     * permit of the endpoint is free. `false` when the job does not qualify: it takes the general path.
+     */
+    const startAttempt = (actor: Actor, run: Run): boolean => {
+      if (run.states.length > 0) return false
+      const entry = run.held
+      const job = entry.job
+      const startedAt = clock.unsafeCurrentTimeMillis()
+      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
+      if (startedAt > deadline(firstAttemptAt)) return false
+      const permits = gate(actor.url)
+      if (!permits.tryTake()) return false
+      const endpoint = prepareEndpoint(
+        run.settings.endpoints[0]!,
+        job.body,
+        signatureFor(signingSecret(run.settings), job.body)
+      )
+      const input: AttemptInput = {
+        jobId: job.id,
+        messageId: job.messageId,
+        endpoint,
+        attemptNumber: 1,
+        record: recordAttempt
+      }
+      let ended = false
+      const end = (): boolean => {
+        if (ended) return false
+        ended = true
+        entry.abort = undefined
+        permits.giveBack()
+        actor.busy -= 1
+        return true
+      }
+      const cancel = startRequest(endpoint.request, (exit) => {
+        if (!end()) return
+        const finishedAt = clock.unsafeCurrentTimeMillis()
+        const result = settled(input, startedAt, finishedAt, exit)
+        if (result === undefined) {
+          // A defect of the transport: the job waits for its lease, as a failed fiber leaves it.
+          release(entry)
+          runFork(Effect.logError("delivery job failed unexpectedly", (exit as Exit.Failure<unknown, unknown>).cause))
+        } else {
+          keepAttempt(result.record)
+          if (result.outcome._tag === "Success") {
+            delivered(entry, finishedAt, firstAttemptAt, endpoint.url)
+          } else if (entry.lost) {
+            release(entry)
+          } else {
+            runFork(asJobFiber(entry, undefined, afterFirstAttempt(run, endpoint, firstAttemptAt, input, result)))
+          }
+        }
+        // Not from inside the transport's callback: undici hands the connection back to its pool after it, and a request
+        // dispatched before that would open another connection.
+        pumpSoon(actor)
+      })
+      if (!ended) {
+        entry.abort = () => {
+          if (!end()) return
+          cancel()
+          keepAttempt(abortedRecord(input, startedAt, clock.unsafeCurrentTimeMillis()))
+          release(entry)
+          pump(actor)
+        }
+      }
+      return true
+    }
+
+    /** A fiberless first attempt failed: the job goes on from its outcome exactly as `deliver` would. */
+    const afterFirstAttempt = (
+      run: Run,
+      endpoint: PreparedEndpoint,
+      firstAttemptAt: number,
+      input: AttemptInput,
+      result: Settled
+    ): Effect.Effect<void, never, Transport> => {
+      const goOn = Effect.matchEffect(
+        continueAfterAttempt(deliveryJob(run, firstAttemptAt), endpoint, result.outcome, singleOptions),
+        concluded(run, firstAttemptAt)
+      )
+      return result.timeout === undefined ? goOn : Effect.zipRight(logTimeout(input, result.timeout), goOn)
+    }
+
+    // A retry due soon waits in memory on a timer fiber (no slot), then goes back to its endpoint's mailbox.
     const waitForRetry = (run: Run, outcome: Deferred) =>
       Effect.sync(() => {
         const entry = run.held
         entry.fiber = runFork(
           Effect.sleep(Duration.millis(Math.max(0, outcome.nextAttemptAt - clock.unsafeCurrentTimeMillis()))).pipe(
-            Effect.zipRight(Effect.suspend(() => {
+            Effect.zipRight(Effect.sync(() => {
               entry.fiber = undefined
               if (entry.lost) release(entry)
               else post(run)
-              return ring
             })),
-            Effect.onInterrupt(() =>
-              Effect.suspend(() => {
-                release(entry)
-                return ring
-              })
-            )
+            Effect.onInterrupt(() => Effect.sync(() => release(entry)))
           )
         )
-      })
-
-    /**
-     * A worker of an endpoint: takes the next job from the mailbox and runs its turn, until the mailbox is empty. A
-     * worker that is interrupted (the job's lease was taken over, or shutdown) or dies leaves its job released and is
-     * replaced while there is work.
-     */
-    const worker = (actor: Actor): Effect.Effect<void, never, Transport> =>
-      Effect.withFiberRuntime<void, never, Transport>((fiber) => {
-        let current: Held | undefined
-        const next: Effect.Effect<void, never, Transport> = Effect.suspend(() => {
-          let run = take(actor)
-          while (run !== undefined && run.held.lost) {
-            release(run.held)
-            run = take(actor)
-          }
-          if (run === undefined) return ring
-          current = run.held
-          current.fiber = fiber
-          return Effect.flatMap(step(run), afterStep)
-        })
-        const afterStep = (): Effect.Effect<void, never, Transport> => {
-          if (current !== undefined && current.fiber === fiber) current.fiber = undefined
-          current = undefined
-          return thenRing(next)
-        }
-        return Effect.onExit(next, (exit) =>
-          Effect.suspend(() => {
-            actor.workers -= 1
-            const left = current
-            current = undefined
-            if (left !== undefined) release(left)
-            const logged = Exit.isFailure(exit) && !Exit.isInterrupted(exit)
-              ? Effect.logError("delivery worker failed unexpectedly", exit.cause)
-              : Effect.void
-            if (!stopping && actor.head < actor.mailbox.length && actor.workers < concurrencyPerEndpoint) {
-              actor.workers += 1
-              runFork(worker(actor))
-            }
-            return thenRing(logged)
-          }))
       })
 
     // --- jobs with several URLs: a fiber each, racing its URLs ---------------------------------------------------
@@ -414,10 +524,7 @@ export const make = (options: DispatcherOptions = {}) =>
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logError("delivery job failed unexpectedly", cause)),
         Effect.annotateLogs({ jobId: entry.job.id, messageId: entry.job.messageId }),
-        Effect.ensuring(Effect.suspend(() => {
-          release(entry)
-          return ring
-        }))
+        Effect.ensuring(Effect.sync(() => release(entry)))
       )
 
     // --- batched writes --------------------------------------------------------------------------------------------
@@ -503,7 +610,7 @@ export const make = (options: DispatcherOptions = {}) =>
       })
 
     const admit = (job: ClaimedJob, settings: WebhookSettings | string | undefined): void => {
-      const entry: Held = { job, fiber: undefined, lost: false }
+      const entry: Held = { job, fiber: undefined, abort: undefined, lost: false }
       held.set(job.id, entry)
       heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
       // A source that could not be read: the job stays leased and is claimed again when the lease lapses.
@@ -572,7 +679,6 @@ export const make = (options: DispatcherOptions = {}) =>
           if ((heldPerSource.get(job.sourceId) ?? 0) >= mailboxPerSource) overflow.push(job.id)
           else admit(job, settings?.get(job.sourceId))
         }
-        yield* ring
         if (overflow.length > 0) {
           yield* store.releaseLeases(owner, overflow).pipe(
             Effect.catchAll((error) => Effect.logError("could not release overflowing jobs", error))
@@ -601,16 +707,21 @@ export const make = (options: DispatcherOptions = {}) =>
           if (entry === undefined || stillHeld.has(id)) continue
           lost += 1
           entry.lost = true
-          // Running: stop its fiber (the worker is replaced); queued: dropped when a worker takes it.
-          if (entry.fiber !== undefined) yield* Fiber.interruptFork(entry.fiber)
+          // Running: abort its attempt or stop its fiber (its slot is freed); queued: dropped when its turn comes.
+          if (entry.abort !== undefined) entry.abort()
+          else if (entry.fiber !== undefined) yield* Fiber.interruptFork(entry.fiber)
         }
         if (lost > 0) yield* Effect.logWarning(`${lost} jobs were taken over by another dispatcher`)
       }
     })
 
-    /** Shutdown: no new workers or retries; the fibers are interrupted by the caller (`FiberSet.clear`). */
+    /**
+     * Shutdown: no new attempts or retries, and the fiberless attempts in flight are aborted (recorded, their jobs
+     * released); the fibers are interrupted by the caller (`FiberSet.clear`).
+     */
     const stop = Effect.sync(() => {
       stopping = true
+      for (const entry of held.values()) entry.abort?.()
     })
 
     return { owner, fibers, claimer, renewer, flusher, flush, held, stop }

@@ -27,6 +27,18 @@ export class EndpointGate {
     return count
   }
 
+  /** Takes a free permit without waiting: `false` when none is free. Whoever took it must `giveBack` it. */
+  tryTake(): boolean {
+    if (this.free === 0) return false
+    this.free -= 1
+    return true
+  }
+
+  /** Returns a permit taken with `tryTake`: to the longest waiter, or to the free ones. */
+  giveBack(): void {
+    this.release()
+  }
+
   private release(): void {
     while (this.head < this.waiters.length) {
       const waiter = this.waiters[this.head]!

@@ -52,8 +52,18 @@ export class TransportTimeout extends Data.TaggedError("TransportTimeout")<{
 
 export type TransportFailure = TransportError | TransportTimeout
 
+/** How a started request ended: its answer or its failure (never an interruption: a cancelled request reports nothing). */
+export type TransportExit = Exit.Exit<TransportResponse, TransportFailure>
+
 export interface TransportShape {
   readonly post: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportFailure>
+  /**
+   * The same request without a fiber: starts it now and calls `onExit` once, when it ends, unless the returned function
+   * cancels it first (the request is aborted and `onExit` is never called). The dispatcher's per-job path uses it: a
+   * fiber and its combinators cost as much per delivery as the request itself (STYLE.md "HTTP"). Optional: a transport
+   * without it (a test's scripted one) is run through `post`.
+   */
+  readonly start?: ((request: TransportRequest, onExit: (exit: TransportExit) => void) => () => void) | undefined
 }
 
 export class Transport extends Context.Tag("hookrelay/delivery/Transport")<Transport, TransportShape>() {}
@@ -146,7 +156,7 @@ class InFlight implements Dispatcher.DispatchHandler {
     readonly deadline: number,
     private readonly limits: Limits,
     private readonly registry: Set<InFlight>,
-    private readonly resume: (effect: Effect.Effect<TransportResponse, TransportFailure>) => void
+    private readonly resume: (exit: TransportExit) => void
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -189,7 +199,7 @@ class InFlight implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
-    this.finish(Effect.fail(new TransportError({ code: errorCode(error), message: errorMessage(error), cause: error })))
+    this.finish(Exit.fail(new TransportError({ code: errorCode(error), message: errorMessage(error), cause: error })))
   }
 
   /** Called by the deadline ticker. */
@@ -201,11 +211,11 @@ class InFlight implements Dispatcher.DispatchHandler {
       waitingFor: this.waitingFor,
       message: `no complete response within ${Duration.format(timeout)} (waiting for the ${this.waitingFor})`
     })
-    this.finish(Effect.fail(failure))
+    this.finish(Exit.fail(failure))
     this.abort(failure)
   }
 
-  /** The calling fiber was interrupted: abort the request, resume nobody. */
+  /** The caller gave up on the request (its fiber was interrupted): abort it, report to nobody. */
   cancel(): void {
     if (this.done) return
     this.done = true
@@ -221,7 +231,7 @@ class InFlight implements Dispatcher.DispatchHandler {
   private succeed(truncated: boolean): void {
     if (this.done) return
     const snippet = new StringDecoder("utf8").write(Buffer.concat(this.snippet, this.snippetLength))
-    this.finish(Effect.succeed({
+    this.finish(Exit.succeed({
       status: this.status,
       retryAfter: this.retryAfter,
       location: this.location,
@@ -231,11 +241,11 @@ class InFlight implements Dispatcher.DispatchHandler {
     }))
   }
 
-  private finish(effect: Effect.Effect<TransportResponse, TransportFailure>): void {
+  private finish(exit: TransportExit): void {
     if (this.done) return
     this.done = true
     this.registry.delete(this)
-    this.resume(effect)
+    this.resume(exit)
   }
 }
 
@@ -377,30 +387,53 @@ export const makeWithPolicy = (
     })
     yield* Effect.forkScoped(Effect.forever(tick))
 
-    const post = (request: TransportRequest): Effect.Effect<TransportResponse, TransportFailure> => {
+    const refusal = (request: TransportRequest): TransportError | undefined => {
       const refused = refusedLiteral?.(request.origin)
-      if (refused !== undefined && refused !== false) {
-        return Effect.fail(
-          new TransportError({ code: EgressPolicy.blockedAddressCode, message: refused.message, cause: refused })
-        )
-      }
+      if (refused === undefined || refused === false) return undefined
+      return new TransportError({ code: EgressPolicy.blockedAddressCode, message: refused.message, cause: refused })
+    }
+
+    const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): InFlight => {
+      const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, onExit)
+      inFlight.add(entry)
+      if (inFlight.size === 1) wake.unsafeOpen()
+      // dispatch reports synchronous failures (destroyed agent, invalid argument) through onResponseError.
+      agent.dispatch({
+        origin: request.origin,
+        path: request.path,
+        method: "POST",
+        headers: request.headers as Array<string>,
+        body: request.body
+      }, entry)
+      return entry
+    }
+
+    const post = (request: TransportRequest): Effect.Effect<TransportResponse, TransportFailure> => {
+      const refused = refusal(request)
+      if (refused !== undefined) return Effect.fail(refused)
       return Effect.async<TransportResponse, TransportFailure>((resume) => {
-        const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, resume)
-        inFlight.add(entry)
-        if (inFlight.size === 1) wake.unsafeOpen()
-        // dispatch reports synchronous failures (destroyed agent, invalid argument) through onResponseError.
-        agent.dispatch({
-          origin: request.origin,
-          path: request.path,
-          method: "POST",
-          headers: request.headers as Array<string>,
-          body: request.body
-        }, entry)
+        const entry = dispatch(request, resume)
         return Effect.sync(() => entry.cancel())
       })
     }
 
-    return Transport.of({ post })
+    const start = (request: TransportRequest, onExit: (exit: TransportExit) => void): () => void => {
+      const refused = refusal(request)
+      if (refused === undefined) {
+        const entry = dispatch(request, onExit)
+        return () => entry.cancel()
+      }
+      // Reported after `start` returned, as a request's answer would be: the caller's bookkeeping comes first.
+      let cancelled = false
+      queueMicrotask(() => {
+        if (!cancelled) onExit(Exit.fail(refused))
+      })
+      return () => {
+        cancelled = true
+      }
+    }
+
+    return Transport.of({ post, start })
   })
 
 /** The live transport, guarded by `options.allowPrivateNetworks` (default: the setting) over the system resolver. */

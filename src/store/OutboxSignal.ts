@@ -4,6 +4,8 @@ import type { Duration } from "effect"
 export interface OutboxSignalShape {
   /** Something was committed to the outbox: wake the dispatcher now instead of at its next poll. */
   readonly notify: Effect.Effect<void>
+  /** `notify` from synchronous code (a callback outside any fiber). */
+  readonly unsafeNotify: () => void
   /** Forgets earlier rings: call before looking for work, then `wait` if none was found. */
   readonly reset: Effect.Effect<void>
   /** Waits for a `notify` since the last `reset`, at most `timeout`. */
@@ -21,6 +23,7 @@ export const make = Effect.gen(function*() {
   const latch = yield* Effect.makeLatch(false)
   return OutboxSignal.of({
     notify: latch.open,
+    unsafeNotify: () => latch.unsafeOpen(),
     reset: latch.close,
     wait: (timeout) => Effect.asVoid(Effect.timeoutOption(latch.await, timeout))
   })
