@@ -223,8 +223,8 @@ interface CompletionRow {
   readonly first: number | null
   readonly state: string | null
   readonly err: string | null
-  /** Attempts recorded for this job in the same call, added to its count by the same UPDATE. */
-  readonly inc: number
+  /** Attempts recorded for this job in the same call, added to its count by the same UPDATE (set by `completionRows`). */
+  inc: number
 }
 
 const toCompletionRow = (completion: Completion): CompletionRow => {
@@ -988,10 +988,11 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     const byJob = new Map<string, CompletionRow>()
     for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
     const increments = countPerJob(attempts ?? [])
-    const rows = Array.from(byJob.values(), (row) => ({ ...row, inc: increments.get(row.id) ?? 0 }))
+    const rows = Array.from(byJob.values())
     const plain: Array<[string, number, number | null, number]> = []
     const other: Array<CompletionRow> = []
     for (const row of rows) {
+      row.inc = increments.get(row.id) ?? 0
       if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
       else other.push(row)
     }
@@ -1003,24 +1004,28 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   /** The jobs a completion batch applied, and the usage rows (delivered, dead, latency) they add up to. */
   const makeTally = () => {
     const applied: Array<string> = []
-    const usage = new Map<string, UsageRow>()
+    // One accumulator per (day, source), added to in place: a batch has hundreds of rows and one or two keys.
+    const usage = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>()
     const count = (row: CompletedRow, status: string) => {
       applied.push(row.id)
       if (status !== "delivered" && status !== "dead") return
       const finishedAt = num(row.finished_at)
       const day = utcDay(finishedAt)
       const key = `${day}:${row.source_id}`
-      const current = usage.get(key) ?? usageRow(row.source_id, day * dayMs, {})
-      const delivered = status === "delivered"
-      usage.set(key, {
-        ...current,
-        delivered: current.delivered + (delivered ? 1 : 0),
-        dead: current.dead + (delivered ? 0 : 1),
-        // Received = the job's creation (ingest stamps both with one time). Another process's
-        // clock may run behind: never a negative latency.
-        latency_ms: current.latency_ms + (delivered ? Math.max(0, finishedAt - num(row.created_at)) : 0),
-        latency_jobs: current.latency_jobs + (delivered ? 1 : 0)
-      })
+      let current = usage.get(key)
+      if (current === undefined) {
+        current = usageRow(row.source_id, day * dayMs, {})
+        usage.set(key, current)
+      }
+      if (status === "dead") {
+        current.dead += 1
+        return
+      }
+      current.delivered += 1
+      // Received = the job's creation (ingest stamps both with one time). Another process's clock may run behind:
+      // never a negative latency.
+      current.latency_ms += Math.max(0, finishedAt - num(row.created_at))
+      current.latency_jobs += 1
     }
     const result = (rows: ReadonlyArray<CompletionRow>): CompleteResult => {
       const appliedSet = new Set(applied)
