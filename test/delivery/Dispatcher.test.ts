@@ -298,4 +298,66 @@ describe("Dispatcher", () => {
         expect(receiver.requests[0]!.body.toString()).toContain("orphan")
       }).pipe(Effect.provide(context))
     }))
+
+  it.scopedLive("aborts a request in flight without a fiber at shutdown: recorded as aborted, the job pending again", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer(() => {
+        // Never answers: the attempt is in flight when the dispatcher stops.
+      })
+      const context = yield* Layer.build(baseLayer(directory))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", receiver.url)
+        yield* enqueue("s1", ["in-flight"])
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Layer.build(Dispatcher.layer())
+          yield* waitUntil(() => receiver.requests.length === 1, "the request in flight")
+        }))
+        yield* waitUntil(() => receiver.requests[0]!.aborted, "the receiver saw the request aborted")
+        const [job] = yield* store.jobsForMessage("in-flight")
+        expect(job).toMatchObject({ status: "pending", attemptCount: 1, leaseOwner: null })
+        expect(job!.attempts).toMatchObject([{ attempt: 1, outcome: "aborted", statusCode: null }])
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("runs a transport without start (a scripted one) through post, on the layer's Clock", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const posted: Array<string> = []
+      // Answers 200 three seconds (of TestClock) after each request.
+      const scripted = Transport.layerTest((request) =>
+        Effect.as(
+          Effect.zipRight(
+            Effect.sync(() => posted.push(new TextDecoder().decode(request.body))),
+            Effect.sleep("3 seconds")
+          ),
+          Transport.response(200)
+        )
+      )
+      const context = yield* Layer.build(
+        Layer.mergeAll(scripted, OutboxSignal.layer, Outcomes.layer).pipe(
+          Layer.provideMerge(StoreLayers.layerSqlite({ directory }))
+        )
+      )
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("s1", "https://receiver.example/hook")
+        yield* enqueue("s1", ["scripted-1", "scripted-2"])
+        yield* Layer.build(Dispatcher.layer())
+        yield* waitUntil(() => posted.length === 2, "both requests posted")
+        yield* TestClock.adjust("2999 millis")
+        yield* realWait(20)
+        expect((yield* store.backlog()).delivered).toBe(0)
+        // The answers at 3 s; the finished jobs are written 20 ms of Clock later.
+        for (let step = 0; step < 50; step++) {
+          if ((yield* store.backlog()).delivered === 2) break
+          yield* TestClock.adjust("10 millis")
+          yield* realWait(5)
+        }
+        expect(yield* store.backlog()).toMatchObject({ delivered: 2, pending: 0, delivering: 0 })
+        const [job] = yield* store.jobsForMessage("scripted-1")
+        expect(job!.attempts).toMatchObject([{ attempt: 1, outcome: "success", statusCode: 200, durationMs: 3000 }])
+      }).pipe(Effect.provide(context))
+    }))
 })
