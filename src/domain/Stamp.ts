@@ -31,11 +31,10 @@ export const stampMessage = (message: Message, context: StampContext): StampedMe
   const sentText = message.sentAt ?? context.batchSentAt
   const sentAt = sentText === undefined ? undefined : parseIso8601(sentText)
   const receivedAt = formatTimestamp(context.receivedAt)
-  const stamped: Record<string, unknown> = {
-    ...message,
-    messageId: message.messageId ?? context.generatedMessageId,
-    receivedAt
-  }
+  // Assigned one by one, as a spread would place them (see Merge.ts for why not a spread).
+  const stamped = copyFields(message) as Record<string, unknown>
+  stamped.messageId = message.messageId ?? context.generatedMessageId
+  stamped.receivedAt = receivedAt
   if (sentAt !== undefined) stamped.sentAt = written(sentText, sentAt)
   if (eventTime === undefined) {
     stamped.timestamp = receivedAt
