@@ -373,8 +373,8 @@ ${pg === undefined ? "" : gcRow("PostgreSQL", pg)}
 
 Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.
 `
-  // A partial run (another server, no baseline) is printed only, never written over the results.
-  if (raw > 0 && serverIndex === -1) {
+  // A partial run (another server, no baseline, no PostgreSQL) is printed only, never written over the results.
+  if (raw > 0 && serverIndex === -1 && !flag("sqlite-only")) {
     writeResults("end-to-end", markdown, { totalMessages, batchSize, senders, raw, sqlite, pg })
   }
   console.log(markdown)

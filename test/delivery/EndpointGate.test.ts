@@ -31,4 +31,20 @@ describe("EndpointGate", () => {
       yield* Fiber.interrupt(holder)
       expect(yield* gate.withPermit(Effect.succeed("free again"))).toBe("free again")
     }))
+
+  it.effect("tryTake shares the permits with withPermit; giveBack hands one to the longest waiter", () =>
+    Effect.gen(function*() {
+      const gate = new EndpointGate(2)
+      expect(gate.tryTake()).toBe(true)
+      expect(gate.tryTake()).toBe(true)
+      expect(gate.tryTake()).toBe(false)
+      const queued = yield* Effect.fork(gate.withPermit(Effect.succeed("after a giveBack")))
+      yield* Effect.yieldNow()
+      expect(gate.waiting).toBe(1)
+      gate.giveBack()
+      expect(yield* Fiber.join(queued)).toBe("after a giveBack")
+      // The waiter's permit came back to the gate when it finished: one free, one still taken.
+      expect(gate.tryTake()).toBe(true)
+      expect(gate.tryTake()).toBe(false)
+    }))
 })
