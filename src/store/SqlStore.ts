@@ -265,6 +265,65 @@ const toCompletionRow = (completion: Completion): CompletionRow => {
   }
 }
 
+// --- SQLite statement texts shared by the SqlClient path and the prepared-statement path ------------
+// (`?` placeholders: the SqlClient path runs them with `sql.unsafe`, the raw path with `db.prepare`.)
+
+/** Attempts as one JSON parameter of arrays (see `attemptRow`). Parameter: the JSON. */
+const sqliteInsertAttempts = `
+  INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
+  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
+    value ->> 8
+  FROM json_each(?)`
+
+/** Plain deliveries, rows `[id, at, first, inc]`, lease-guarded. Parameters: the JSON, the owner. */
+const sqliteCompleteDelivered = `
+  UPDATE jobs SET
+    status = 'delivered',
+    finished_at = v.value ->> 1,
+    attempts = jobs.attempts + (v.value ->> 3),
+    first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
+    body = X'',
+    lease_owner = NULL,
+    lease_expires_at = NULL
+  FROM json_each(?) AS v
+  WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ?
+  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
+    jobs.created_at AS created_at`
+
+/** Any completion, rows as `CompletionRow` objects, lease-guarded. Parameters: the JSON, the owner. */
+const sqliteComplete = `
+  UPDATE jobs SET
+    status = v.status,
+    finished_at = v.at,
+    attempts = jobs.attempts + v.inc,
+    next_due_at = coalesce(v.due, jobs.next_due_at),
+    first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
+    endpoint_state = coalesce(v.state, jobs.endpoint_state),
+    last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
+    body = CASE WHEN v.status = 'delivered' THEN X'' ELSE jobs.body END,
+    lease_owner = NULL,
+    lease_expires_at = NULL
+  FROM (
+    SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
+      value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
+      value ->> 'err' AS err, value ->> 'inc' AS inc
+    FROM json_each(?)
+  ) AS v
+  WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ?
+  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
+    jobs.finished_at AS finished_at, jobs.created_at AS created_at`
+
+/** What a usage upsert adds to an existing (source, day) row. */
+const usageOnConflict = `
+  ON CONFLICT (source_id, day) DO UPDATE SET
+    api_calls = usage_daily.api_calls + excluded.api_calls,
+    messages = usage_daily.messages + excluded.messages,
+    filtered = usage_daily.filtered + excluded.filtered,
+    delivered = usage_daily.delivered + excluded.delivered,
+    dead = usage_daily.dead + excluded.dead,
+    latency_ms = usage_daily.latency_ms + excluded.latency_ms,
+    latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`
+
 // --- enqueue: which entries become jobs -----------------------------------------------------------
 
 /** Within one request the first occurrence of a message id wins; the others are duplicates. */
@@ -447,16 +506,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   }
 
   const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
-    rows.length === 0 ? Effect.void : sql`
-      INSERT INTO usage_daily ${sql.insert(rows)}
-      ON CONFLICT (source_id, day) DO UPDATE SET
-        api_calls = usage_daily.api_calls + excluded.api_calls,
-        messages = usage_daily.messages + excluded.messages,
-        filtered = usage_daily.filtered + excluded.filtered,
-        delivered = usage_daily.delivered + excluded.delivered,
-        dead = usage_daily.dead + excluded.dead,
-        latency_ms = usage_daily.latency_ms + excluded.latency_ms,
-        latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`.pipe(Effect.asVoid)
+    rows.length === 0 ?
+      Effect.void :
+      Effect.asVoid(sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.literal(usageOnConflict)}`)
 
   const usageRow = (sourceId: string, now: number, delta: UsageDelta): UsageRow => ({
     source_id: sourceId,
@@ -634,11 +686,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     // As `bumpUsage` for one row of requests and messages.
     const usage = db.prepare(`
       INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
-      VALUES (?, ?, ?, ?, ?, 0, 0, 0, 0)
-      ON CONFLICT (source_id, day) DO UPDATE SET
-        api_calls = usage_daily.api_calls + excluded.api_calls,
-        messages = usage_daily.messages + excluded.messages,
-        filtered = usage_daily.filtered + excluded.filtered`)
+      VALUES (?, ?, ?, ?, ?, 0, 0, 0, 0)${usageOnConflict}`)
     const transaction = db.transaction(
       (
         sourceId: string,
@@ -842,12 +890,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           SELECT v ->> 0, v ->> 1, (v ->> 2)::integer, (v ->> 3)::bigint, (v ->> 4)::integer, (v ->> 5)::integer,
             v ->> 6, v ->> 7, v ->> 8
           FROM jsonb_array_elements(${json}::jsonb) AS v`,
-      orElse: () =>
-        sql`
-          INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
-          SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
-            value ->> 8
-          FROM json_each(${json})`
+      orElse: () => sql.unsafe(sqliteInsertAttempts, [json])
     })
 
   /** One attempt as a row of the JSON parameter of the attempts insert. */
@@ -914,27 +957,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           WHERE j.id = v.id AND j.status = 'delivering' AND j.lease_owner = ${owner}
           RETURNING j.id, j.source_id, j.status, j.finished_at, j.created_at`,
       orElse: () =>
-        sql<{ id: string; source_id: string; status: string; finished_at: unknown; created_at: unknown }>`
-          UPDATE jobs SET
-            status = v.status,
-            finished_at = v.at,
-            attempts = jobs.attempts + v.inc,
-            next_due_at = coalesce(v.due, jobs.next_due_at),
-            first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
-            endpoint_state = coalesce(v.state, jobs.endpoint_state),
-            last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
-            body = CASE WHEN v.status = 'delivered' THEN ${emptyBlob} ELSE jobs.body END,
-            lease_owner = NULL,
-            lease_expires_at = NULL
-          FROM (
-            SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
-              value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
-              value ->> 'err' AS err, value ->> 'inc' AS inc
-            FROM json_each(${JSON.stringify(rows)})
-          ) AS v
-          WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ${owner}
-          RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
-            jobs.finished_at AS finished_at, jobs.created_at AS created_at`
+        sql.unsafe<{ id: string; source_id: string; status: string; finished_at: unknown; created_at: unknown }>(
+          sqliteComplete,
+          [JSON.stringify(rows), owner]
+        )
     })
 
   // PostgreSQL plans the completion joins (jobs ⋈ the JSON rows) from its estimates: few 'delivering' jobs, 100 rows
@@ -965,19 +991,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           WHERE j.id = v ->> 0 AND j.status = 'delivering' AND j.lease_owner = ${owner}
           RETURNING j.id, j.source_id, j.finished_at, j.created_at`,
       orElse: () =>
-        sql<{ id: string; source_id: string; finished_at: unknown; created_at: unknown }>`
-          UPDATE jobs SET
-            status = 'delivered',
-            finished_at = v.value ->> 1,
-            attempts = jobs.attempts + (v.value ->> 3),
-            first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
-            body = ${emptyBlob},
-            lease_owner = NULL,
-            lease_expires_at = NULL
-          FROM json_each(${json}) AS v
-          WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ${owner}
-          RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
-            jobs.created_at AS created_at`
+        sql.unsafe<{ id: string; source_id: string; finished_at: unknown; created_at: unknown }>(
+          sqliteCompleteDelivered,
+          [json, owner]
+        )
     })
 
   /** The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job). */
@@ -1087,56 +1104,12 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   /** The statements of `completeMany` on SQLite as better-sqlite3 prepared statements (same SQL as above). */
   const prepareComplete = (db: Database) => {
-    const insertAttempt = db.prepare(`
-      INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
-      SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
-        value ->> 8
-      FROM json_each(?)`)
-    const delivered = db.prepare(`
-      UPDATE jobs SET
-        status = 'delivered',
-        finished_at = v.value ->> 1,
-        attempts = jobs.attempts + (v.value ->> 3),
-        first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
-        body = X'',
-        lease_owner = NULL,
-        lease_expires_at = NULL
-      FROM json_each(?) AS v
-      WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ?
-      RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
-        jobs.created_at AS created_at`)
-    const general = db.prepare(`
-      UPDATE jobs SET
-        status = v.status,
-        finished_at = v.at,
-        attempts = jobs.attempts + v.inc,
-        next_due_at = coalesce(v.due, jobs.next_due_at),
-        first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
-        endpoint_state = coalesce(v.state, jobs.endpoint_state),
-        last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
-        body = CASE WHEN v.status = 'delivered' THEN X'' ELSE jobs.body END,
-        lease_owner = NULL,
-        lease_expires_at = NULL
-      FROM (
-        SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
-          value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
-          value ->> 'err' AS err, value ->> 'inc' AS inc
-        FROM json_each(?)
-      ) AS v
-      WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ?
-      RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
-        jobs.finished_at AS finished_at, jobs.created_at AS created_at`)
+    const insertAttempt = db.prepare(sqliteInsertAttempts)
+    const delivered = db.prepare(sqliteCompleteDelivered)
+    const general = db.prepare(sqliteComplete)
     const usage = db.prepare(`
       INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (source_id, day) DO UPDATE SET
-        api_calls = usage_daily.api_calls + excluded.api_calls,
-        messages = usage_daily.messages + excluded.messages,
-        filtered = usage_daily.filtered + excluded.filtered,
-        delivered = usage_daily.delivered + excluded.delivered,
-        dead = usage_daily.dead + excluded.dead,
-        latency_ms = usage_daily.latency_ms + excluded.latency_ms,
-        latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
     const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
     const transaction = db.transaction(
       (
