@@ -1,6 +1,6 @@
 import { Data, Deferred, Duration, Effect, Exit, Option, Scope } from "effect"
 import { Worker } from "node:worker_threads"
-import { loadDriver } from "./SqliteConnection.js"
+import { loadDriver } from "./SqliteDriver.js"
 
 /** What `PRAGMA wal_checkpoint` answered: `log` frames in the WAL, `checkpointed` of them copied back. */
 export interface CheckpointResult {

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Array as Arr, DateTime, Effect, Option, Schema } from "effect"
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, timingSafeEqual } from "node:crypto"
 import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { migrate } from "./Migrations.js"
 import type {
@@ -12,7 +12,6 @@ import type {
   AudienceSyncStart,
   Backlog,
   BacklogOptions,
-  ClaimedJob,
   ClaimOptions,
   CompleteResult,
   Completion,
@@ -39,7 +38,30 @@ import type {
   UsageDelta
 } from "./Model.js"
 import { dedupeWindowMs } from "./Model.js"
-import { type Database, RawSqlite } from "./SqliteConnection.js"
+import {
+  attemptRow,
+  claimColumns,
+  type ClaimRow,
+  type CompletionRow,
+  completionRows,
+  countPerJob,
+  dayMs,
+  firstOfEachMessageId,
+  idChunk,
+  inDueOrder,
+  jsonChunk,
+  makeJobIds,
+  makeTally,
+  num,
+  numOrNull,
+  sortOutSeen,
+  toClaimed,
+  type UsageRow,
+  usageRow,
+  utcDay
+} from "./Rows.js"
+import { SqliteHotPaths } from "./SqliteConnection.js"
+import { sqliteComplete, sqliteCompleteDelivered, sqliteInsertAttempts, usageOnConflict } from "./SqliteTransactions.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 
 /**
@@ -53,24 +75,11 @@ import { StoreError, WriteKeyConflict } from "./StoreError.js"
  * their SQL text is constant and prepared once.
  */
 
-const dayMs = 24 * 60 * 60 * 1000
-const maxSnippetBytes = 1024
-const maxErrorBytes = 1024
-
 /** Rows per multi-row INSERT: jobs and attempts bind 9 parameters a row. */
 const insertChunk = 500
-const idChunk = 500
-/** Rows per JSON parameter (attempts, completions): one statement, no parameter limit, a bounded string. */
-const jsonChunk = 1000
 const purgeChunk = 1000
 /** Jobs of one user removed per statement by a deletion request (all in the request's transaction). */
 const deletionChunk = 1000
-
-// --- small pure helpers ----------------------------------------------------------------------
-
-/** node-postgres returns BIGINT and COUNT as strings; SQLite returns numbers. */
-const num = (value: unknown): number => typeof value === "number" ? value : Number(value)
-const numOrNull = (value: unknown): number | null => value === null || value === undefined ? null : num(value)
 
 const hashWriteKey = (writeKey: string): string => createHash("sha256").update(writeKey, "utf8").digest("hex")
 
@@ -80,48 +89,11 @@ const sameSecret = (a: string, b: string): boolean => {
   return left.length === right.length && timingSafeEqual(left, right)
 }
 
-/** Cuts a string to at most `maxBytes` UTF-8 bytes without splitting a character. */
-export const cutUtf8 = (value: string, maxBytes: number): string => {
-  if (value.length * 3 <= maxBytes) return value
-  const bytes = Buffer.from(value, "utf8")
-  if (bytes.length <= maxBytes) return value
-  let end = maxBytes
-  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--
-  return bytes.subarray(0, end).toString("utf8")
-}
-
-const cutOrNull = (value: string | null | undefined, maxBytes: number): string | null =>
-  value === null || value === undefined ? null : cutUtf8(value, maxBytes)
-
-/**
- * Job ids: 12 hex digits of the creation millisecond, an 8-digit per-store counter, and a
- * 10-digit random nonce drawn when the store is built. They sort by creation time (and by
- * insertion order within a store), so new ids land at the right edge of the primary-key B-tree
- * instead of at random pages (random ids cost several times more per insert on SQLite); the
- * nonce keeps ids unique across processes sharing a PostgreSQL database.
- */
-const makeJobIds = () => {
-  const nonce = randomBytes(5).toString("hex")
-  let counter = 0
-  return (now: number, count: number): Array<string> => {
-    const prefix = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0")
-    const ids = new Array<string>(count)
-    for (let i = 0; i < count; i++) {
-      counter = (counter + 1) % 0x1_0000_0000
-      ids[i] = prefix + counter.toString(16).padStart(8, "0") + nonce
-    }
-    return ids
-  }
-}
-
-const utcDay = (epochMs: number): number => Math.floor(epochMs / dayMs)
 const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.unsafeMake(day * dayMs))
 
 /** The type of a job's body when the job is not a tracked message: delete notifications and audience identifies. */
 const typeOfKind = (kind: JobKind): string | null =>
   kind === "delete" ? "delete" : kind === "audience" ? "identify" : null
-
-const encodeState = (state: unknown): string | null => state === undefined ? null : JSON.stringify(state)
 
 const decodeWebhooks = Schema.decodeUnknown(Schema.parseJson(WebhookSettings))
 const encodeWebhooks = Schema.encode(Schema.parseJson(WebhookSettings))
@@ -134,21 +106,6 @@ interface SourceRow {
   readonly webhooks: string | null
   readonly created_at: unknown
   readonly updated_at: unknown
-}
-
-interface ClaimRow {
-  readonly id: string
-  readonly source_id: string
-  readonly message_id: string
-  readonly user_id: string | null
-  readonly kind: string
-  readonly body: Uint8Array
-  readonly created_at: unknown
-  readonly first_attempt_at: unknown
-  readonly next_due_at: unknown
-  readonly attempts: unknown
-  readonly endpoint_state: string | null
-  readonly lease_expires_at: unknown
 }
 
 interface SummaryRow {
@@ -180,8 +137,6 @@ interface AttemptRow {
   readonly response_snippet: string | null
 }
 
-const claimColumns =
-  "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"
 const summaryColumns =
   "id, source_id, message_id, user_id, kind, status, created_at, first_attempt_at, next_due_at, attempts, lease_owner, lease_expires_at, finished_at, last_error"
 
@@ -213,148 +168,6 @@ const toAttempt = (row: AttemptRow): StoredAttempt => ({
   outcome: row.outcome as StoredAttempt["outcome"],
   responseSnippet: row.response_snippet
 })
-
-/** One completion as a row of the JSON parameter of the batched UPDATE. */
-interface CompletionRow {
-  readonly id: string
-  readonly status: "delivered" | "pending" | "dead"
-  readonly at: number | null
-  readonly due: number | null
-  readonly first: number | null
-  readonly state: string | null
-  readonly err: string | null
-  /** Attempts recorded for this job in the same call, added to its count by the same UPDATE (set by `completionRows`). */
-  inc: number
-}
-
-const toCompletionRow = (completion: Completion): CompletionRow => {
-  switch (completion._tag) {
-    case "Delivered":
-      return {
-        id: completion.jobId,
-        status: "delivered",
-        at: completion.at,
-        due: null,
-        first: completion.firstAttemptAt ?? null,
-        state: encodeState(completion.endpointState),
-        err: null,
-        inc: 0
-      }
-    case "Retry":
-      return {
-        id: completion.jobId,
-        status: "pending",
-        at: null,
-        due: completion.nextDueAt,
-        first: completion.firstAttemptAt,
-        state: encodeState(completion.endpointState),
-        err: cutOrNull(completion.lastError, maxErrorBytes),
-        inc: 0
-      }
-    case "Dead":
-      return {
-        id: completion.jobId,
-        status: "dead",
-        at: completion.at,
-        due: null,
-        first: completion.firstAttemptAt ?? null,
-        state: encodeState(completion.endpointState),
-        err: cutOrNull(completion.lastError, maxErrorBytes),
-        inc: 0
-      }
-  }
-}
-
-// --- SQLite statement texts shared by the SqlClient path and the prepared-statement path ------------
-// (`?` placeholders: the SqlClient path runs them with `sql.unsafe`, the raw path with `db.prepare`.)
-
-/** Attempts as one JSON parameter of arrays (see `attemptRow`). Parameter: the JSON. */
-const sqliteInsertAttempts = `
-  INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
-  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
-    value ->> 8
-  FROM json_each(?)`
-
-/** Plain deliveries, rows `[id, at, first, inc]`, lease-guarded. Parameters: the JSON, the owner. */
-const sqliteCompleteDelivered = `
-  UPDATE jobs SET
-    status = 'delivered',
-    finished_at = v.value ->> 1,
-    attempts = jobs.attempts + (v.value ->> 3),
-    first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
-    body = X'',
-    lease_owner = NULL,
-    lease_expires_at = NULL
-  FROM json_each(?) AS v
-  WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ?
-  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
-    jobs.created_at AS created_at`
-
-/** Any completion, rows as `CompletionRow` objects, lease-guarded. Parameters: the JSON, the owner. */
-const sqliteComplete = `
-  UPDATE jobs SET
-    status = v.status,
-    finished_at = v.at,
-    attempts = jobs.attempts + v.inc,
-    next_due_at = coalesce(v.due, jobs.next_due_at),
-    first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
-    endpoint_state = coalesce(v.state, jobs.endpoint_state),
-    last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
-    body = CASE WHEN v.status = 'delivered' THEN X'' ELSE jobs.body END,
-    lease_owner = NULL,
-    lease_expires_at = NULL
-  FROM (
-    SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
-      value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
-      value ->> 'err' AS err, value ->> 'inc' AS inc
-    FROM json_each(?)
-  ) AS v
-  WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ?
-  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
-    jobs.finished_at AS finished_at, jobs.created_at AS created_at`
-
-/** What a usage upsert adds to an existing (source, day) row. */
-const usageOnConflict = `
-  ON CONFLICT (source_id, day) DO UPDATE SET
-    api_calls = usage_daily.api_calls + excluded.api_calls,
-    messages = usage_daily.messages + excluded.messages,
-    filtered = usage_daily.filtered + excluded.filtered,
-    delivered = usage_daily.delivered + excluded.delivered,
-    dead = usage_daily.dead + excluded.dead,
-    latency_ms = usage_daily.latency_ms + excluded.latency_ms,
-    latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`
-
-// --- enqueue: which entries become jobs -----------------------------------------------------------
-
-/** Within one request the first occurrence of a message id wins; the others are duplicates. */
-const firstOfEachMessageId = (entries: ReadonlyArray<EnqueueEntry>) => {
-  const unique = new Map<string, EnqueueEntry>()
-  const duplicateMessageIds: Array<string> = []
-  for (const entry of entries) {
-    if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-    else unique.set(entry.messageId, entry)
-  }
-  return { unique, duplicateMessageIds }
-}
-
-/**
- * After the dedupe upsert: an entry not `accepted` was seen within 24 h (appended to
- * `duplicateMessageIds`); an accepted one with a body becomes a job, one without was filtered.
- */
-const sortOutSeen = (
-  unique: ReadonlyMap<string, EnqueueEntry>,
-  accepted: ReadonlySet<string>,
-  duplicateMessageIds: Array<string>
-) => {
-  const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
-  let filtered = 0
-  for (const entry of unique.values()) {
-    if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-    else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
-    else if (entry.filtered === true) filtered++
-  }
-  return { withBody, filtered }
-}
 
 // --- the store -------------------------------------------------------------------------------
 
@@ -493,34 +306,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   // --- usage -----------------------------------------------------------------------------------
 
-  type UsageRow = {
-    readonly source_id: string
-    readonly day: number
-    readonly api_calls: number
-    readonly messages: number
-    readonly filtered: number
-    readonly delivered: number
-    readonly dead: number
-    readonly latency_ms: number
-    readonly latency_jobs: number
-  }
-
   const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
     rows.length === 0 ?
       Effect.void :
       Effect.asVoid(sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.literal(usageOnConflict)}`)
-
-  const usageRow = (sourceId: string, now: number, delta: UsageDelta): UsageRow => ({
-    source_id: sourceId,
-    day: utcDay(now),
-    api_calls: delta.apiCalls ?? 0,
-    messages: delta.messages ?? 0,
-    filtered: delta.filtered ?? 0,
-    delivered: delta.delivered ?? 0,
-    dead: delta.dead ?? 0,
-    latency_ms: 0,
-    latency_jobs: 0
-  })
 
   const addUsage = Effect.fn("Store.addUsage")(
     function*(sourceId: string, now: number, delta: UsageDelta) {
@@ -653,87 +442,18 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("enqueue")
   )
 
-  /**
-   * The same transaction on SQLite's connection itself, in one synchronous call (see `RawSqlite`): one
-   * request's dedupe, job rows and usage count without the Effect machinery around each statement.
-   */
-  const enqueueRaw = (raw: RawSqlite["Type"]) => {
-    let statements: ReturnType<typeof prepareEnqueue> | undefined
-    return Effect.fn("Store.enqueue")(
+  // On SQLite's own thread (see `SqliteConnection`), the hot paths go there as whole transactions.
+  const hotPaths = yield* Effect.serviceOption(SqliteHotPaths)
+
+  const enqueueOnThread = (hot: SqliteHotPaths["Type"]) =>
+    Effect.fn("Store.enqueue")(
       function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
-        return yield* raw.use((db) => {
-          statements ??= prepareEnqueue(db)
-          return statements.transaction(sourceId, entries, now, options)
-        })
+        return yield* hot.enqueue({ sourceId, entries, now, options })
       },
       untraced,
       fail("enqueue")
     )
-  }
-
-  /** The statements of `enqueue` as better-sqlite3 prepared statements, and the transaction running them. */
-  const prepareEnqueue = (db: Database) => {
-    // As `markSeen` on SQLite.
-    const seen = db.prepare(`
-      INSERT INTO seen_messages (source_id, message_id, seen_at)
-      SELECT ?, value, ? FROM json_each(?) WHERE true
-      ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
-      WHERE seen_messages.seen_at <= ?
-      RETURNING message_id`)
-    const job = db.prepare(`
-      INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
-      VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
-    // As `bumpUsage` for one row of requests and messages.
-    const usage = db.prepare(`
-      INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
-      VALUES (?, ?, ?, ?, ?, 0, 0, 0, 0)${usageOnConflict}`)
-    const transaction = db.transaction(
-      (
-        sourceId: string,
-        entries: ReadonlyArray<EnqueueEntry>,
-        now: number,
-        options?: EnqueueOptions
-      ): EnqueueResult => {
-        const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
-        const accepted = new Set<string>()
-        if (unique.size > 0) {
-          const messageIds = Array.from(unique.keys()).sort()
-          const rows = seen.all(sourceId, now, JSON.stringify(messageIds), now - dedupeWindowMs) as Array<
-            { readonly message_id: string }
-          >
-          for (const row of rows) accepted.add(row.message_id)
-        }
-        const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
-        const jobIds = newJobIds(now, withBody.length)
-        for (let i = 0; i < withBody.length; i++) {
-          const entry = withBody[i]!
-          job.run(
-            jobIds[i]!,
-            sourceId,
-            entry.messageId,
-            entry.userId ?? null,
-            entry.body,
-            now,
-            now,
-            entry.type ?? null,
-            entry.event ?? null
-          )
-        }
-        usage.run(sourceId, utcDay(now), options?.countApiCall === false ? 0 : 1, accepted.size, filtered)
-        return {
-          accepted: accepted.size,
-          duplicates: duplicateMessageIds.length,
-          jobsCreated: jobIds.length,
-          jobIds,
-          duplicateMessageIds
-        }
-      }
-    )
-    return { transaction }
-  }
-
-  const rawSqlite = yield* Effect.serviceOption(RawSqlite)
-  const enqueue = Option.match(rawSqlite, { onNone: () => enqueueSql, onSome: enqueueRaw })
+  const enqueue = Option.match(hotPaths, { onNone: () => enqueueSql, onSome: enqueueOnThread })
 
   const insertJobs = Effect.fn("Store.insertJobs")(
     function*(jobs: ReadonlyArray<NewJob>, now: number) {
@@ -759,22 +479,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   // --- dispatch --------------------------------------------------------------------------------
 
-  const toClaimed = (row: ClaimRow): ClaimedJob => ({
-    id: row.id,
-    sourceId: row.source_id,
-    messageId: row.message_id,
-    userId: row.user_id,
-    kind: row.kind as JobKind,
-    body: row.body,
-    createdAt: num(row.created_at),
-    firstAttemptAt: numOrNull(row.first_attempt_at),
-    nextDueAt: num(row.next_due_at),
-    attemptCount: num(row.attempts),
-    endpointState: row.endpoint_state === null ? null : JSON.parse(row.endpoint_state),
-    leaseExpiresAt: num(row.lease_expires_at)
-  })
-
-  const claimDue = Effect.fn("Store.claimDue")(
+  const claimDueSql = Effect.fn("Store.claimDue")(
     function*(owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) {
       const until = now + leaseMs
       const columns = sql.literal(claimColumns)
@@ -799,13 +504,28 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ${now}${notExcluded}
           ORDER BY next_due_at LIMIT ${room}${skipLocked})
         RETURNING ${columns}`
-      // RETURNING order is unspecified.
-      const jobs = expired.concat(pending).map(toClaimed)
-      return jobs.sort((a, b) => a.nextDueAt - b.nextDueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      return inDueOrder(expired.concat(pending).map(toClaimed))
     },
     untraced,
     fail("claimDue")
   )
+
+  const claimDueOnThread = (hot: SqliteHotPaths["Type"]) =>
+    Effect.fn("Store.claimDue")(
+      function*(owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) {
+        return yield* hot.claim({
+          owner,
+          now,
+          limit,
+          leaseMs,
+          excludeSourceIds: options?.excludeSourceIds ?? [],
+          expired: options?.expired !== false
+        })
+      },
+      untraced,
+      fail("claimDue")
+    )
+  const claimDue = Option.match(hotPaths, { onNone: () => claimDueSql, onSome: claimDueOnThread })
 
   const renewLeases = Effect.fn("Store.renewLeases")(
     function*(owner: string, jobIds: ReadonlyArray<string>, until: number) {
@@ -858,12 +578,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("recoverAbandonedLeases")
   )
 
-  const countPerJob = (records: ReadonlyArray<AttemptRecord>): Map<string, number> => {
-    const perJob = new Map<string, number>()
-    for (const record of records) perJob.set(record.jobId, (perJob.get(record.jobId) ?? 0) + 1)
-    return perJob
-  }
-
   /** Keeps jobs.attempts equal to the attempts recorded: one UPDATE per distinct increment. */
   const incrementAttempts = (perJob: ReadonlyMap<string, number>) =>
     Effect.gen(function*() {
@@ -892,19 +606,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           FROM jsonb_array_elements(${json}::jsonb) AS v`,
       orElse: () => sql.unsafe(sqliteInsertAttempts, [json])
     })
-
-  /** One attempt as a row of the JSON parameter of the attempts insert. */
-  const attemptRow = (record: AttemptRecord) => [
-    record.jobId,
-    record.url,
-    record.attempt,
-    record.startedAt,
-    Math.max(0, Math.round(record.durationMs)),
-    record.statusCode ?? null,
-    cutOrNull(record.error, maxErrorBytes),
-    record.outcome,
-    cutOrNull(record.responseSnippet, maxSnippetBytes)
-  ]
 
   const insertAttempts = (records: ReadonlyArray<AttemptRecord>) =>
     Effect.gen(function*() {
@@ -997,60 +698,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         )
     })
 
-  /** The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job). */
-  const completionRows = (
-    completions: ReadonlyArray<Completion>,
-    attempts: ReadonlyArray<AttemptRecord> | undefined
-  ) => {
-    const byJob = new Map<string, CompletionRow>()
-    for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
-    const increments = countPerJob(attempts ?? [])
-    const rows = Array.from(byJob.values())
-    const plain: Array<[string, number, number | null, number]> = []
-    const other: Array<CompletionRow> = []
-    for (const row of rows) {
-      row.inc = increments.get(row.id) ?? 0
-      if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
-      else other.push(row)
-    }
-    return { rows, increments, plain, other }
-  }
-
-  type CompletedRow = { id: string; source_id: string; finished_at: unknown; created_at: unknown }
-
-  /** The jobs a completion batch applied, and the usage rows (delivered, dead, latency) they add up to. */
-  const makeTally = () => {
-    const applied: Array<string> = []
-    // One accumulator per (day, source), added to in place: a batch has hundreds of rows and one or two keys.
-    const usage = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>()
-    const count = (row: CompletedRow, status: string) => {
-      applied.push(row.id)
-      if (status !== "delivered" && status !== "dead") return
-      const finishedAt = num(row.finished_at)
-      const day = utcDay(finishedAt)
-      const key = `${day}:${row.source_id}`
-      let current = usage.get(key)
-      if (current === undefined) {
-        current = usageRow(row.source_id, day * dayMs, {})
-        usage.set(key, current)
-      }
-      if (status === "dead") {
-        current.dead += 1
-        return
-      }
-      current.delivered += 1
-      // Received = the job's creation (ingest stamps both with one time). Another process's clock may run behind:
-      // never a negative latency.
-      current.latency_ms += Math.max(0, finishedAt - num(row.created_at))
-      current.latency_jobs += 1
-    }
-    const result = (rows: ReadonlyArray<CompletionRow>): CompleteResult => {
-      const appliedSet = new Set(applied)
-      return { applied, refused: rows.filter((row) => !appliedSet.has(row.id)).map((row) => row.id) }
-    }
-    return { applied, usage, count, result }
-  }
-
   const completeManySql = Effect.fn("Store.completeMany")(
     function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
       const { increments, other, plain, rows } = completionRows(completions, attempts)
@@ -1080,78 +727,18 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("completeMany")
   )
 
-  /**
-   * The same transaction on SQLite's connection itself, in one synchronous call (see `RawSqlite`): the
-   * dispatcher flushes a batch of completions every 20 ms or 512 jobs.
-   */
-  const completeManyRaw = (raw: RawSqlite["Type"]) => {
-    let statements: ReturnType<typeof prepareComplete> | undefined
-    return Effect.fn("Store.completeMany")(
+  const completeManyOnThread = (hot: SqliteHotPaths["Type"]) =>
+    Effect.fn("Store.completeMany")(
       function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
-        const prepared = completionRows(completions, attempts)
-        if (prepared.rows.length === 0 && (attempts === undefined || attempts.length === 0)) {
+        if (completions.length === 0 && (attempts === undefined || attempts.length === 0)) {
           return { applied: [], refused: [] } satisfies CompleteResult
         }
-        return yield* raw.use((db) => {
-          statements ??= prepareComplete(db)
-          return statements.transaction(owner, prepared, attempts ?? [])
-        })
+        return yield* hot.complete({ owner, completions, attempts: attempts ?? [] })
       },
       untraced,
       fail("completeMany")
     )
-  }
-
-  /** The statements of `completeMany` on SQLite as better-sqlite3 prepared statements (same SQL as above). */
-  const prepareComplete = (db: Database) => {
-    const insertAttempt = db.prepare(sqliteInsertAttempts)
-    const delivered = db.prepare(sqliteCompleteDelivered)
-    const general = db.prepare(sqliteComplete)
-    const usage = db.prepare(`
-      INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
-    const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
-    const transaction = db.transaction(
-      (
-        owner: string,
-        { increments, other, plain, rows }: ReturnType<typeof completionRows>,
-        attempts: ReadonlyArray<AttemptRecord>
-      ): CompleteResult => {
-        for (const chunk of Arr.chunksOf(attempts, jsonChunk)) insertAttempt.run(JSON.stringify(chunk.map(attemptRow)))
-        const tally = makeTally()
-        for (const chunk of Arr.chunksOf(plain, jsonChunk)) {
-          for (const row of delivered.all(JSON.stringify(chunk), owner) as Array<CompletedRow>) {
-            tally.count(row, "delivered")
-          }
-        }
-        for (const chunk of Arr.chunksOf(other, idChunk)) {
-          for (const row of general.all(JSON.stringify(chunk), owner) as Array<CompletedRow & { status: string }>) {
-            tally.count(row, row.status)
-          }
-        }
-        for (const row of tally.usage.values()) {
-          usage.run(
-            row.source_id,
-            row.day,
-            row.api_calls,
-            row.messages,
-            row.filtered,
-            row.delivered,
-            row.dead,
-            row.latency_ms,
-            row.latency_jobs
-          )
-        }
-        // Attempts of jobs not completed here (or whose completion was refused) still count.
-        for (const jobId of tally.applied) increments.delete(jobId)
-        for (const [jobId, n] of increments) increment.run(n, jobId)
-        return tally.result(rows)
-      }
-    )
-    return { transaction }
-  }
-
-  const completeMany = Option.match(rawSqlite, { onNone: () => completeManySql, onSome: completeManyRaw })
+  const completeMany = Option.match(hotPaths, { onNone: () => completeManySql, onSome: completeManyOnThread })
 
   const completeOne = (owner: string, completion: Completion) =>
     Effect.map(completeMany(owner, [completion]), (result) => result.applied.length === 1)

@@ -3,146 +3,185 @@ import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Effect, Layer, type Scope } from "effect"
-import { createRequire } from "node:module"
-
-/** The part of better-sqlite3's API used here (the package ships no types of its own). */
-export interface Database {
-  readonly prepare: (sql: string) => PreparedStatement
-  readonly pragma: (source: string) => unknown
-  readonly transaction: <F extends (...args: Array<any>) => any>(fn: F) => F
-  readonly close: () => void
-}
-
-export interface PreparedStatement {
-  readonly reader: boolean
-  readonly all: (...params: ReadonlyArray<unknown>) => Array<any>
-  readonly run: (...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: unknown }
-  readonly raw: (on: boolean) => PreparedStatement
-}
+import { Context, Deferred, Duration, Effect, Exit, Layer, Option, type Scope } from "effect"
+import { Worker } from "node:worker_threads"
+import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
+import { loadDriver } from "./SqliteDriver.js"
+import { threadProgram } from "./SqliteThreadFile.js"
+import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./SqliteThreadProgram.js"
+import type { ClaimRequest, CompleteRequest, EnqueueRequest } from "./SqliteTransactions.js"
 
 /**
- * The store's SQLite connection itself, for the hot paths that run a whole transaction in one
- * synchronous call. Each statement through `SqlClient` costs the Effect machinery around it (measured
- * ≈ 38 KB allocated and tens of µs per statement, ≈ 80 KB for a transaction around one SELECT): an
- * ingest transaction of five statements allocated ≈ 200 KB, whose young-generation collections are
- * pauses of the event loop. `use` runs `f` on the connection while it holds the same lock as
- * `SqlClient`'s statements and transactions, so nothing interleaves with it. Never call it inside a
- * `sql.withTransaction` (that transaction holds the lock).
+ * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,
+ * which runs it as one synchronous call on its connection (`SqliteTransactions`). Each statement
+ * through `SqlClient` costs the Effect machinery around it (measured ≈ 38 KB allocated and tens of µs
+ * per statement): an ingest transaction of five statements allocated ≈ 200 KB. They hold the same
+ * lock as `SqlClient`'s statements and transactions, so nothing interleaves with them. Never call
+ * them inside a `sql.withTransaction` (that transaction holds the lock).
  */
-export class RawSqlite extends Context.Tag("hookrelay/RawSqlite")<RawSqlite, {
-  readonly use: <A>(f: (db: Database) => A) => Effect.Effect<A, SqlError>
+export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<SqliteHotPaths, {
+  readonly enqueue: (request: EnqueueRequest) => Effect.Effect<EnqueueResult, SqlError>
+  readonly claim: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
+  readonly complete: (request: CompleteRequest) => Effect.Effect<CompleteResult, SqlError>
 }>() {}
 
-/**
- * better-sqlite3 as `@effect/sql-sqlite-node` loads it: resolved from that package, which depends on
- * it (hookrelay does not directly).
- */
-export const loadDriver = (): { readonly path: string; readonly Database: new(filename: string) => Database } => {
-  const fromSqlite = createRequire(createRequire(import.meta.url).resolve("@effect/sql-sqlite-node"))
-  const path = fromSqlite.resolve("better-sqlite3")
-  return { path, Database: fromSqlite(path) }
+/** How long closing waits for the statements already sent before the thread is terminated. */
+const closeWait = Duration.seconds(10)
+
+/** better-sqlite3 returns blobs as Buffers; they cross the thread as plain Uint8Arrays. */
+const asBuffers = (rows: unknown): unknown => {
+  if (!Array.isArray(rows)) return rows
+  for (const row of rows) {
+    if (row === null || typeof row !== "object") continue
+    for (const key in row) {
+      const value = row[key]
+      if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+        row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+      }
+    }
+  }
+  return rows
 }
 
-/** How many prepared statements are kept (by SQL text); the oldest goes first. */
-const prepareCacheSize = 200
+type Request = ThreadRequest extends infer R ? R extends { readonly id: number } ? Omit<R, "id"> : never : never
 
 /**
- * One better-sqlite3 connection (WAL) as a `SqlClient`, built as `@effect/sql-sqlite-node`'s
- * `SqliteClient` builds it (statements run synchronously on the event loop behind a one-permit
- * semaphore), plus `RawSqlite` over the same connection and lock.
+ * The store's one SQLite connection, on a thread of its own (`SqliteThreadProgram`): better-sqlite3
+ * is synchronous, and on the event loop its claims and completions took a quarter of the
+ * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
+ * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
+ *
+ * As `@effect/sql-sqlite-node`'s `SqliteClient`, one connection serves everything, behind a
+ * one-permit lock: a statement holds it until its answer, a transaction for its scope. The thread
+ * runs what it receives in order. Waits for answers are not interruptible: what was sent runs to its
+ * end either way, and a claim's or a commit's answer must not be lost.
  */
 export const make = (filename: string): Effect.Effect<
-  { readonly sql: SqlClient.SqlClient; readonly raw: RawSqlite["Type"] },
+  { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Type"] },
   SqlError,
   Scope.Scope | Reactivity.Reactivity
 > =>
   Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(
+    const program = yield* Effect.try({
+      try: () => ({ driver: loadDriver().path, program: threadProgram() }),
+      catch: (cause) => new SqlError({ cause, message: "Failed to load the SQLite driver" })
+    })
+    const ready = yield* Deferred.make<void, SqlError>()
+    const exited = yield* Deferred.make<void>()
+    const waiting = new Map<number, (reply: ThreadReply) => void>()
+    let broken: SqlError | undefined
+    let nextId = 0
+
+    const breakDown = (error: SqlError) => {
+      broken ??= error
+      Deferred.unsafeDone(ready, Exit.fail(error))
+      const callbacks = [...waiting.values()]
+      waiting.clear()
+      for (const callback of callbacks) callback({ id: -1, ok: false, message: error.message, code: undefined })
+    }
+
+    const worker = yield* Effect.acquireRelease(
       Effect.try({
         try: () => {
-          const db = new (loadDriver().Database)(filename)
-          db.pragma("journal_mode = WAL")
-          return db
+          const workerData: ThreadData = { driver: program.driver, filename }
+          const worker = program.program._tag === "Source"
+            ? new Worker(program.program.source, { eval: true, workerData })
+            : new Worker(program.program.url, { workerData })
+          worker.on("message", (reply: ThreadReply) => {
+            if ("ready" in reply) {
+              return Deferred.unsafeDone(
+                ready,
+                reply.ready ? Exit.void : Exit.fail(
+                  new SqlError({ cause: reply, message: `Failed to open the database: ${reply.message}` })
+                )
+              )
+            }
+            const callback = waiting.get(reply.id)
+            if (callback === undefined) return
+            waiting.delete(reply.id)
+            callback(reply)
+          })
+          worker.on("error", (cause) => breakDown(new SqlError({ cause, message: "The SQLite thread failed" })))
+          worker.on("exit", (code) => {
+            breakDown(new SqlError({ cause: code, message: `The SQLite thread exited (${code})` }))
+            Deferred.unsafeDone(exited, Exit.void)
+          })
+          return worker
         },
-        catch: (cause) => new SqlError({ cause, message: "Failed to open the database" })
+        catch: (cause) => new SqlError({ cause, message: "Failed to start the SQLite thread" })
       }),
-      (db) => Effect.sync(() => db.close())
+      (worker) =>
+        Effect.gen(function*() {
+          if (broken !== undefined) return
+          worker.postMessage({ op: "close" } satisfies ThreadRequest)
+          const closed = yield* Deferred.await(exited).pipe(Effect.timeout(closeWait), Effect.option)
+          if (Option.isNone(closed)) yield* Effect.promise(() => worker.terminate())
+        })
     )
-    const cache = new Map<string, PreparedStatement>()
-    const prepared = (sql: string): PreparedStatement => {
-      let statement = cache.get(sql)
-      if (statement === undefined) {
-        statement = db.prepare(sql)
-        if (cache.size >= prepareCacheSize) cache.delete(cache.keys().next().value!)
-        cache.set(sql, statement)
-      }
-      return statement
-    }
-    const attempt = <A>(f: () => A): Effect.Effect<A, SqlError> =>
-      Effect.try({ try: f, catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
-    const rows = (statement: PreparedStatement, params: ReadonlyArray<unknown>, raw: boolean) => {
-      if (statement.reader) return statement.all(...params)
-      const result = statement.run(...params)
-      return raw ? result : []
-    }
+    yield* Deferred.await(ready)
+
+    const send = (request: Request): Effect.Effect<unknown, SqlError> =>
+      Effect.uninterruptible(Effect.async<unknown, SqlError>((resume) => {
+        if (broken !== undefined) return resume(Effect.fail(broken))
+        const id = nextId++
+        waiting.set(id, (reply) => {
+          if ("ok" in reply && reply.ok) return resume(Effect.succeed(reply.value))
+          const message = "message" in reply ? reply.message : "no answer"
+          const code = "code" in reply ? reply.code : undefined
+          resume(Effect.fail(new SqlError({ cause: Object.assign(new Error(message), { code }), message })))
+        })
+        worker.postMessage({ ...request, id } as ThreadRequest)
+      }))
+
+    const execute = (sql: string, params: ReadonlyArray<unknown>, mode: ExecuteMode) =>
+      Effect.map(send({ op: "execute", sql, params, mode }), asBuffers)
 
     const connection: Connection = {
       execute: (sql, params, transformRows) =>
-        attempt(() => {
-          const result = rows(prepared(sql), params, false) as ReadonlyArray<any>
-          return transformRows === undefined ? result : transformRows(result)
-        }),
-      executeRaw: (sql, params) => attempt(() => rows(prepared(sql), params, true)),
+        Effect.map(
+          execute(sql, params, "rows"),
+          (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+        ),
+      executeRaw: (sql, params) => execute(sql, params, "raw"),
       executeValues: (sql, params) =>
-        attempt(() => {
-          const statement = prepared(sql)
-          if (!statement.reader) {
-            statement.run(...params)
-            return []
-          }
-          statement.raw(true)
-          try {
-            return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
-          } finally {
-            statement.raw(false)
-          }
-        }),
+        execute(sql, params, "values") as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>,
       executeUnprepared: (sql, params, transformRows) =>
-        attempt(() => {
-          const result = rows(db.prepare(sql), params ?? [], false) as ReadonlyArray<any>
-          return transformRows === undefined ? result : transformRows(result)
-        }),
+        Effect.map(
+          execute(sql, params ?? [], "unprepared"),
+          (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+        ),
       executeStream: () => Effect.dieMessage("executeStream not implemented") as never
     }
 
-    const semaphore = yield* Effect.makeSemaphore(1)
-    // As SqliteClient: a statement runs synchronously, so taking the permit to pick the connection up is enough;
-    // a transaction holds it for its scope.
-    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+    // A statement holds the lock until its answer (its scope), a transaction for its whole scope: the thread runs what
+    // it receives in order, so a statement sent while another fiber's transaction is open would land inside it.
+    const lock = yield* Effect.makeSemaphore(1)
+    const acquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
-        Effect.zipRight(restore(semaphore.take(1)), Effect.addFinalizer(() => semaphore.release(1))),
+        Effect.zipRight(restore(lock.take(1)), Effect.addFinalizer(() => lock.release(1))),
         connection
       )
     )
     const sql = yield* SqlClient.make({
       acquirer,
-      transactionAcquirer,
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const raw: RawSqlite["Type"] = {
-      use: (f) => semaphore.withPermits(1)(attempt(() => f(db)))
+    const hot: SqliteHotPaths["Type"] = {
+      enqueue: (request) => lock.withPermits(1)(send({ op: "enqueue", request })) as Effect.Effect<EnqueueResult, SqlError>,
+      claim: (request) =>
+        lock.withPermits(1)(send({ op: "claim", request })) as Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>,
+      complete: (request) =>
+        lock.withPermits(1)(send({ op: "complete", request })) as Effect.Effect<CompleteResult, SqlError>
     }
-    return { sql, raw }
+    return { sql, hot }
   })
 
-/** `SqlClient` and `RawSqlite` over one connection to `filename`, closed with the layer. */
-export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | RawSqlite, SqlError> =>
+/** `SqlClient` and `SqliteHotPaths` over one connection to `filename` on its own thread, closed with the layer. */
+export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHotPaths, SqlError> =>
   Layer.scopedContext(
     Effect.map(
       make(filename),
-      ({ raw, sql }) => Context.make(SqlClient.SqlClient, sql).pipe(Context.add(RawSqlite, raw))
+      ({ hot, sql }) => Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteHotPaths, hot))
     )
   ).pipe(Layer.provide(Reactivity.layer))

@@ -1,47 +1,108 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
-import { RawSqlite } from "../../src/store/SqliteConnection.js"
+import { Deferred, Effect, Fiber, Layer } from "effect"
+import { migrate } from "../../src/store/Migrations.js"
+import { SqliteHotPaths } from "../../src/store/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/SqliteConnection.js"
 
-describe("SqliteConnection", () => {
-  it.scoped("RawSqlite waits for a transaction in progress on the SqlClient, then sees what it committed", () =>
+/** Holds a transaction open on the SqlClient until `finish`, after `before` ran inside it. */
+const openTransaction = (before: Effect.Effect<unknown, unknown, SqlClient.SqlClient>, fails = false) =>
+  Effect.gen(function*() {
+    const inside = yield* Deferred.make<void>()
+    const finish = yield* Deferred.make<void>()
+    const transaction = yield* Effect.fork(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* before
+          yield* Deferred.succeed(inside, undefined)
+          yield* Deferred.await(finish)
+          if (fails) return yield* Effect.fail("rolled back" as const)
+        })))
+    )
+    yield* Deferred.await(inside)
+    return { finish: Effect.zipRight(Deferred.succeed(finish, undefined), Fiber.await(transaction)) }
+  })
+
+describe("SqliteConnection (the SQLite thread)", () => {
+  // Live clock: the thread is real, and the short sleep only gives it time to (wrongly) answer.
+  it.scopedLive("a statement of another fiber waits for a transaction in progress instead of landing inside it", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const raw = yield* RawSqlite
       yield* sql`CREATE TABLE t (n INTEGER)`
-      const inside = yield* Deferred.make<void>()
-      const finish = yield* Deferred.make<void>()
-      const transaction = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO t (n) VALUES (1)`
-        yield* Deferred.succeed(inside, undefined)
-        yield* Deferred.await(finish)
-        yield* sql`INSERT INTO t (n) VALUES (2)`
-      })))
-      yield* Deferred.await(inside)
-      const counted = yield* Effect.fork(
-        raw.use((db) => (db.prepare("SELECT count(*) AS n FROM t").all() as Array<{ n: number }>)[0]!.n)
-      )
-      yield* Effect.yieldNow()
-      assert.isNull(counted.unsafePoll(), "the raw call waits for the transaction's lock")
-      yield* Deferred.succeed(finish, undefined)
-      yield* Fiber.join(transaction)
-      assert.strictEqual(yield* Fiber.join(counted), 2)
+      const open = yield* openTransaction(sql`INSERT INTO t (n) VALUES (1)`, true)
+      const outside = yield* Effect.fork(sql`INSERT INTO t (n) VALUES (2)`)
+      yield* Effect.sleep("20 millis")
+      assert.isNull(outside.unsafePoll(), "the statement waits for the transaction's lock")
+      yield* open.finish
+      yield* Fiber.join(outside)
+      // The transaction was rolled back; the other fiber's insert was not part of it.
+      const rows = yield* sql<{ n: number }>`SELECT n FROM t`
+      assert.deepStrictEqual(rows.map((row) => row.n), [2])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
-  it.scoped("a throwing raw call is a SqlError and rolls nothing half-done into the file", () =>
+  it.scopedLive("a hot transaction waits for a SqlClient transaction in progress, then sees what it committed", () =>
     Effect.gen(function*() {
-      const raw = yield* RawSqlite
+      const sql = yield* SqlClient.SqlClient
+      const hot = yield* SqliteHotPaths
+      yield* migrate
+      const open = yield* openTransaction(sql`
+        INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at)
+        VALUES ('j1', 's1', 'm1', 'message', ${new Uint8Array([123, 125])}, 'pending', 1000, 1000)`)
+      const claiming = yield* Effect.fork(
+        hot.claim({ owner: "me", now: 2000, limit: 10, leaseMs: 60_000, excludeSourceIds: [], expired: true })
+      )
+      yield* Effect.sleep("20 millis")
+      assert.isNull(claiming.unsafePoll(), "the claim waits for the transaction's lock")
+      yield* open.finish
+      const claimed = yield* Fiber.join(claiming)
+      assert.deepStrictEqual(claimed.map((job) => [job.id, job.leaseExpiresAt]), [["j1", 62_000]])
+      assert.deepStrictEqual(Array.from(claimed[0]!.body), [123, 125])
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+
+  it.scoped("a failing statement is a SqlError with SQLite's code, and the connection goes on", () =>
+    Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE t (n INTEGER NOT NULL)`
-      const error = yield* raw.use((db) =>
-        db.transaction(() => {
-          db.prepare("INSERT INTO t (n) VALUES (1)").run()
-          db.prepare("INSERT INTO t (n) VALUES (NULL)").run()
-        })()
-      ).pipe(Effect.flip)
+      const error = yield* sql`INSERT INTO t (n) VALUES (NULL)`.pipe(Effect.flip)
       assert.strictEqual(error._tag, "SqlError")
+      assert.strictEqual((error.cause as { code?: string }).code, "SQLITE_CONSTRAINT_NOTNULL")
+      yield* sql`INSERT INTO t (n) VALUES (1)`
       const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM t`
-      assert.strictEqual(rows[0]!.n, 0)
+      assert.strictEqual(rows[0]!.n, 1)
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+
+  it.scoped("a failing hot transaction rolls back whole", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const hot = yield* SqliteHotPaths
+      yield* migrate
+      // The second entry's body is not bindable: the first entry's seen row and job must not stay behind.
+      const error = yield* hot.enqueue({
+        sourceId: "s1",
+        entries: [{ messageId: "m1", body: new Uint8Array([1]) }, { messageId: "m2", body: {} as Uint8Array }],
+        now: 1000,
+        options: undefined
+      }).pipe(Effect.flip)
+      assert.strictEqual(error._tag, "SqlError")
+      const jobs = yield* sql<{ n: number }>`SELECT count(*) AS n FROM jobs`
+      const seen = yield* sql<{ n: number }>`SELECT count(*) AS n FROM seen_messages`
+      assert.deepStrictEqual([jobs[0]!.n, seen[0]!.n], [0, 0])
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+
+  it.scoped("blobs come back as Buffers", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ b: Uint8Array }>`SELECT X'7b7d' AS b`
+      assert.isTrue(Buffer.isBuffer(rows[0]!.b))
+      assert.strictEqual(Buffer.from(rows[0]!.b).toString("utf8"), "{}")
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+
+  it.effect("a database that cannot be opened fails the layer with a SqlError", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.scoped(Layer.build(SqliteConnection.layer("/nonexistent-dir/x/hookrelay.db"))).pipe(
+        Effect.flip
+      )
+      assert.strictEqual(error._tag, "SqlError")
+      assert.match(error.message, /open the database/)
+    }))
 })

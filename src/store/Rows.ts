@@ -1,0 +1,299 @@
+import { randomBytes } from "node:crypto"
+import type {
+  AttemptRecord,
+  ClaimedJob,
+  CompleteResult,
+  Completion,
+  EnqueueEntry,
+  JobKind,
+  UsageDelta
+} from "./Model.js"
+
+/**
+ * How the store's values become rows and rows become values again: the pure part of the store,
+ * shared by `SqlStore` (any `SqlClient`) and the SQLite thread (`SqliteHotPaths`). It imports no
+ * package, so the SQLite thread loads nothing else.
+ */
+
+export const dayMs = 24 * 60 * 60 * 1000
+export const maxSnippetBytes = 1024
+export const maxErrorBytes = 1024
+
+export const idChunk = 500
+/** Rows per JSON parameter (attempts, completions): one statement, no parameter limit, a bounded string. */
+export const jsonChunk = 1000
+
+export const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let start = 0; start < items.length; start += size) chunks.push(items.slice(start, start + size))
+  return chunks
+}
+
+/** node-postgres returns BIGINT and COUNT as strings; SQLite returns numbers. */
+export const num = (value: unknown): number => typeof value === "number" ? value : Number(value)
+export const numOrNull = (value: unknown): number | null => value === null || value === undefined ? null : num(value)
+
+/** Cuts a string to at most `maxBytes` UTF-8 bytes without splitting a character. */
+export const cutUtf8 = (value: string, maxBytes: number): string => {
+  if (value.length * 3 <= maxBytes) return value
+  const bytes = Buffer.from(value, "utf8")
+  if (bytes.length <= maxBytes) return value
+  let end = maxBytes
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--
+  return bytes.subarray(0, end).toString("utf8")
+}
+
+export const cutOrNull = (value: string | null | undefined, maxBytes: number): string | null =>
+  value === null || value === undefined ? null : cutUtf8(value, maxBytes)
+
+export const utcDay = (epochMs: number): number => Math.floor(epochMs / dayMs)
+
+/**
+ * Job ids: 12 hex digits of the creation millisecond, an 8-digit per-generator counter, and a
+ * 10-digit random nonce drawn when the generator is made. They sort by creation time (and by
+ * insertion order within a generator), so new ids land at the right edge of the primary-key B-tree
+ * instead of at random pages (random ids cost several times more per insert on SQLite); the
+ * nonce keeps ids unique across generators: processes sharing a PostgreSQL database, and the SQLite
+ * thread beside its process.
+ */
+export const makeJobIds = () => {
+  const nonce = randomBytes(5).toString("hex")
+  let counter = 0
+  return (now: number, count: number): Array<string> => {
+    const prefix = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0")
+    const ids = new Array<string>(count)
+    for (let i = 0; i < count; i++) {
+      counter = (counter + 1) % 0x1_0000_0000
+      ids[i] = prefix + counter.toString(16).padStart(8, "0") + nonce
+    }
+    return ids
+  }
+}
+
+// --- enqueue: which entries become jobs -----------------------------------------------------------
+
+/** Within one request the first occurrence of a message id wins; the others are duplicates. */
+export const firstOfEachMessageId = (entries: ReadonlyArray<EnqueueEntry>) => {
+  const unique = new Map<string, EnqueueEntry>()
+  const duplicateMessageIds: Array<string> = []
+  for (const entry of entries) {
+    if (unique.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+    else unique.set(entry.messageId, entry)
+  }
+  return { unique, duplicateMessageIds }
+}
+
+/**
+ * After the dedupe upsert: an entry not `accepted` was seen within 24 h (appended to
+ * `duplicateMessageIds`); an accepted one with a body becomes a job, one without was filtered.
+ */
+export const sortOutSeen = (
+  unique: ReadonlyMap<string, EnqueueEntry>,
+  accepted: ReadonlySet<string>,
+  duplicateMessageIds: Array<string>
+) => {
+  const withBody: Array<EnqueueEntry & { readonly body: Uint8Array }> = []
+  let filtered = 0
+  for (const entry of unique.values()) {
+    if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+    else if (entry.body !== undefined) withBody.push(entry as EnqueueEntry & { readonly body: Uint8Array })
+    else if (entry.filtered === true) filtered++
+  }
+  return { withBody, filtered }
+}
+
+// --- claims -----------------------------------------------------------------------------------
+
+export interface ClaimRow {
+  readonly id: string
+  readonly source_id: string
+  readonly message_id: string
+  readonly user_id: string | null
+  readonly kind: string
+  readonly body: Uint8Array
+  readonly created_at: unknown
+  readonly first_attempt_at: unknown
+  readonly next_due_at: unknown
+  readonly attempts: unknown
+  readonly endpoint_state: string | null
+  readonly lease_expires_at: unknown
+}
+
+export const claimColumns =
+  "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"
+
+export const toClaimed = (row: ClaimRow): ClaimedJob => ({
+  id: row.id,
+  sourceId: row.source_id,
+  messageId: row.message_id,
+  userId: row.user_id,
+  kind: row.kind as JobKind,
+  body: row.body,
+  createdAt: num(row.created_at),
+  firstAttemptAt: numOrNull(row.first_attempt_at),
+  nextDueAt: num(row.next_due_at),
+  attemptCount: num(row.attempts),
+  endpointState: row.endpoint_state === null ? null : JSON.parse(row.endpoint_state),
+  leaseExpiresAt: num(row.lease_expires_at)
+})
+
+/** Claimed jobs in due order (RETURNING's order is unspecified), ties by id. */
+export const inDueOrder = (jobs: Array<ClaimedJob>): Array<ClaimedJob> =>
+  jobs.sort((a, b) => a.nextDueAt - b.nextDueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+
+// --- completions ------------------------------------------------------------------------------
+
+const encodeState = (state: unknown): string | null => state === undefined ? null : JSON.stringify(state)
+
+/** One completion as a row of the JSON parameter of the batched UPDATE. */
+export interface CompletionRow {
+  readonly id: string
+  readonly status: "delivered" | "pending" | "dead"
+  readonly at: number | null
+  readonly due: number | null
+  readonly first: number | null
+  readonly state: string | null
+  readonly err: string | null
+  /** Attempts recorded for this job in the same call, added to its count by the same UPDATE (set by `completionRows`). */
+  inc: number
+}
+
+const toCompletionRow = (completion: Completion): CompletionRow => {
+  switch (completion._tag) {
+    case "Delivered":
+      return {
+        id: completion.jobId,
+        status: "delivered",
+        at: completion.at,
+        due: null,
+        first: completion.firstAttemptAt ?? null,
+        state: encodeState(completion.endpointState),
+        err: null,
+        inc: 0
+      }
+    case "Retry":
+      return {
+        id: completion.jobId,
+        status: "pending",
+        at: null,
+        due: completion.nextDueAt,
+        first: completion.firstAttemptAt,
+        state: encodeState(completion.endpointState),
+        err: cutOrNull(completion.lastError, maxErrorBytes),
+        inc: 0
+      }
+    case "Dead":
+      return {
+        id: completion.jobId,
+        status: "dead",
+        at: completion.at,
+        due: null,
+        first: completion.firstAttemptAt ?? null,
+        state: encodeState(completion.endpointState),
+        err: cutOrNull(completion.lastError, maxErrorBytes),
+        inc: 0
+      }
+  }
+}
+
+export const countPerJob = (records: ReadonlyArray<AttemptRecord>): Map<string, number> => {
+  const perJob = new Map<string, number>()
+  for (const record of records) perJob.set(record.jobId, (perJob.get(record.jobId) ?? 0) + 1)
+  return perJob
+}
+
+/**
+ * The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job).
+ * `plain`: deliveries with nothing else to keep, as `[id, at, first, inc]` (their own, narrower statement).
+ */
+export const completionRows = (
+  completions: ReadonlyArray<Completion>,
+  attempts: ReadonlyArray<AttemptRecord> | undefined
+) => {
+  const byJob = new Map<string, CompletionRow>()
+  for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
+  const increments = countPerJob(attempts ?? [])
+  const rows = Array.from(byJob.values())
+  const plain: Array<[string, number, number | null, number]> = []
+  const other: Array<CompletionRow> = []
+  for (const row of rows) {
+    row.inc = increments.get(row.id) ?? 0
+    if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
+    else other.push(row)
+  }
+  return { rows, increments, plain, other }
+}
+
+/** One attempt as a row of the JSON parameter of the attempts insert. */
+export const attemptRow = (record: AttemptRecord) => [
+  record.jobId,
+  record.url,
+  record.attempt,
+  record.startedAt,
+  Math.max(0, Math.round(record.durationMs)),
+  record.statusCode ?? null,
+  cutOrNull(record.error, maxErrorBytes),
+  record.outcome,
+  cutOrNull(record.responseSnippet, maxSnippetBytes)
+]
+
+// --- usage ------------------------------------------------------------------------------------
+
+export type UsageRow = {
+  readonly source_id: string
+  readonly day: number
+  readonly api_calls: number
+  readonly messages: number
+  readonly filtered: number
+  readonly delivered: number
+  readonly dead: number
+  readonly latency_ms: number
+  readonly latency_jobs: number
+}
+
+export const usageRow = (sourceId: string, now: number, delta: UsageDelta): UsageRow => ({
+  source_id: sourceId,
+  day: utcDay(now),
+  api_calls: delta.apiCalls ?? 0,
+  messages: delta.messages ?? 0,
+  filtered: delta.filtered ?? 0,
+  delivered: delta.delivered ?? 0,
+  dead: delta.dead ?? 0,
+  latency_ms: 0,
+  latency_jobs: 0
+})
+
+export type CompletedRow = { id: string; source_id: string; finished_at: unknown; created_at: unknown }
+
+/** The jobs a completion batch applied, and the usage rows (delivered, dead, latency) they add up to. */
+export const makeTally = () => {
+  const applied: Array<string> = []
+  // One accumulator per (day, source), added to in place: a batch has hundreds of rows and one or two keys.
+  const usage = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>()
+  const count = (row: CompletedRow, status: string) => {
+    applied.push(row.id)
+    if (status !== "delivered" && status !== "dead") return
+    const finishedAt = num(row.finished_at)
+    const day = utcDay(finishedAt)
+    const key = `${day}:${row.source_id}`
+    let current = usage.get(key)
+    if (current === undefined) {
+      current = usageRow(row.source_id, day * dayMs, {})
+      usage.set(key, current)
+    }
+    if (status === "dead") {
+      current.dead += 1
+      return
+    }
+    current.delivered += 1
+    // Received = the job's creation (ingest stamps both with one time). Another process's clock may run behind:
+    // never a negative latency.
+    current.latency_ms += Math.max(0, finishedAt - num(row.created_at))
+    current.latency_jobs += 1
+  }
+  const result = (rows: ReadonlyArray<CompletionRow>): CompleteResult => {
+    const appliedSet = new Set(applied)
+    return { applied, refused: rows.filter((row) => !appliedSet.has(row.id)).map((row) => row.id) }
+  }
+  return { applied, usage, count, result }
+}

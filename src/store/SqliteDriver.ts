@@ -1,0 +1,26 @@
+import { createRequire } from "node:module"
+
+/** The part of better-sqlite3's API used here (the package ships no types of its own). */
+export interface Database {
+  readonly prepare: (sql: string) => PreparedStatement
+  readonly pragma: (source: string) => unknown
+  readonly transaction: <F extends (...args: Array<any>) => any>(fn: F) => F
+  readonly close: () => void
+}
+
+export interface PreparedStatement {
+  readonly reader: boolean
+  readonly all: (...params: ReadonlyArray<unknown>) => Array<any>
+  readonly run: (...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: unknown }
+  readonly raw: (on: boolean) => PreparedStatement
+}
+
+/**
+ * better-sqlite3 as `@effect/sql-sqlite-node` loads it: resolved from that package, which depends on
+ * it (hookrelay does not directly). `path` is absolute, for threads that load it themselves.
+ */
+export const loadDriver = (): { readonly path: string; readonly Database: new(filename: string) => Database } => {
+  const fromSqlite = createRequire(createRequire(import.meta.url).resolve("@effect/sql-sqlite-node"))
+  const path = fromSqlite.resolve("better-sqlite3")
+  return { path, Database: fromSqlite(path) }
+}

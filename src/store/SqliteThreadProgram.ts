@@ -1,0 +1,114 @@
+/**
+ * The SQLite thread's program (see `SqliteConnection`): it owns the store's one better-sqlite3
+ * connection and runs, in the order they arrive, the statements of the `SqlClient` and the hot
+ * transactions (`SqliteTransactions`). It imports no package: better-sqlite3 is loaded from the
+ * absolute path the main thread found.
+ */
+import { createRequire } from "node:module"
+import { parentPort, workerData } from "node:worker_threads"
+import { makeJobIds } from "./Rows.js"
+import type { Database, PreparedStatement } from "./SqliteDriver.js"
+import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
+import type { ClaimRequest, CompleteRequest, EnqueueRequest } from "./SqliteTransactions.js"
+
+export interface ThreadData {
+  readonly driver: string
+  readonly filename: string
+}
+
+/** How a statement's result comes back: row objects, the run result of a writer, or rows as arrays. */
+export type ExecuteMode = "rows" | "raw" | "values" | "unprepared"
+
+export type ThreadRequest =
+  | {
+    readonly id: number
+    readonly op: "execute"
+    readonly sql: string
+    readonly params: ReadonlyArray<unknown>
+    readonly mode: ExecuteMode
+  }
+  | { readonly id: number; readonly op: "enqueue"; readonly request: EnqueueRequest }
+  | { readonly id: number; readonly op: "claim"; readonly request: ClaimRequest }
+  | { readonly id: number; readonly op: "complete"; readonly request: CompleteRequest }
+  | { readonly op: "close" }
+
+export type ThreadReply =
+  | { readonly ready: true }
+  | { readonly ready: false; readonly message: string; readonly code: string | undefined }
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly ok: false; readonly message: string; readonly code: string | undefined }
+
+/** How many prepared statements are kept (by SQL text); the oldest goes first. */
+const prepareCacheSize = 200
+
+const failure = (error: unknown) => ({
+  message: error instanceof Error ? error.message : String(error),
+  code: typeof (error as { code?: unknown })?.code === "string" ? (error as { code: string }).code : undefined
+})
+
+const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
+  let db: Database
+  try {
+    const Driver = createRequire(data.driver)(data.driver) as new(filename: string) => Database
+    db = new Driver(data.filename)
+    db.pragma("journal_mode = WAL")
+  } catch (error) {
+    port.postMessage({ ready: false, ...failure(error) } satisfies ThreadReply)
+    return
+  }
+
+  const cache = new Map<string, PreparedStatement>()
+  const prepared = (sql: string): PreparedStatement => {
+    let statement = cache.get(sql)
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      if (cache.size >= prepareCacheSize) cache.delete(cache.keys().next().value!)
+      cache.set(sql, statement)
+    }
+    return statement
+  }
+  const execute = (sql: string, params: ReadonlyArray<unknown>, mode: ExecuteMode): unknown => {
+    const statement = mode === "unprepared" ? db.prepare(sql) : prepared(sql)
+    if (statement.reader) {
+      if (mode !== "values") return statement.all(...params)
+      statement.raw(true)
+      try {
+        return statement.all(...params)
+      } finally {
+        statement.raw(false)
+      }
+    }
+    const result = statement.run(...params)
+    return mode === "raw" ? result : []
+  }
+
+  // Prepared at the first hot transaction: by then the store has migrated the schema (through `execute`).
+  let transactions: Transactions | undefined
+  const newJobIds = makeJobIds()
+  const hot = (): Transactions => transactions ??= prepareTransactions(db, newJobIds)
+
+  port.on("message", (message: ThreadRequest) => {
+    if (message.op === "close") {
+      db.close()
+      port.close()
+      return
+    }
+    let reply: ThreadReply
+    try {
+      const value = message.op === "execute"
+        ? execute(message.sql, message.params, message.mode)
+        : message.op === "enqueue"
+        ? hot().enqueue(message.request)
+        : message.op === "claim"
+        ? hot().claim(message.request)
+        : hot().complete(message.request)
+      reply = { id: message.id, ok: true, value }
+    } catch (error) {
+      reply = { id: message.id, ok: false, ...failure(error) }
+    }
+    port.postMessage(reply)
+  })
+  port.postMessage({ ready: true } satisfies ThreadReply)
+}
+
+if (parentPort !== null) run(parentPort, workerData as ThreadData)

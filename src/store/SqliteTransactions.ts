@@ -1,0 +1,252 @@
+import { dedupeWindowMs } from "./Model.js"
+import type {
+  AttemptRecord,
+  ClaimedJob,
+  CompleteResult,
+  Completion,
+  EnqueueEntry,
+  EnqueueOptions,
+  EnqueueResult
+} from "./Model.js"
+import {
+  attemptRow,
+  chunksOf,
+  claimColumns,
+  type ClaimRow,
+  type CompletedRow,
+  completionRows,
+  firstOfEachMessageId,
+  idChunk,
+  inDueOrder,
+  jsonChunk,
+  type makeJobIds,
+  makeTally,
+  sortOutSeen,
+  toClaimed,
+  utcDay
+} from "./Rows.js"
+import type { Database } from "./SqliteDriver.js"
+
+// --- statement texts, shared with `SqlStore`'s SqlClient path (`?` placeholders) --------------------
+
+/** Attempts as one JSON parameter of arrays (see `attemptRow`). Parameter: the JSON. */
+export const sqliteInsertAttempts = `
+  INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
+  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7,
+    value ->> 8
+  FROM json_each(?)`
+
+/** Plain deliveries, rows `[id, at, first, inc]`, lease-guarded. Parameters: the JSON, the owner. */
+export const sqliteCompleteDelivered = `
+  UPDATE jobs SET
+    status = 'delivered',
+    finished_at = v.value ->> 1,
+    attempts = jobs.attempts + (v.value ->> 3),
+    first_attempt_at = coalesce(jobs.first_attempt_at, v.value ->> 2),
+    body = X'',
+    lease_owner = NULL,
+    lease_expires_at = NULL
+  FROM json_each(?) AS v
+  WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ?
+  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
+    jobs.created_at AS created_at`
+
+/** Any completion, rows as `CompletionRow` objects, lease-guarded. Parameters: the JSON, the owner. */
+export const sqliteComplete = `
+  UPDATE jobs SET
+    status = v.status,
+    finished_at = v.at,
+    attempts = jobs.attempts + v.inc,
+    next_due_at = coalesce(v.due, jobs.next_due_at),
+    first_attempt_at = coalesce(jobs.first_attempt_at, v.first),
+    endpoint_state = coalesce(v.state, jobs.endpoint_state),
+    last_error = CASE WHEN v.status = 'delivered' THEN jobs.last_error ELSE v.err END,
+    body = CASE WHEN v.status = 'delivered' THEN X'' ELSE jobs.body END,
+    lease_owner = NULL,
+    lease_expires_at = NULL
+  FROM (
+    SELECT value ->> 'id' AS id, value ->> 'status' AS status, value ->> 'at' AS at,
+      value ->> 'due' AS due, value ->> 'first' AS first, value ->> 'state' AS state,
+      value ->> 'err' AS err, value ->> 'inc' AS inc
+    FROM json_each(?)
+  ) AS v
+  WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ?
+  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
+    jobs.finished_at AS finished_at, jobs.created_at AS created_at`
+
+/** What a usage upsert adds to an existing (source, day) row. */
+export const usageOnConflict = `
+  ON CONFLICT (source_id, day) DO UPDATE SET
+    api_calls = usage_daily.api_calls + excluded.api_calls,
+    messages = usage_daily.messages + excluded.messages,
+    filtered = usage_daily.filtered + excluded.filtered,
+    delivered = usage_daily.delivered + excluded.delivered,
+    dead = usage_daily.dead + excluded.dead,
+    latency_ms = usage_daily.latency_ms + excluded.latency_ms,
+    latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`
+
+/** Sources left out of a claim, as one JSON array parameter (the text stays the same whatever their number). */
+const notExcluded = (excluding: boolean) => excluding ? " AND source_id NOT IN (SELECT value FROM json_each(?))" : ""
+
+// Each UPDATE is atomic on its own (SQLite runs one statement at a time). Parameters: owner, lease end, now,
+// [excluded sources,] limit.
+const claimExpiredText = (excluding: boolean) => `
+  UPDATE jobs SET lease_owner = ?, lease_expires_at = ?
+  WHERE id IN (
+    SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ?${notExcluded(excluding)}
+    ORDER BY lease_expires_at LIMIT ?)
+  RETURNING ${claimColumns}`
+
+const claimPendingText = (excluding: boolean) => `
+  UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
+  WHERE id IN (
+    SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ?${notExcluded(excluding)}
+    ORDER BY next_due_at LIMIT ?)
+  RETURNING ${claimColumns}`
+
+// --- the transactions -------------------------------------------------------------------------------
+
+export interface ClaimRequest {
+  readonly owner: string
+  readonly now: number
+  readonly limit: number
+  readonly leaseMs: number
+  readonly excludeSourceIds: ReadonlyArray<string>
+  /** Also take over jobs whose lease expired. */
+  readonly expired: boolean
+}
+
+export interface EnqueueRequest {
+  readonly sourceId: string
+  readonly entries: ReadonlyArray<EnqueueEntry>
+  readonly now: number
+  readonly options: EnqueueOptions | undefined
+}
+
+export interface CompleteRequest {
+  readonly owner: string
+  readonly completions: ReadonlyArray<Completion>
+  readonly attempts: ReadonlyArray<AttemptRecord>
+}
+
+/** The store's hot transactions, each one synchronous call on the connection. */
+export interface Transactions {
+  /** One request's dedupe, job rows and usage count. */
+  readonly enqueue: (request: EnqueueRequest) => EnqueueResult
+  /** Due jobs (expired leases first when asked), leased to the owner, in due order. */
+  readonly claim: (request: ClaimRequest) => Array<ClaimedJob>
+  /** A batch of finished jobs, their attempts and usage, lease-guarded. */
+  readonly complete: (request: CompleteRequest) => CompleteResult
+}
+
+/** Prepares the hot transactions' statements on `db` (migrated); `newJobIds` names the jobs this connection inserts. */
+export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof makeJobIds>): Transactions => {
+  // As `markSeen` on SQLite. `WHERE true` resolves SQLite's parsing ambiguity between a join's ON and the upsert.
+  const seen = db.prepare(`
+    INSERT INTO seen_messages (source_id, message_id, seen_at)
+    SELECT ?, value, ? FROM json_each(?) WHERE true
+    ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
+    WHERE seen_messages.seen_at <= ?
+    RETURNING message_id`)
+  const job = db.prepare(`
+    INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
+    VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
+  const usage = db.prepare(`
+    INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
+
+  const enqueue = db.transaction(({ entries, now, options, sourceId }: EnqueueRequest): EnqueueResult => {
+    const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
+    const accepted = new Set<string>()
+    if (unique.size > 0) {
+      // Sorted, as on PostgreSQL (where concurrent requests must lock seen rows in one order).
+      const messageIds = Array.from(unique.keys()).sort()
+      const rows = seen.all(sourceId, now, JSON.stringify(messageIds), now - dedupeWindowMs) as Array<
+        { readonly message_id: string }
+      >
+      for (const row of rows) accepted.add(row.message_id)
+    }
+    const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
+    const jobIds = newJobIds(now, withBody.length)
+    for (let i = 0; i < withBody.length; i++) {
+      const entry = withBody[i]!
+      job.run(
+        jobIds[i]!,
+        sourceId,
+        entry.messageId,
+        entry.userId ?? null,
+        entry.body,
+        now,
+        now,
+        entry.type ?? null,
+        entry.event ?? null
+      )
+    }
+    usage.run(sourceId, utcDay(now), options?.countApiCall === false ? 0 : 1, accepted.size, filtered, 0, 0, 0, 0)
+    return {
+      accepted: accepted.size,
+      duplicates: duplicateMessageIds.length,
+      jobsCreated: jobIds.length,
+      jobIds,
+      duplicateMessageIds
+    }
+  })
+
+  const claimExpired = [db.prepare(claimExpiredText(false)), db.prepare(claimExpiredText(true))] as const
+  const claimPending = [db.prepare(claimPendingText(false)), db.prepare(claimPendingText(true))] as const
+  const claim = db.transaction((request: ClaimRequest): Array<ClaimedJob> => {
+    const { limit, now, owner } = request
+    if (limit <= 0) return []
+    const until = now + request.leaseMs
+    const excluding = request.excludeSourceIds.length > 0
+    const params = (room: number) =>
+      excluding ? [owner, until, now, JSON.stringify(request.excludeSourceIds), room] : [owner, until, now, room]
+    // Expired leases first: a dead process's jobs are the oldest work.
+    const expired = request.expired ? claimExpired[excluding ? 1 : 0].all(...params(limit)) as Array<ClaimRow> : []
+    const room = limit - expired.length
+    const pending = room <= 0 ? [] : claimPending[excluding ? 1 : 0].all(...params(room)) as Array<ClaimRow>
+    const jobs: Array<ClaimedJob> = []
+    for (const row of expired) jobs.push(toClaimed(row))
+    for (const row of pending) jobs.push(toClaimed(row))
+    return inDueOrder(jobs)
+  })
+
+  const insertAttempt = db.prepare(sqliteInsertAttempts)
+  const delivered = db.prepare(sqliteCompleteDelivered)
+  const general = db.prepare(sqliteComplete)
+  const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
+  const complete = db.transaction(({ attempts, completions, owner }: CompleteRequest): CompleteResult => {
+    const { increments, other, plain, rows } = completionRows(completions, attempts)
+    for (const chunk of chunksOf(attempts, jsonChunk)) insertAttempt.run(JSON.stringify(chunk.map(attemptRow)))
+    const tally = makeTally()
+    for (const chunk of chunksOf(plain, jsonChunk)) {
+      for (const row of delivered.all(JSON.stringify(chunk), owner) as Array<CompletedRow>) {
+        tally.count(row, "delivered")
+      }
+    }
+    for (const chunk of chunksOf(other, idChunk)) {
+      for (const row of general.all(JSON.stringify(chunk), owner) as Array<CompletedRow & { status: string }>) {
+        tally.count(row, row.status)
+      }
+    }
+    for (const row of tally.usage.values()) {
+      usage.run(
+        row.source_id,
+        row.day,
+        row.api_calls,
+        row.messages,
+        row.filtered,
+        row.delivered,
+        row.dead,
+        row.latency_ms,
+        row.latency_jobs
+      )
+    }
+    // Attempts of jobs not completed here (or whose completion was refused) still count.
+    for (const jobId of tally.applied) increments.delete(jobId)
+    for (const [jobId, n] of increments) increment.run(n, jobId)
+    return tally.result(rows)
+  })
+
+  return { enqueue, claim, complete }
+}
