@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Deferred, Duration, Effect, Exit, Layer, Option, type Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
 import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
@@ -51,10 +51,10 @@ type Request = ThreadRequest extends infer R ? R extends { readonly id: number }
  * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
  * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
  *
- * As `@effect/sql-sqlite-node`'s `SqliteClient`, one connection serves everything, behind a
- * one-permit lock: a statement holds it until its answer, a transaction for its scope. The thread
- * runs what it receives in order. Waits for answers are not interruptible: what was sent runs to its
- * end either way, and a claim's or a commit's answer must not be lost.
+ * As `@effect/sql-sqlite-node`'s `SqliteClient`, one connection serves everything. The thread runs
+ * what it receives in order; a transaction holds a one-permit lock for its scope, so nothing else is
+ * sent between its BEGIN and its COMMIT. Waits for answers are not interruptible: what was sent runs
+ * to its end either way, and a claim's or a commit's answer must not be lost.
  */
 export const make = (filename: string): Effect.Effect<
   { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Type"] },
@@ -120,59 +120,73 @@ export const make = (filename: string): Effect.Effect<
     )
     yield* Deferred.await(ready)
 
-    const send = (request: Request): Effect.Effect<unknown, SqlError> =>
-      Effect.uninterruptible(Effect.async<unknown, SqlError>((resume) => {
-        if (broken !== undefined) return resume(Effect.fail(broken))
-        const id = nextId++
-        waiting.set(id, (reply) => {
-          if ("ok" in reply && reply.ok) return resume(Effect.succeed(reply.value))
-          const message = "message" in reply ? reply.message : "no answer"
-          const code = "code" in reply ? reply.code : undefined
-          resume(Effect.fail(new SqlError({ cause: Object.assign(new Error(message), { code }), message })))
-        })
-        worker.postMessage({ ...request, id } as ThreadRequest)
-      }))
-
-    const execute = (sql: string, params: ReadonlyArray<unknown>, mode: ExecuteMode) =>
-      Effect.map(send({ op: "execute", sql, params, mode }), asBuffers)
-
-    const connection: Connection = {
-      execute: (sql, params, transformRows) =>
-        Effect.map(
-          execute(sql, params, "rows"),
-          (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
-        ),
-      executeRaw: (sql, params) => execute(sql, params, "raw"),
-      executeValues: (sql, params) =>
-        execute(sql, params, "values") as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>,
-      executeUnprepared: (sql, params, transformRows) =>
-        Effect.map(
-          execute(sql, params ?? [], "unprepared"),
-          (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
-        ),
-      executeStream: () => Effect.dieMessage("executeStream not implemented") as never
+    /** Sends `request` now; the answer completes the returned Deferred. */
+    const post = (request: Request): Deferred.Deferred<unknown, SqlError> => {
+      const answer = Deferred.unsafeMake<unknown, SqlError>(FiberId.none)
+      if (broken !== undefined) {
+        Deferred.unsafeDone(answer, Exit.fail(broken))
+        return answer
+      }
+      const id = nextId++
+      waiting.set(id, (reply) => {
+        if ("ok" in reply && reply.ok) return Deferred.unsafeDone(answer, Exit.succeed(reply.value))
+        const message = "message" in reply ? reply.message : "no answer"
+        const code = "code" in reply ? reply.code : undefined
+        Deferred.unsafeDone(
+          answer,
+          Exit.fail(new SqlError({ cause: Object.assign(new Error(message), { code }), message }))
+        )
+      })
+      worker.postMessage({ ...request, id } as ThreadRequest)
+      return answer
     }
+    const answerOf = (answer: Deferred.Deferred<unknown, SqlError>) => Effect.uninterruptible(Deferred.await(answer))
 
-    // A statement holds the lock until its answer (its scope), a transaction for its whole scope: the thread runs what
-    // it receives in order, so a statement sent while another fiber's transaction is open would land inside it.
+    // The thread runs what it receives in order, so only a transaction needs the lock for its whole scope: from its
+    // BEGIN to its COMMIT nothing else may be sent. Anything else holds the lock just to be sent, and waits for its
+    // answer without it: the thread always has the next statement or transaction queued (no round trip between them).
     const lock = yield* Effect.makeSemaphore(1)
-    const acquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(restore(lock.take(1)), Effect.addFinalizer(() => lock.release(1))),
-        connection
-      )
-    )
+    const sendOutside = (request: Request) =>
+      Effect.flatMap(lock.withPermits(1)(Effect.sync(() => post(request))), answerOf)
+    const sendInside = (request: Request) => Effect.suspend(() => answerOf(post(request)))
+
+    const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>): Connection => {
+      const execute = (sql: string, params: ReadonlyArray<unknown>, mode: ExecuteMode) =>
+        Effect.map(send({ op: "execute", sql, params, mode }), asBuffers)
+      return {
+        execute: (sql, params, transformRows) =>
+          Effect.map(
+            execute(sql, params, "rows"),
+            (rows) =>
+              transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+          ),
+        executeRaw: (sql, params) => execute(sql, params, "raw"),
+        executeValues: (sql, params) =>
+          execute(sql, params, "values") as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>,
+        executeUnprepared: (sql, params, transformRows) =>
+          Effect.map(
+            execute(sql, params ?? [], "unprepared"),
+            (rows) =>
+              transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+          ),
+        executeStream: () => Effect.dieMessage("executeStream not implemented") as never
+      }
+    }
+    const outside = connection(sendOutside)
+    const inside = connection(sendInside)
+
     const sql = yield* SqlClient.make({
-      acquirer,
+      acquirer: Effect.succeed(outside),
+      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
+        Effect.as(Effect.zipRight(restore(lock.take(1)), Effect.addFinalizer(() => lock.release(1))), inside)
+      ),
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
     const hot: SqliteHotPaths["Type"] = {
-      enqueue: (request) => lock.withPermits(1)(send({ op: "enqueue", request })) as Effect.Effect<EnqueueResult, SqlError>,
-      claim: (request) =>
-        lock.withPermits(1)(send({ op: "claim", request })) as Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>,
-      complete: (request) =>
-        lock.withPermits(1)(send({ op: "complete", request })) as Effect.Effect<CompleteResult, SqlError>
+      enqueue: (request) => sendOutside({ op: "enqueue", request }) as Effect.Effect<EnqueueResult, SqlError>,
+      claim: (request) => sendOutside({ op: "claim", request }) as Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>,
+      complete: (request) => sendOutside({ op: "complete", request }) as Effect.Effect<CompleteResult, SqlError>
     }
     return { sql, hot }
   })
