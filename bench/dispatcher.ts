@@ -27,7 +27,7 @@ import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
 import { transpileForNode } from "./support/compile.js"
-import { dropPgSchema, mb, sampleRss, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import { dropPgSchema, mb, sampleRss, type Sink, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -53,6 +53,24 @@ const bodies = Array.from({ length: jobs }, (_, i) =>
     },
     { receivedAt: Date.parse("2026-11-21T12:00:00Z"), generatedMessageId: `bench-${i}` }
   ))))
+
+const cpuNow = () => (({ system, user }) => user + system)(process.cpuUsage())
+
+/** What a phase cost per job: this process's CPU (every thread) and the receiver's, in µs. */
+interface CpuPerJob {
+  readonly own: number
+  readonly receiver: number
+}
+
+/** Runs `phase` and divides this process's and the receiver's CPU time over it by `count`. */
+const cpuOf = async <A>(sink: Sink, count: number, phase: () => Promise<A>): Promise<[A, CpuPerJob]> => {
+  const receiverBefore = (await sink.stats()).cpuMicros
+  const ownBefore = cpuNow()
+  const result = await phase()
+  const own = cpuNow() - ownBefore
+  const receiver = (await sink.stats()).cpuMicros - receiverBefore
+  return [result, { own: own / count, receiver: receiver / count }]
+}
 
 /** The baseline: undici's request at the same concurrency, nothing else. */
 const rawUndici = async (url: string) => {
@@ -165,7 +183,7 @@ const printStoreTimes = () => {
 const runDispatcher = async (
   kind: "sqlite" | "pg",
   url: string,
-  stats: () => Promise<{ distinct: number }>,
+  stats: () => Promise<{ distinct: number; cpuMicros: number }>,
   fake = false
 ) => {
   const directory = join(tmpdir(), `hookrelay-bench-${process.pid}-${kind}`)
@@ -201,6 +219,7 @@ const runDispatcher = async (
     if (counting !== undefined) await sleep(100)
     const rss = sampleRss()
     const profiling = process.env.DISPATCHER_PROFILE !== undefined ? await startProfile() : undefined
+    const receiverCpu = fake ? 0 : (await stats()).cpuMicros
     const cpu = process.cpuUsage()
     const started = performance.now()
     const dispatcherRuntime = ManagedRuntime.make(
@@ -216,6 +235,7 @@ const runDispatcher = async (
     const seconds = (performance.now() - started) / 1000
     // Completions are written in batches: wait until the store says every job is delivered.
     const used = process.cpuUsage(cpu)
+    const receiverUsed = fake ? 0 : (await stats()).cpuMicros - receiverCpu
     await waitFor(allDelivered, 60_000)
     if (counting !== undefined) await runtime.runPromise(Fiber.interrupt(counting))
     if (profiling !== undefined) {
@@ -224,7 +244,12 @@ const runDispatcher = async (
     const peak = rss.stop()
     await dispatcherRuntime.dispose()
     printStoreTimes()
-    return { jobsPerSecond: jobs / seconds, peakRssBytes: peak, cpuMicrosPerJob: (used.user + used.system) / jobs }
+    return {
+      jobsPerSecond: jobs / seconds,
+      peakRssBytes: peak,
+      cpuMicrosPerJob: (used.user + used.system) / jobs,
+      cpu: { own: (used.user + used.system) / jobs, receiver: receiverUsed / jobs } satisfies CpuPerJob
+    }
   } finally {
     await runtime.dispose()
     if (kind === "sqlite") rmSync(directory, { recursive: true, force: true })
@@ -282,7 +307,7 @@ const runBacklog = async () => {
 
 const fakeMain = async (kind: "sqlite" | "pg") => {
   const rounds = arg("rounds", 3)
-  const noSink = () => Promise.resolve({ distinct: 0 })
+  const noSink = () => Promise.resolve({ distinct: 0, cpuMicros: 0 })
   const cpu: Array<number> = []
   for (let round = 0; round < rounds; round++) {
     const run = await runDispatcher(kind, "http://127.0.0.1:9/fake", noSink, true)
@@ -307,7 +332,7 @@ const main = async () => {
     // Warm the receiver and this process's JIT once, unmeasured.
     await rawUndici(receiver)
     sink.reset()
-    const raw = await rawUndici(receiver)
+    const [raw, rawCpu] = await cpuOf(sink, jobs, () => rawUndici(receiver))
     sink.reset()
     const sqlite = runs("sqlite") ? await runDispatcher("sqlite", receiver, sink.stats) : undefined
     sink.reset()
@@ -316,20 +341,26 @@ const main = async () => {
       : await runDispatcher("pg", receiver, sink.stats)
     sink.reset()
     // The raw figure again after the dispatcher runs: the machine's load drifts, the ratio uses the mean of both.
-    const rawAfter = await rawUndici(receiver)
+    const [rawAfter, rawAfterCpu] = await cpuOf(sink, jobs, () => rawUndici(receiver))
     sink.reset()
     const backlog = runs("backlog") ? await runBacklog() : undefined
 
     const baseline = (raw + rawAfter) / 2
-    const row = (label: string, run: { jobsPerSecond: number; peakRssBytes: number }) =>
+    const rawCpuMean = {
+      own: (rawCpu.own + rawAfterCpu.own) / 2,
+      receiver: (rawCpu.receiver + rawAfterCpu.receiver) / 2
+    }
+    const cpuCells = (cpu: CpuPerJob) =>
+      `${cpu.own.toFixed(0)} | ${cpu.receiver.toFixed(0)} | ${(cpu.own + cpu.receiver).toFixed(0)}`
+    const row = (label: string, run: { jobsPerSecond: number; peakRssBytes: number; cpu: CpuPerJob }) =>
       `| ${label} | ${Math.round(run.jobsPerSecond)} | ${(run.jobsPerSecond / baseline).toFixed(2)}× | ${
-        mb(run.peakRssBytes)
-      } |`
+        cpuCells(run.cpu)
+      } | ${mb(run.peakRssBytes)} |`
     const rows = [
       `| raw undici request, C=${concurrency} (baseline: mean of before and after) | ${
         Math.round(baseline)
-      } | 1.00× | |`,
-      `| (raw before / after the dispatcher runs) | ${Math.round(raw)} / ${Math.round(rawAfter)} | | |`,
+      } | 1.00× | ${cpuCells(rawCpuMean)} | |`,
+      `| (raw before / after the dispatcher runs) | ${Math.round(raw)} / ${Math.round(rawAfter)} | | | | | |`,
       ...(sqlite === undefined ? [] : [row("dispatcher, SQLite outbox", sqlite)]),
       ...(pg === undefined ? [] : [row("dispatcher, PostgreSQL outbox", pg)])
     ]
@@ -351,17 +382,29 @@ ${jobs} jobs (track bodies of ~${bodies[0]!.length} bytes) already in the outbox
 loopback receiver in its own process; time from the dispatcher's start until the receiver has every message id.
 The baseline POSTs the same bodies to the same receiver with undici's \`request\` at the dispatcher's per-endpoint
 concurrency (${concurrency}), in the same process and run, before and after the dispatcher runs. Peak RSS of the
-dispatcher runs is this process's (it includes what earlier phases left).
+dispatcher runs is this process's (it includes what earlier phases left). CPU is µs per job: this process (all its
+threads: the SQLite thread, GC), the receiver process, and both; on this 2-core machine the phases are bound by the
+CPU they share, so CPU per job is the steadier figure when the machine's speed drifts.
 
-| path | jobs/s | ratio to raw | peak RSS (MB) |
-|---|---:|---:|---:|
+| path | jobs/s | ratio to raw | CPU µs/job, dispatcher process | CPU µs/job, receiver | CPU µs/job, both | peak RSS (MB) |
+|---|---:|---:|---:|---:|---:|---:|
 ${rows.join("\n")}
 
 Target: SQLite ≥ 0.5× the raw figure.
 ${memory}`
     // A partial run (--only) is printed, not written over the full results.
     if (only === undefined) {
-      writeResults("dispatcher", markdown, { jobs, concurrency, raw, rawAfter, sqlite, pg, backlog })
+      writeResults("dispatcher", markdown, {
+        jobs,
+        concurrency,
+        raw,
+        rawAfter,
+        rawCpu,
+        rawAfterCpu,
+        sqlite,
+        pg,
+        backlog
+      })
     }
     console.log(markdown)
   } finally {

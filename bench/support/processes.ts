@@ -12,6 +12,8 @@ export interface SinkStats {
   readonly firstAt: number
   readonly lastAt: number
   readonly receipts?: Record<string, number> | undefined
+  /** The receiver's own CPU time so far (user + system, µs). */
+  readonly cpuMicros: number
 }
 
 export interface Sink {

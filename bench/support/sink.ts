@@ -4,7 +4,7 @@
  * parent over IPC. Loopback only.
  *
  *   { type: "ready", port }              sent once listening
- *   { type: "stats" } → { type: "stats", requests, distinct, firstAt, lastAt, receiptTimes? }
+ *   { type: "stats" } → { type: "stats", requests, distinct, firstAt, lastAt, cpuMicros, receiptTimes? }
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -54,6 +54,7 @@ process.on("message", (message: { type: string }) => {
       distinct: seen.size,
       firstAt,
       lastAt,
+      cpuMicros: (({ system, user }) => user + system)(process.cpuUsage()),
       receipts: keepReceipts ? Object.fromEntries(receipts) : undefined
     })
   } else if (message.type === "reset") {

@@ -1,0 +1,42 @@
+import { Effect, ManagedRuntime } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { makeJobIds } from "../src/store/Rows.js"
+import { loadDriver } from "../src/store/SqliteDriver.js"
+import { prepareTransactions } from "../src/store/SqliteTransactions.js"
+import * as StoreLayers from "../src/store/Store.js"
+import { Store } from "../src/store/Store.js"
+
+const dir = mkdtempSync(join(tmpdir(), "sq-"))
+const filename = join(dir, "hookrelay.db")
+const pragmas = (process.env.PRAGMAS ?? "").split(";").filter((p) => p.length > 0)
+const main = async () => {
+  const rt = ManagedRuntime.make(StoreLayers.layerSqlite({ filename, checkpoints: false }))
+  await rt.runPromise(Effect.flatMap(Store, (s) => s.upsertSource({ id: "bench", writeKey: "k", webhooks: { enabled: true, endpoints: [{ url: "http://127.0.0.1:9/x" }] } }, Date.now())))
+  await rt.dispose()
+  const db = new (loadDriver().Database)(filename)
+  for (const p of ["journal_mode = WAL", "synchronous = NORMAL", "cache_size = -32000", "temp_store = MEMORY", "wal_autocheckpoint = 10000", ...pragmas]) db.pragma(p)
+  const tx = prepareTransactions(db, makeJobIds())
+  const body = Buffer.from(JSON.stringify({ type: "track", event: "Order Completed", properties: { orderId: "order-1", revenue: 12.5, currency: "EUR" }, context: { ip: "203.0.113.7" }, userId: "user-1", messageId: "x".repeat(36), receivedAt: "2026-11-21T12:00:00.000Z", timestamp: "2026-11-21T12:00:00.000Z" }))
+  const N = 60000
+  let t = performance.now()
+  for (let i = 0; i < N; i += 100) {
+    tx.enqueue({ sourceId: "bench", entries: Array.from({ length: 100 }, (_, k) => ({ messageId: `m-${i + k}`, body, userId: "user-1", type: "track", event: "Order Completed" })), now: 1_000_000 + i, options: undefined })
+  }
+  console.log("enqueue µs/job", ((performance.now() - t) * 1000 / N).toFixed(1))
+  let claimMs = 0, completeMs = 0, n = 0
+  for (let round = 0; round < N / 128; round++) {
+    let s = performance.now()
+    const jobs = tx.claim({ owner: "me", now: 2_000_000, limit: 128, leaseMs: 60000, excludeSourceIds: [], expired: round % 50 === 0 })
+    claimMs += performance.now() - s
+    if (jobs.length === 0) break
+    n += jobs.length
+    s = performance.now()
+    tx.complete({ owner: "me", completions: jobs.map((j) => ({ _tag: "Delivered" as const, jobId: j.id, at: 2_000_100, firstAttemptAt: 2_000_050 })), attempts: jobs.map((j) => ({ jobId: j.id, url: "http://127.0.0.1:9/x", attempt: 1, startedAt: 2_000_050, durationMs: 1, statusCode: 200, error: null, outcome: "success" as const, responseSnippet: "ok" })) })
+    completeMs += performance.now() - s
+  }
+  console.log("claim µs/job", (claimMs * 1000 / n).toFixed(1), "complete µs/job", (completeMs * 1000 / n).toFixed(1), "jobs", n)
+  db.close()
+}
+main()
