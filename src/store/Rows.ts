@@ -141,6 +141,10 @@ export const toClaimed = (row: ClaimRow): ClaimedJob => ({
 export const inDueOrder = (jobs: Array<ClaimedJob>): Array<ClaimedJob> =>
   jobs.sort((a, b) => a.nextDueAt - b.nextDueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 
+/** Claimed rows in due order, as `inDueOrder`. */
+export const rowsInDueOrder = (rows: Array<ClaimRow>): Array<ClaimRow> =>
+  rows.sort((a, b) => num(a.next_due_at) - num(b.next_due_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+
 // --- completions ------------------------------------------------------------------------------
 
 const encodeState = (state: unknown): string | null => state === undefined ? null : JSON.stringify(state)

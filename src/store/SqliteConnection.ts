@@ -5,6 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
+import { type ClaimWire, decodeClaim } from "./ClaimWire.js"
 import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
 import { threadProgram } from "./SqliteThreadFile.js"
@@ -185,7 +186,7 @@ export const make = (filename: string): Effect.Effect<
     })
     const hot: SqliteHotPaths["Type"] = {
       enqueue: (request) => sendOutside({ op: "enqueue", request }) as Effect.Effect<EnqueueResult, SqlError>,
-      claim: (request) => sendOutside({ op: "claim", request }) as Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>,
+      claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
       complete: (request) => sendOutside({ op: "complete", request }) as Effect.Effect<CompleteResult, SqlError>
     }
     return { sql, hot }

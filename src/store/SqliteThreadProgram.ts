@@ -6,6 +6,7 @@
  */
 import { createRequire } from "node:module"
 import { parentPort, workerData } from "node:worker_threads"
+import { encodeClaim } from "./ClaimWire.js"
 import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
@@ -93,20 +94,20 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
       port.close()
       return
     }
-    let reply: ThreadReply
     try {
+      if (message.op === "claim") {
+        const value = encodeClaim(hot().claim(message.request))
+        return port.postMessage({ id: message.id, ok: true, value } satisfies ThreadReply, [value.bodies.buffer])
+      }
       const value = message.op === "execute"
         ? execute(message.sql, message.params, message.mode)
         : message.op === "enqueue"
         ? hot().enqueue(message.request)
-        : message.op === "claim"
-        ? hot().claim(message.request)
         : hot().complete(message.request)
-      reply = { id: message.id, ok: true, value }
+      port.postMessage({ id: message.id, ok: true, value } satisfies ThreadReply)
     } catch (error) {
-      reply = { id: message.id, ok: false, ...failure(error) }
+      port.postMessage({ id: message.id, ok: false, ...failure(error) } satisfies ThreadReply)
     }
-    port.postMessage(reply)
   })
   port.postMessage({ ready: true } satisfies ThreadReply)
 }

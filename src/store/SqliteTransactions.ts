@@ -1,13 +1,5 @@
 import { dedupeWindowMs } from "./Model.js"
-import type {
-  AttemptRecord,
-  ClaimedJob,
-  CompleteResult,
-  Completion,
-  EnqueueEntry,
-  EnqueueOptions,
-  EnqueueResult
-} from "./Model.js"
+import type { AttemptRecord, CompleteResult, Completion, EnqueueEntry, EnqueueOptions, EnqueueResult } from "./Model.js"
 import {
   attemptRow,
   chunksOf,
@@ -17,12 +9,11 @@ import {
   completionRows,
   firstOfEachMessageId,
   idChunk,
-  inDueOrder,
   jsonChunk,
   type makeJobIds,
   makeTally,
+  rowsInDueOrder,
   sortOutSeen,
-  toClaimed,
   utcDay
 } from "./Rows.js"
 import type { Database } from "./SqliteDriver.js"
@@ -133,8 +124,8 @@ export interface CompleteRequest {
 export interface Transactions {
   /** One request's dedupe, job rows and usage count. */
   readonly enqueue: (request: EnqueueRequest) => EnqueueResult
-  /** Due jobs (expired leases first when asked), leased to the owner, in due order. */
-  readonly claim: (request: ClaimRequest) => Array<ClaimedJob>
+  /** Due jobs (expired leases first when asked), leased to the owner, as rows in due order. */
+  readonly claim: (request: ClaimRequest) => Array<ClaimRow>
   /** A batch of finished jobs, their attempts and usage, lease-guarded. */
   readonly complete: (request: CompleteRequest) => CompleteResult
 }
@@ -194,7 +185,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
 
   const claimExpired = [db.prepare(claimExpiredText(false)), db.prepare(claimExpiredText(true))] as const
   const claimPending = [db.prepare(claimPendingText(false)), db.prepare(claimPendingText(true))] as const
-  const claim = db.transaction((request: ClaimRequest): Array<ClaimedJob> => {
+  const claim = db.transaction((request: ClaimRequest): Array<ClaimRow> => {
     const { limit, now, owner } = request
     if (limit <= 0) return []
     const until = now + request.leaseMs
@@ -205,10 +196,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     const expired = request.expired ? claimExpired[excluding ? 1 : 0].all(...params(limit)) as Array<ClaimRow> : []
     const room = limit - expired.length
     const pending = room <= 0 ? [] : claimPending[excluding ? 1 : 0].all(...params(room)) as Array<ClaimRow>
-    const jobs: Array<ClaimedJob> = []
-    for (const row of expired) jobs.push(toClaimed(row))
-    for (const row of pending) jobs.push(toClaimed(row))
-    return inDueOrder(jobs)
+    return rowsInDueOrder(expired.length === 0 ? pending : expired.concat(pending))
   })
 
   const insertAttempt = db.prepare(sqliteInsertAttempts)
