@@ -1,4 +1,4 @@
-import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, type Option, type Redacted } from "effect"
 import { renderPrometheus } from "../metrics/Prometheus.js"
 import { adminRoutes } from "./AdminApi.js"
@@ -36,7 +36,18 @@ export const router = (options: ServerOptions) =>
   )
 
 /**
+ * The tracking API's requests get no server span: the span and its attributes (the URL parsed again, every header
+ * copied for redaction) were a large share of what a request allocated, and the young-generation pauses that garbage
+ * causes are the tail of the accept latency (measured at 1 000 messages/s: longest pause 11.6–12.8 → 7.4–7.7 ms).
+ * Every other route keeps its span.
+ */
+const isTrackingRequest = (request: HttpServerRequest.HttpServerRequest) => request.url.startsWith("/v1/")
+
+/**
  * The hookrelay HTTP app as a layer: mount it on any `HttpServer` (NodeHttpServer.layer in
  * main.ts, or the embedding service's own). Needs `Relay`.
  */
-export const layer = (options: ServerOptions) => HttpServer.serve(router(options), HttpMiddleware.xForwardedHeaders)
+export const layer = (options: ServerOptions) =>
+  HttpServer.serve(router(options), HttpMiddleware.xForwardedHeaders).pipe(
+    HttpMiddleware.withTracerDisabledWhen(isTrackingRequest)
+  )
