@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { migrate } from "../../src/store/Migrations.js"
 import { SqliteHotPaths } from "../../src/store/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/SqliteConnection.js"
@@ -104,5 +104,19 @@ describe("SqliteConnection (the SQLite thread)", () => {
       )
       assert.strictEqual(error._tag, "SqlError")
       assert.match(error.message, /open the database/)
+    }))
+})
+
+describe("SqliteConnection closed", () => {
+  it.effect("a statement after the thread has stopped fails with a SqlError instead of waiting forever", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(SqliteConnection.layer(":memory:"), scope)
+      const sql = Context.get(context, SqlClient.SqlClient)
+      yield* sql`CREATE TABLE t (n INTEGER)`
+      yield* Scope.close(scope, Exit.void)
+      const error = yield* sql`SELECT count(*) AS n FROM t`.pipe(Effect.flip)
+      assert.strictEqual(error._tag, "SqlError")
+      assert.match(error.message, /SQLite thread exited/)
     }))
 })

@@ -1,0 +1,83 @@
+import { assert, describe, it } from "@effect/vitest"
+import { decodeClaim, encodeClaim } from "../../src/store/ClaimWire.js"
+import type { ClaimRow } from "../../src/store/Rows.js"
+
+const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): ClaimRow => ({
+  id,
+  source_id: "s1",
+  message_id: `m-${id}`,
+  user_id: null,
+  kind: "message",
+  body: Buffer.from(body),
+  created_at: 1000,
+  first_attempt_at: null,
+  next_due_at: 2000,
+  attempts: 0,
+  endpoint_state: null,
+  lease_expires_at: 62_000,
+  ...overrides
+})
+
+describe("ClaimWire", () => {
+  it("carries every field and each job's exact body through one buffer", () => {
+    const rows = [
+      row("a", "{\"n\":1}"),
+      row("b", "", { user_id: "u-1", kind: "delete", first_attempt_at: 1500, attempts: 3 }),
+      row("c", "{\"é\":\"ü\"}", { endpoint_state: "[{\"url\":\"https://x\",\"attempts\":2}]" })
+    ]
+    const wire = encodeClaim(rows)
+    // What a transfer leaves behind: the decoder gets the same bytes in a fresh buffer.
+    const jobs = decodeClaim({ fields: wire.fields, bodies: new Uint8Array(wire.bodies) })
+    assert.deepStrictEqual(
+      jobs.map((job) => ({ ...job, body: Buffer.from(job.body).toString("utf8") })),
+      [
+        {
+          id: "a",
+          sourceId: "s1",
+          messageId: "m-a",
+          userId: null,
+          kind: "message",
+          body: "{\"n\":1}",
+          createdAt: 1000,
+          firstAttemptAt: null,
+          nextDueAt: 2000,
+          attemptCount: 0,
+          endpointState: null,
+          leaseExpiresAt: 62_000
+        },
+        {
+          id: "b",
+          sourceId: "s1",
+          messageId: "m-b",
+          userId: "u-1",
+          kind: "delete",
+          body: "",
+          createdAt: 1000,
+          firstAttemptAt: 1500,
+          nextDueAt: 2000,
+          attemptCount: 3,
+          endpointState: null,
+          leaseExpiresAt: 62_000
+        },
+        {
+          id: "c",
+          sourceId: "s1",
+          messageId: "m-c",
+          userId: null,
+          kind: "message",
+          body: "{\"é\":\"ü\"}",
+          createdAt: 1000,
+          firstAttemptAt: null,
+          nextDueAt: 2000,
+          attemptCount: 0,
+          endpointState: [{ url: "https://x", attempts: 2 }],
+          leaseExpiresAt: 62_000
+        }
+      ]
+    )
+  })
+
+  it("an empty claim is an empty list", () => {
+    assert.deepStrictEqual(decodeClaim(encodeClaim([])), [])
+  })
+})
