@@ -40,9 +40,9 @@ export const sqliteFilename = (options: SqliteOptions): string =>
 
 /**
  * SQLite in one file (WAL, synchronous=NORMAL, busy_timeout). The directory is created when
- * missing. One connection (`SqliteConnection`: a `SqlClient`, and the connection itself for the
- * ingest transaction): keep transactions short, as every statement blocks the event loop.
- * Checkpoints run on a worker thread with a connection of its own (`WalCheckpoints`).
+ * missing. One connection, on a thread of its own (`SqliteConnection`: a `SqlClient`, and the hot
+ * transactions of ingest, claims and completions): keep transactions short, as one runs at a time.
+ * Checkpoints run on another thread with a connection of their own (`WalCheckpoints`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {

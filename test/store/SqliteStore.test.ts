@@ -46,8 +46,9 @@ describe("Store (SQLite)", () => {
 })
 
 /**
- * The same store over `@effect/sql-sqlite-node`'s client alone, without `RawSqlite`: enqueue and completions then take
- * their `SqlClient` path, which shares the SQLite statement texts with the prepared-statement path the product uses.
+ * The same store over `@effect/sql-sqlite-node`'s client alone, without `SqliteHotPaths`: enqueue, claims and
+ * completions then take their `SqlClient` path (completions share their statement texts with the hot transactions the
+ * product runs on the SQLite thread).
  */
 const freshSqlClientOnly = () =>
   Layer.unwrapScoped(
