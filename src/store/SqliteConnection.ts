@@ -63,7 +63,7 @@ export const make = (filename: string): Effect.Effect<
   Scope.Scope | Reactivity.Reactivity
 > =>
   Effect.gen(function*() {
-    const program = yield* Effect.try({
+    const loaded = yield* Effect.try({
       try: () => ({ driver: loadDriver().path, program: threadProgram() }),
       catch: (cause) => new SqlError({ cause, message: "Failed to load the SQLite driver" })
     })
@@ -84,10 +84,10 @@ export const make = (filename: string): Effect.Effect<
     const worker = yield* Effect.acquireRelease(
       Effect.try({
         try: () => {
-          const workerData: ThreadData = { driver: program.driver, filename }
-          const worker = program.program._tag === "Source"
-            ? new Worker(program.program.source, { eval: true, workerData })
-            : new Worker(program.program.url, { workerData })
+          const workerData: ThreadData = { driver: loaded.driver, filename }
+          const worker = loaded.program._tag === "Source"
+            ? new Worker(loaded.program.source, { eval: true, workerData })
+            : new Worker(loaded.program.url, { workerData })
           worker.on("message", (reply: ThreadReply) => {
             if ("ready" in reply) {
               return Deferred.unsafeDone(
