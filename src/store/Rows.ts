@@ -137,11 +137,7 @@ export const toClaimed = (row: ClaimRow): ClaimedJob => ({
   leaseExpiresAt: num(row.lease_expires_at)
 })
 
-/** Claimed jobs in due order (RETURNING's order is unspecified), ties by id. */
-export const inDueOrder = (jobs: Array<ClaimedJob>): Array<ClaimedJob> =>
-  jobs.sort((a, b) => a.nextDueAt - b.nextDueAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-
-/** Claimed rows in due order, as `inDueOrder`. */
+/** Claimed rows in due order (RETURNING's order is unspecified), ties by id. */
 export const rowsInDueOrder = (rows: Array<ClaimRow>): Array<ClaimRow> =>
   rows.sort((a, b) => num(a.next_due_at) - num(b.next_due_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 

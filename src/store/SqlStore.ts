@@ -48,12 +48,12 @@ import {
   dayMs,
   firstOfEachMessageId,
   idChunk,
-  inDueOrder,
   jsonChunk,
   makeJobIds,
   makeTally,
   num,
   numOrNull,
+  rowsInDueOrder,
   sortOutSeen,
   toClaimed,
   type UsageRow,
@@ -61,7 +61,16 @@ import {
   utcDay
 } from "./Rows.js"
 import { SqliteHotPaths } from "./SqliteConnection.js"
-import { sqliteComplete, sqliteCompleteDelivered, sqliteInsertAttempts, usageOnConflict } from "./SqliteTransactions.js"
+import {
+  claimParameters,
+  type ClaimRequest,
+  sqliteClaimExpired,
+  sqliteClaimPending,
+  sqliteComplete,
+  sqliteCompleteDelivered,
+  sqliteInsertAttempts,
+  usageOnConflict
+} from "./SqliteTransactions.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 
 /**
@@ -202,7 +211,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   yield* migrate.pipe(Effect.mapError((cause) => new StoreError({ operation: "migrate", cause })))
 
-  const skipLocked = sql.literal(sql.onDialectOrElse({ pg: () => " FOR UPDATE SKIP LOCKED", orElse: () => "" }))
   const emptyBlob = sql.literal(sql.onDialectOrElse({ pg: () => "''::bytea", orElse: () => "X''" }))
 
   /**
@@ -483,30 +491,49 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   const claimDueSql = Effect.fn("Store.claimDue")(
     function*(owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) {
+      // Sources whose mailbox is full in this dispatcher wait here, so their backlog cannot crowd the others out.
+      const request: ClaimRequest = {
+        owner,
+        now,
+        limit,
+        leaseMs,
+        excludeSourceIds: options?.excludeSourceIds ?? [],
+        expired: options?.expired !== false
+      }
+      const excluding = request.excludeSourceIds.length > 0
       const until = now + leaseMs
       const columns = sql.literal(claimColumns)
-      // Sources whose mailbox is full in this dispatcher wait here, so their backlog cannot crowd the others out.
-      const excluded = options?.excludeSourceIds ?? []
-      const notExcluded = excluded.length === 0
-        ? sql.literal("")
-        : sql` AND source_id NOT IN ${sql.in(excluded)}`
+      const notExcluded = excluding ? sql` AND source_id NOT IN ${sql.in(request.excludeSourceIds)}` : sql.literal("")
       // Each UPDATE is atomic on its own: SQLite runs one statement at a time, PostgreSQL locks
       // the chosen rows (SKIP LOCKED: concurrent claimers take different rows, nobody waits).
+      // SQLite runs the statements of its thread's claim (`SqliteTransactions`).
+      const claimExpired = (room: number) =>
+        sql.onDialectOrElse({
+          pg: () =>
+            sql<ClaimRow>`
+              UPDATE jobs SET lease_owner = ${owner}, lease_expires_at = ${until}
+              WHERE id IN (
+                SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ${now}${notExcluded}
+                ORDER BY lease_expires_at LIMIT ${room} FOR UPDATE SKIP LOCKED)
+              RETURNING ${columns}`,
+          orElse: () => sql.unsafe<ClaimRow>(sqliteClaimExpired(excluding), claimParameters(request, room))
+        })
+      const claimPending = (room: number) =>
+        sql.onDialectOrElse({
+          pg: () =>
+            sql<ClaimRow>`
+              UPDATE jobs SET status = 'delivering', lease_owner = ${owner}, lease_expires_at = ${until}
+              WHERE id IN (
+                SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ${now}${notExcluded}
+                ORDER BY next_due_at LIMIT ${room} FOR UPDATE SKIP LOCKED)
+              RETURNING ${columns}`,
+          orElse: () => sql.unsafe<ClaimRow>(sqliteClaimPending(excluding), claimParameters(request, room))
+        })
       // Expired leases first: a dead process's jobs are the oldest work.
-      const expired = limit <= 0 || options?.expired === false ? [] : yield* sql<ClaimRow>`
-        UPDATE jobs SET lease_owner = ${owner}, lease_expires_at = ${until}
-        WHERE id IN (
-          SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ${now}${notExcluded}
-          ORDER BY lease_expires_at LIMIT ${limit}${skipLocked})
-        RETURNING ${columns}`
+      const expired = limit <= 0 || !request.expired ? [] : yield* claimExpired(limit)
       const room = limit - expired.length
-      const pending = room <= 0 ? [] : yield* sql<ClaimRow>`
-        UPDATE jobs SET status = 'delivering', lease_owner = ${owner}, lease_expires_at = ${until}
-        WHERE id IN (
-          SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ${now}${notExcluded}
-          ORDER BY next_due_at LIMIT ${room}${skipLocked})
-        RETURNING ${columns}`
-      return inDueOrder(expired.concat(pending).map(toClaimed))
+      const pending = room <= 0 ? [] : yield* claimPending(room)
+      return rowsInDueOrder(expired.concat(pending)).map(toClaimed)
     },
     untraced,
     fail("claimDue")

@@ -79,23 +79,20 @@ export const usageOnConflict = `
 /** Sources left out of a claim, as one JSON array parameter (the text stays the same whatever their number). */
 const notExcluded = (excluding: boolean) => excluding ? " AND source_id NOT IN (SELECT value FROM json_each(?))" : ""
 
-// Each UPDATE is atomic on its own (SQLite runs one statement at a time). Parameters: owner, lease end, now,
-// [excluded sources,] limit.
-const claimExpiredText = (excluding: boolean) => `
+// Each UPDATE is atomic on its own (SQLite runs one statement at a time). Parameters: `claimParameters`.
+export const sqliteClaimExpired = (excluding: boolean) => `
   UPDATE jobs SET lease_owner = ?, lease_expires_at = ?
   WHERE id IN (
     SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ?${notExcluded(excluding)}
     ORDER BY lease_expires_at LIMIT ?)
   RETURNING ${claimColumns}`
 
-const claimPendingText = (excluding: boolean) => `
+export const sqliteClaimPending = (excluding: boolean) => `
   UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
   WHERE id IN (
     SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ?${notExcluded(excluding)}
     ORDER BY next_due_at LIMIT ?)
   RETURNING ${claimColumns}`
-
-// --- the transactions -------------------------------------------------------------------------------
 
 export interface ClaimRequest {
   readonly owner: string
@@ -106,6 +103,16 @@ export interface ClaimRequest {
   /** Also take over jobs whose lease expired. */
   readonly expired: boolean
 }
+
+/** The parameters of `sqliteClaimExpired` / `sqliteClaimPending` taking at most `room` jobs. */
+export const claimParameters = (request: ClaimRequest, room: number): Array<unknown> => {
+  const until = request.now + request.leaseMs
+  return request.excludeSourceIds.length > 0
+    ? [request.owner, until, request.now, JSON.stringify(request.excludeSourceIds), room]
+    : [request.owner, until, request.now, room]
+}
+
+// --- the transactions -------------------------------------------------------------------------------
 
 export interface EnqueueRequest {
   readonly sourceId: string
@@ -183,19 +190,18 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     }
   })
 
-  const claimExpired = [db.prepare(claimExpiredText(false)), db.prepare(claimExpiredText(true))] as const
-  const claimPending = [db.prepare(claimPendingText(false)), db.prepare(claimPendingText(true))] as const
+  const claimExpired = [db.prepare(sqliteClaimExpired(false)), db.prepare(sqliteClaimExpired(true))] as const
+  const claimPending = [db.prepare(sqliteClaimPending(false)), db.prepare(sqliteClaimPending(true))] as const
   const claim = db.transaction((request: ClaimRequest): Array<ClaimRow> => {
-    const { limit, now, owner } = request
+    const { limit } = request
     if (limit <= 0) return []
-    const until = now + request.leaseMs
-    const excluding = request.excludeSourceIds.length > 0
-    const params = (room: number) =>
-      excluding ? [owner, until, now, JSON.stringify(request.excludeSourceIds), room] : [owner, until, now, room]
+    const excluding = request.excludeSourceIds.length > 0 ? 1 : 0
     // Expired leases first: a dead process's jobs are the oldest work.
-    const expired = request.expired ? claimExpired[excluding ? 1 : 0].all(...params(limit)) as Array<ClaimRow> : []
+    const expired = request.expired
+      ? claimExpired[excluding].all(...claimParameters(request, limit)) as Array<ClaimRow>
+      : []
     const room = limit - expired.length
-    const pending = room <= 0 ? [] : claimPending[excluding ? 1 : 0].all(...params(room)) as Array<ClaimRow>
+    const pending = room <= 0 ? [] : claimPending[excluding].all(...claimParameters(request, room)) as Array<ClaimRow>
     return rowsInDueOrder(expired.length === 0 ? pending : expired.concat(pending))
   })
 

@@ -47,8 +47,8 @@ describe("Store (SQLite)", () => {
 
 /**
  * The same store over `@effect/sql-sqlite-node`'s client alone, without `SqliteHotPaths`: enqueue, claims and
- * completions then take their `SqlClient` path (completions share their statement texts with the hot transactions the
- * product runs on the SQLite thread).
+ * completions then take their `SqlClient` path (claims and completions share their statement texts with the hot
+ * transactions the product runs on the SQLite thread).
  */
 const freshSqlClientOnly = () =>
   Layer.unwrapScoped(
