@@ -28,6 +28,7 @@ import * as StoreLayers from "../src/store/Store.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
 import { transpileForNode } from "./support/compile.js"
 import { dropPgSchema, mb, sampleRss, type Sink, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import { formatPerThread, perJobByThread, threadTimes } from "./support/threads.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -40,6 +41,11 @@ const only = onlyIndex === -1 ? undefined : new Set(process.argv[onlyIndex + 1]!
 const runs = (part: string) => only === undefined || only.has(part)
 const pendingJobs = arg("pending", 200_000)
 const concurrency = 16
+const optionsIndex = process.argv.indexOf("--options")
+/** `--options '{"claimBatch":512}'`: the dispatcher's options for the measured runs (default: its defaults). */
+const dispatcherOptions: Dispatcher.DispatcherOptions = optionsIndex === -1
+  ? {}
+  : JSON.parse(process.argv[optionsIndex + 1]!)
 
 const bodies = Array.from({ length: jobs }, (_, i) =>
   encodeBody(deliveredBody(stampMessage(
@@ -220,10 +226,11 @@ const runDispatcher = async (
     const rss = sampleRss()
     const profiling = process.env.DISPATCHER_PROFILE !== undefined ? await startProfile() : undefined
     const receiverCpu = fake ? 0 : (await stats()).cpuMicros
+    const threadsBefore = threadTimes()
     const cpu = process.cpuUsage()
     const started = performance.now()
     const dispatcherRuntime = ManagedRuntime.make(
-      Dispatcher.layer().pipe(
+      Dispatcher.layer(dispatcherOptions).pipe(
         Layer.provide(Layer.succeedContext(timed(await runtime.runtime().then((r) => r.context))))
       )
     )
@@ -235,6 +242,7 @@ const runDispatcher = async (
     const seconds = (performance.now() - started) / 1000
     // Completions are written in batches: wait until the store says every job is delivered.
     const used = process.cpuUsage(cpu)
+    const perThread = perJobByThread(threadsBefore, threadTimes(), jobs)
     const receiverUsed = fake ? 0 : (await stats()).cpuMicros - receiverCpu
     await waitFor(allDelivered, 60_000)
     if (counting !== undefined) await runtime.runPromise(Fiber.interrupt(counting))
@@ -248,7 +256,8 @@ const runDispatcher = async (
       jobsPerSecond: jobs / seconds,
       peakRssBytes: peak,
       cpuMicrosPerJob: (used.user + used.system) / jobs,
-      cpu: { own: (used.user + used.system) / jobs, receiver: receiverUsed / jobs } satisfies CpuPerJob
+      cpu: { own: (used.user + used.system) / jobs, receiver: receiverUsed / jobs } satisfies CpuPerJob,
+      perThread
     }
   } finally {
     await runtime.dispose()
@@ -364,6 +373,17 @@ const main = async () => {
       ...(sqlite === undefined ? [] : [row("dispatcher, SQLite outbox", sqlite)]),
       ...(pg === undefined ? [] : [row("dispatcher, PostgreSQL outbox", pg)])
     ]
+    const threadLine = (label: string, run: { perThread: ReturnType<typeof perJobByThread> } | undefined) =>
+      run === undefined ? [] : [`- ${label}: ${formatPerThread(run.perThread)}`]
+    const threadSplit = [...threadLine("SQLite outbox", sqlite), ...threadLine("PostgreSQL outbox", pg)]
+    const threadLines = threadSplit.length === 0 ? "" : `
+CPU µs per job of the dispatcher process's threads (\`/proc/self/task\`; of the other threads, the largest is
+SQLite's on the SQLite outbox, the rest are mostly V8's GC helpers):
+${threadSplit.join("\n")}
+`
+    const optionsLine = optionsIndex === -1 ? "" : `
+Dispatcher options of this run: \`${JSON.stringify(dispatcherOptions)}\`.
+`
     const memory = backlog === undefined ? "" : `
 ## Memory with a large backlog
 
@@ -391,7 +411,7 @@ CPU they share, so CPU per job is the steadier figure when the machine's speed d
 ${rows.join("\n")}
 
 Target: SQLite ≥ 0.5× the raw figure.
-${memory}`
+${threadLines}${optionsLine}${memory}`
     // A partial run (--only) is printed, not written over the full results.
     if (only === undefined) {
       writeResults("dispatcher", markdown, {

@@ -62,15 +62,15 @@ export const startSink = (env: Record<string, string> = {}): Promise<Sink> =>
 
 /** Samples this process's RSS until stopped; returns the peak in bytes. */
 export const sampleRss = (everyMillis = 20) => {
-  let peak = process.memoryUsage().rss
+  let peak = process.memoryUsage.rss()
   const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss)
+    peak = Math.max(peak, process.memoryUsage.rss())
   }, everyMillis)
   return {
     peak: () => peak,
     stop: () => {
       clearInterval(timer)
-      return Math.max(peak, process.memoryUsage().rss)
+      return Math.max(peak, process.memoryUsage.rss())
     }
   }
 }
