@@ -3,11 +3,12 @@ import type { Scope } from "effect"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { StringDecoder } from "node:string_decoder"
 import { createSecureContext, rootCertificates } from "node:tls"
-import { Agent, buildConnector } from "undici"
+import { buildConnector } from "undici"
 import type { Dispatcher } from "undici"
 import { ipFamily } from "../network/AddressPolicy.js"
 import * as EgressPolicy from "../network/EgressPolicy.js"
 import type { ResolveError } from "../network/Resolver.js"
+import * as OriginPools from "./OriginPools.js"
 
 /**
  * Our HTTP client for deliveries: one POST, a 5 s deadline covering headers and body, and a bounded body read.
@@ -327,7 +328,8 @@ const literalVerdicts = (policy: EgressPolicy.EgressPolicyShape) => {
 }
 
 /**
- * The live transport over an undici `Agent` (never follows redirects: no redirect interceptor is composed), guarded by
+ * The live transport over undici pools, one per origin (`OriginPools`; never follows redirects: no redirect interceptor
+ * is composed), guarded by
  * the `EgressPolicy` in context: see `guardedConnector`. An origin whose host is a refused IP literal fails at once,
  * without undici (no connection pool is created and dropped for it).
  *
@@ -352,21 +354,16 @@ export const makeWithPolicy = (
     const policy = yield* EgressPolicy.EgressPolicy
     const refusedLiteral = policy.allowPrivateNetworks ? undefined : literalVerdicts(policy)
 
-    const agent = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        new Agent({
-          pipelining: 1,
-          ...(options.connections !== undefined && { connections: options.connections }),
-          ...(options.keepAliveTimeout !== undefined &&
-            { keepAliveTimeout: Duration.toMillis(Duration.decode(options.keepAliveTimeout)) }),
-          connect: guardedConnector(policy, {
-            rejectUnauthorized: true,
-            ...(options.ca !== undefined && { secureContext: secureContextWith(options.ca) })
-          })
-        })
-      ),
-      (agent) => Effect.promise(() => agent.destroy())
-    )
+    const pools = yield* OriginPools.make({
+      pipelining: 1,
+      ...(options.connections !== undefined && { connections: options.connections }),
+      ...(options.keepAliveTimeout !== undefined &&
+        { keepAliveTimeout: Duration.toMillis(Duration.decode(options.keepAliveTimeout)) }),
+      connect: guardedConnector(policy, {
+        rejectUnauthorized: true,
+        ...(options.ca !== undefined && { secureContext: secureContextWith(options.ca) })
+      })
+    })
 
     const inFlight = new Set<InFlight>()
     const wake = yield* Effect.makeLatch(false)
@@ -397,8 +394,8 @@ export const makeWithPolicy = (
       const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, onExit)
       inFlight.add(entry)
       if (inFlight.size === 1) wake.unsafeOpen()
-      // dispatch reports synchronous failures (destroyed agent, invalid argument) through onResponseError.
-      agent.dispatch({
+      // dispatch reports synchronous failures (destroyed pool, invalid argument) through onResponseError.
+      pools.dispatch({
         origin: request.origin,
         path: request.path,
         method: "POST",
