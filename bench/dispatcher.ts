@@ -115,7 +115,11 @@ const fill = (store: Store["Type"], sourceId: string, count: number, body: (i: n
     }
   })
 
-/** A CPU profile of the dispatcher phase only (`DISPATCHER_PROFILE=<path prefix>` with `--fake`). */
+/**
+ * A profile of the dispatcher phase only: CPU (`DISPATCHER_PROFILE=<path prefix>`, best with `--fake`), or with
+ * `DISPATCHER_PROFILE_KIND=allocations` a sampling heap profile that keeps what was collected too: every allocation of
+ * the phase, garbage included (what the GC threads pay for).
+ */
 const startProfile = async () => {
   const session = new Session()
   session.connect()
@@ -123,12 +127,21 @@ const startProfile = async () => {
     new Promise<any>((resolve, reject) =>
       session.post(method, params, (error, result) => error === null ? resolve(result) : reject(error))
     )
-  await post("Profiler.enable")
-  await post("Profiler.start")
+  const allocations = process.env.DISPATCHER_PROFILE_KIND === "allocations"
+  if (allocations) {
+    await post("HeapProfiler.startSampling", {
+      samplingInterval: 16384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true
+    })
+  } else {
+    await post("Profiler.enable")
+    await post("Profiler.start")
+  }
   return {
     stop: async (file: string) => {
-      const { profile } = await post("Profiler.stop")
-      writeFileSync(file, JSON.stringify(profile))
+      const { profile } = await post(allocations ? "HeapProfiler.stopSampling" : "Profiler.stop")
+      writeFileSync(allocations ? file.replace(/\.cpuprofile$/, ".heapprofile") : file, JSON.stringify(profile))
       session.disconnect()
     }
   }
