@@ -1,5 +1,5 @@
 import type { ClaimedJob, JobKind } from "./Model.js"
-import { type ClaimRow, num, numOrNull } from "./Rows.js"
+import { type ClaimTuple, num, numOrNull } from "./Rows.js"
 
 /**
  * A claim's jobs as they cross from the SQLite thread: their fields as one JSON text and their bodies
@@ -29,27 +29,27 @@ type WireRow = [
 ]
 
 /** Encodes claimed rows (in the SQLite thread); transfer `bodies.buffer` with the message. */
-export const encodeClaim = (rows: ReadonlyArray<ClaimRow>): ClaimWire => {
+export const encodeClaim = (rows: ReadonlyArray<ClaimTuple>): ClaimWire => {
   let size = 0
-  for (const row of rows) size += row.body.byteLength
+  for (const row of rows) size += row[5].byteLength
   const bodies = new Uint8Array(size)
   const fields: Array<WireRow> = []
   let end = 0
-  for (const row of rows) {
-    bodies.set(row.body, end)
-    end += row.body.byteLength
+  for (const [id, sourceId, messageId, userId, kind, body, createdAt, first, due, attempts, state, lease] of rows) {
+    bodies.set(body, end)
+    end += body.byteLength
     fields.push([
-      row.id,
-      row.source_id,
-      row.message_id,
-      row.user_id,
-      row.kind,
-      num(row.created_at),
-      numOrNull(row.first_attempt_at),
-      num(row.next_due_at),
-      num(row.attempts),
-      row.endpoint_state,
-      num(row.lease_expires_at),
+      id,
+      sourceId,
+      messageId,
+      userId,
+      kind,
+      num(createdAt),
+      numOrNull(first),
+      num(due),
+      num(attempts),
+      state,
+      num(lease),
       end
     ])
   }

@@ -119,6 +119,25 @@ export interface ClaimRow {
   readonly lease_expires_at: unknown
 }
 
+/**
+ * A claimed row as the SQLite thread reads it: `claimColumns` in order, a statement in raw mode (measured: 10.7
+ * against 15 µs a claimed row for objects).
+ */
+export type ClaimTuple = readonly [
+  id: string,
+  sourceId: string,
+  messageId: string,
+  userId: string | null,
+  kind: string,
+  body: Uint8Array,
+  createdAt: unknown,
+  firstAttemptAt: unknown,
+  nextDueAt: unknown,
+  attempts: unknown,
+  endpointState: string | null,
+  leaseExpiresAt: unknown
+]
+
 export const claimColumns =
   "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"
 
@@ -140,6 +159,10 @@ export const toClaimed = (row: ClaimRow): ClaimedJob => ({
 /** Claimed rows in due order (RETURNING's order is unspecified), ties by id. */
 export const rowsInDueOrder = (rows: Array<ClaimRow>): Array<ClaimRow> =>
   rows.sort((a, b) => num(a.next_due_at) - num(b.next_due_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+
+/** `rowsInDueOrder` for tuples. */
+export const tuplesInDueOrder = (rows: Array<ClaimTuple>): Array<ClaimTuple> =>
+  rows.sort((a, b) => num(a[8]) - num(b[8]) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
 
 // --- completions ------------------------------------------------------------------------------
 

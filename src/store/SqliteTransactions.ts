@@ -4,7 +4,7 @@ import {
   attemptRow,
   chunksOf,
   claimColumns,
-  type ClaimRow,
+  type ClaimTuple,
   type CompletedRow,
   completionRows,
   firstOfEachMessageId,
@@ -12,8 +12,8 @@ import {
   jsonChunk,
   type makeJobIds,
   makeTally,
-  rowsInDueOrder,
   sortOutSeen,
+  tuplesInDueOrder,
   utcDay
 } from "./Rows.js"
 import type { Database } from "./SqliteDriver.js"
@@ -132,7 +132,7 @@ export interface Transactions {
   /** One request's dedupe, job rows and usage count. */
   readonly enqueue: (request: EnqueueRequest) => EnqueueResult
   /** Due jobs (expired leases first when asked), leased to the owner, as rows in due order. */
-  readonly claim: (request: ClaimRequest) => Array<ClaimRow>
+  readonly claim: (request: ClaimRequest) => Array<ClaimTuple>
   /** A batch of finished jobs, their attempts and usage, lease-guarded. */
   readonly complete: (request: CompleteRequest) => CompleteResult
 }
@@ -190,19 +190,20 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     }
   })
 
-  const claimExpired = [db.prepare(sqliteClaimExpired(false)), db.prepare(sqliteClaimExpired(true))] as const
-  const claimPending = [db.prepare(sqliteClaimPending(false)), db.prepare(sqliteClaimPending(true))] as const
-  const claim = db.transaction((request: ClaimRequest): Array<ClaimRow> => {
+  const tuples = (text: string) => db.prepare(text).raw(true)
+  const claimExpired = [tuples(sqliteClaimExpired(false)), tuples(sqliteClaimExpired(true))] as const
+  const claimPending = [tuples(sqliteClaimPending(false)), tuples(sqliteClaimPending(true))] as const
+  const claim = db.transaction((request: ClaimRequest): Array<ClaimTuple> => {
     const { limit } = request
     if (limit <= 0) return []
     const excluding = request.excludeSourceIds.length > 0 ? 1 : 0
     // Expired leases first: a dead process's jobs are the oldest work.
     const expired = request.expired
-      ? claimExpired[excluding].all(...claimParameters(request, limit)) as Array<ClaimRow>
+      ? claimExpired[excluding].all(...claimParameters(request, limit)) as Array<ClaimTuple>
       : []
     const room = limit - expired.length
-    const pending = room <= 0 ? [] : claimPending[excluding].all(...claimParameters(request, room)) as Array<ClaimRow>
-    return rowsInDueOrder(expired.length === 0 ? pending : expired.concat(pending))
+    const pending = room <= 0 ? [] : claimPending[excluding].all(...claimParameters(request, room)) as Array<ClaimTuple>
+    return tuplesInDueOrder(expired.length === 0 ? pending : expired.concat(pending))
   })
 
   // One prepared INSERT per attempt, not `sqliteInsertAttempts`' JSON: on this thread there is no round trip to save,

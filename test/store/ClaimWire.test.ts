@@ -1,22 +1,39 @@
 import { assert, describe, it } from "@effect/vitest"
 import { decodeClaim, encodeClaim } from "../../src/store/ClaimWire.js"
-import type { ClaimRow } from "../../src/store/Rows.js"
+import type { ClaimRow, ClaimTuple } from "../../src/store/Rows.js"
 
-const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): ClaimRow => ({
-  id,
-  source_id: "s1",
-  message_id: `m-${id}`,
-  user_id: null,
-  kind: "message",
-  body: Buffer.from(body),
-  created_at: 1000,
-  first_attempt_at: null,
-  next_due_at: 2000,
-  attempts: 0,
-  endpoint_state: null,
-  lease_expires_at: 62_000,
-  ...overrides
-})
+/** A claimed row as the SQLite thread's raw statement returns it: `claimColumns` in order. */
+const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): ClaimTuple => {
+  const columns: ClaimRow = {
+    id,
+    source_id: "s1",
+    message_id: `m-${id}`,
+    user_id: null,
+    kind: "message",
+    body: Buffer.from(body),
+    created_at: 1000,
+    first_attempt_at: null,
+    next_due_at: 2000,
+    attempts: 0,
+    endpoint_state: null,
+    lease_expires_at: 62_000,
+    ...overrides
+  }
+  return [
+    columns.id,
+    columns.source_id,
+    columns.message_id,
+    columns.user_id,
+    columns.kind,
+    columns.body,
+    columns.created_at,
+    columns.first_attempt_at,
+    columns.next_due_at,
+    columns.attempts,
+    columns.endpoint_state,
+    columns.lease_expires_at
+  ]
+}
 
 describe("ClaimWire", () => {
   it("carries every field and each job's exact body through one buffer", () => {
