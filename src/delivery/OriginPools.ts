@@ -18,7 +18,7 @@ export interface OriginPools {
     options: Dispatcher.DispatchOptions & { readonly origin: string },
     handler: Dispatcher.DispatchHandler
   ) => void
-  /** Origins with a pool now (for tests and metrics). */
+  /** Origins with a pool now (tests read it). */
   readonly size: () => number
 }
 

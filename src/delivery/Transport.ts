@@ -329,9 +329,8 @@ const literalVerdicts = (policy: EgressPolicy.EgressPolicyShape) => {
 
 /**
  * The live transport over undici pools, one per origin (`OriginPools`; never follows redirects: no redirect interceptor
- * is composed), guarded by
- * the `EgressPolicy` in context: see `guardedConnector`. An origin whose host is a refused IP literal fails at once,
- * without undici (no connection pool is created and dropped for it).
+ * is composed), guarded by the `EgressPolicy` in context: see `guardedConnector`. An origin whose host is a refused IP
+ * literal fails at once, without undici (no connection pool is created for it).
  *
  * Deadlines: every request registers itself, with `deadline = start + timeout` on Clock, in one insertion-ordered set;
  * one ticker fiber per Transport sleeps on Clock until the earliest deadline (never less than `deadlineResolution`, so
