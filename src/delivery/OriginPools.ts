@@ -59,8 +59,9 @@ export const make = (
     )
 
     const poolFor = (origin: string): Pool => {
+      // Only a sweep closes a pool, and it forgets it first.
       const entry = entries.get(origin)
-      if (entry !== undefined && !entry.pool.closed) {
+      if (entry !== undefined) {
         entry.used = true
         return entry.pool
       }

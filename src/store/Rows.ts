@@ -157,12 +157,15 @@ export const toClaimed = (row: ClaimRow): ClaimedJob => ({
 })
 
 /** Claimed rows in due order (RETURNING's order is unspecified), ties by id. */
-export const rowsInDueOrder = (rows: Array<ClaimRow>): Array<ClaimRow> =>
-  rows.sort((a, b) => num(a.next_due_at) - num(b.next_due_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+const dueThenId = (dueA: unknown, idA: string, dueB: unknown, idB: string) =>
+  num(dueA) - num(dueB) || (idA < idB ? -1 : idA > idB ? 1 : 0)
 
-/** `rowsInDueOrder` for tuples. */
+export const rowsInDueOrder = (rows: Array<ClaimRow>): Array<ClaimRow> =>
+  rows.sort((a, b) => dueThenId(a.next_due_at, a.id, b.next_due_at, b.id))
+
+/** `rowsInDueOrder` for the SQLite thread's tuples. */
 export const tuplesInDueOrder = (rows: Array<ClaimTuple>): Array<ClaimTuple> =>
-  rows.sort((a, b) => num(a[8]) - num(b[8]) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  rows.sort((a, b) => dueThenId(a[8], a[0], b[8], b[0]))
 
 // --- completions ------------------------------------------------------------------------------
 
