@@ -17,22 +17,26 @@ const jsonByteLength = (value: unknown): number => Buffer.byteLength(JSON.string
  * Validates a whole request, all or nothing (SPEC §2): at most 2 500 messages, each at most
  * 32 KiB of JSON and valid for its type. Every invalid message is reported with its index, so a
  * client can fix them all at once. `expectedType` is set for the single-message endpoints.
+ * `sizeBound` is what no message, merged with the defaults, can serialize beyond (`serializedSizeBound` of the
+ * request's text); within the limit, the messages are not serialized again to be measured.
  */
 export const validateBatch = (
   items: ReadonlyArray<unknown>,
   defaults: BatchDefaults = {},
-  expectedType?: MessageType
+  expectedType?: MessageType,
+  sizeBound?: number
 ): Either.Either<ReadonlyArray<Message>, BatchError> => {
   if (items.length > maxBatchMessages) {
     return Either.left(new TooManyMessages({ count: items.length, limit: maxBatchMessages }))
   }
   const single = expectedType !== undefined
+  const measure = sizeBound === undefined || sizeBound > maxMessageBytes
   const messages: Array<Message> = []
   const errors: Array<MessageIssue> = []
   for (let index = 0; index < items.length; index++) {
     const item = items[index]
     const merged = isJsonObject(item) ? applyBatchDefaults(item, defaults) : item
-    const size = jsonByteLength(merged)
+    const size = measure ? jsonByteLength(merged) : 0
     if (size > maxMessageBytes) {
       return Either.left(
         new MessageTooLarge(single ? { size, limit: maxMessageBytes } : { index, size, limit: maxMessageBytes })

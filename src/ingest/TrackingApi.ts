@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { BatchDefaults } from "../domain/Batch.js"
 import { maxRequestBytes } from "../domain/Limits.js"
 import { isJsonObject, type MessageType, messageTypes } from "../domain/Message.js"
+import { serializedSizeBound } from "../domain/SizeBound.js"
 import { parseIso8601 } from "../domain/Timestamp.js"
 import { Relay } from "../relay/Relay.js"
 import type { StoredSource } from "../store/Model.js"
@@ -13,9 +14,9 @@ import { readLimitedBody } from "./RequestBody.js"
 
 const success = HttpServerResponse.unsafeJson({ success: true })
 
-const parseJson = (bytes: Buffer): unknown => {
+const parseJson = (text: string): unknown => {
   try {
-    return JSON.parse(bytes.toString("utf8"))
+    return JSON.parse(text)
   } catch {
     return undefined
   }
@@ -79,8 +80,8 @@ const handle = (expectedType: MessageType | undefined) =>
       if (known._tag === "None") return errorResponse(401, "unauthorized", "unknown write key")
       headerSource = known.value
     }
-    const bytes = yield* readLimitedBody(request, maxRequestBytes)
-    const body = parseJson(bytes)
+    const text = (yield* readLimitedBody(request, maxRequestBytes)).toString("utf8")
+    const body = parseJson(text)
     if (!isJsonObject(body)) {
       return errorResponse(400, "invalid_json", "the body must be a JSON object", [
         { path: "", message: body === undefined ? "is not valid JSON" : "must be a JSON object" }
@@ -99,7 +100,8 @@ const handle = (expectedType: MessageType | undefined) =>
       expectedType,
       defaults: parsed.defaults,
       batchSentAt: parsed.batchSentAt,
-      apiCall: true
+      apiCall: true,
+      sizeBound: serializedSizeBound(text)
     })
     return success
   }).pipe(

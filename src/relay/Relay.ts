@@ -39,6 +39,8 @@ export interface IngestOptions {
   readonly batchSentAt?: string | undefined
   /** Counts the call as one tracking-API request in usage (HTTP ingest sets it). */
   readonly apiCall?: boolean | undefined
+  /** What no message can serialize beyond, known from the request's text (`serializedSizeBound`). */
+  readonly sizeBound?: number | undefined
 }
 
 export interface IngestResult {

@@ -39,10 +39,13 @@ export const make = Effect.gen(function*() {
   const ingest: RelayShape["ingest"] = (sourceId, items, options: IngestOptions = {}) =>
     Effect.gen(function*() {
       const source = yield* sourceById(sourceId)
-      const messages = yield* Either.match(validateBatch(items, options.defaults, options.expectedType), {
-        onLeft: Effect.fail,
-        onRight: Effect.succeed
-      })
+      const messages = yield* Either.match(
+        validateBatch(items, options.defaults, options.expectedType, options.sizeBound),
+        {
+          onLeft: Effect.fail,
+          onRight: Effect.succeed
+        }
+      )
       const receivedAt = yield* Clock.currentTimeMillis
       const messageIds: Array<string> = []
       const entries: Array<EnqueueEntry> = messages.map((message) => {

@@ -6,6 +6,7 @@ import * as Statement from "@effect/sql/Statement"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
 import { type ClaimWire, decodeClaim } from "./ClaimWire.js"
+import { encodeEnqueue } from "./EnqueueWire.js"
 import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
 import { threadProgram } from "./SqliteThreadFile.js"
@@ -122,7 +123,7 @@ export const make = (filename: string): Effect.Effect<
     yield* Deferred.await(ready)
 
     /** Sends `request` now; the answer completes the returned Deferred. */
-    const post = (request: Request): Deferred.Deferred<unknown, SqlError> => {
+    const post = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>): Deferred.Deferred<unknown, SqlError> => {
       const answer = Deferred.unsafeMake<unknown, SqlError>(FiberId.none)
       if (broken !== undefined) {
         Deferred.unsafeDone(answer, Exit.fail(broken))
@@ -138,7 +139,7 @@ export const make = (filename: string): Effect.Effect<
           Exit.fail(new SqlError({ cause: Object.assign(new Error(message), { code }), message }))
         )
       })
-      worker.postMessage({ ...request, id } as ThreadRequest)
+      worker.postMessage({ ...request, id } as ThreadRequest, transfer)
       return answer
     }
     const answerOf = (answer: Deferred.Deferred<unknown, SqlError>) => Effect.uninterruptible(Deferred.await(answer))
@@ -147,8 +148,8 @@ export const make = (filename: string): Effect.Effect<
     // BEGIN to its COMMIT nothing else may be sent. Anything else holds the lock just to be sent, and waits for its
     // answer without it: the thread always has the next statement or transaction queued (no round trip between them).
     const lock = yield* Effect.makeSemaphore(1)
-    const sendOutside = (request: Request) =>
-      Effect.flatMap(lock.withPermits(1)(Effect.sync(() => post(request))), answerOf)
+    const sendOutside = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>) =>
+      Effect.flatMap(lock.withPermits(1)(Effect.sync(() => post(request, transfer))), answerOf)
     const sendInside = (request: Request) => Effect.suspend(() => answerOf(post(request)))
 
     const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>): Connection => {
@@ -185,7 +186,11 @@ export const make = (filename: string): Effect.Effect<
       spanAttributes: [["db.system.name", "sqlite"]]
     })
     const hot: SqliteHotPaths["Type"] = {
-      enqueue: (request) => sendOutside({ op: "enqueue", request }) as Effect.Effect<EnqueueResult, SqlError>,
+      enqueue: (request) =>
+        Effect.suspend(() => {
+          const wire = encodeEnqueue(request)
+          return sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>
+        }),
       claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
       complete: (request) => sendOutside({ op: "complete", request }) as Effect.Effect<CompleteResult, SqlError>
     }

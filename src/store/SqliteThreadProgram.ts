@@ -7,10 +7,11 @@
 import { createRequire } from "node:module"
 import { parentPort, workerData } from "node:worker_threads"
 import { encodeClaim } from "./ClaimWire.js"
+import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
 import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, CompleteRequest, EnqueueRequest } from "./SqliteTransactions.js"
+import type { ClaimRequest, CompleteRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string
@@ -28,7 +29,7 @@ export type ThreadRequest =
     readonly params: ReadonlyArray<unknown>
     readonly mode: ExecuteMode
   }
-  | { readonly id: number; readonly op: "enqueue"; readonly request: EnqueueRequest }
+  | { readonly id: number; readonly op: "enqueue"; readonly wire: EnqueueWire }
   | { readonly id: number; readonly op: "claim"; readonly request: ClaimRequest }
   | { readonly id: number; readonly op: "complete"; readonly request: CompleteRequest }
   | { readonly op: "close" }
@@ -102,7 +103,7 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
       const value = message.op === "execute"
         ? execute(message.sql, message.params, message.mode)
         : message.op === "enqueue"
-        ? hot().enqueue(message.request)
+        ? hot().enqueue(decodeEnqueue(message.wire))
         : hot().complete(message.request)
       port.postMessage({ id: message.id, ok: true, value } satisfies ThreadReply)
     } catch (error) {

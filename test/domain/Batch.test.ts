@@ -42,6 +42,14 @@ describe("validateBatch (SPEC §2: all or nothing)", () => {
     )
   })
 
+  it("measures every message when the request's size bound is over the limit or unknown", () => {
+    const big = { ...track(1), properties: { blob: "x".repeat(33 * 1000) } }
+    const size = Buffer.byteLength(JSON.stringify(big))
+    const refused = Either.left(new MessageTooLarge({ index: 1, size, limit: 32768 }))
+    expect(validateBatch([track(0), big], {}, undefined, 32769)).toStrictEqual(refused)
+    expect(validateBatch([track(0), big], {}, undefined, undefined)).toStrictEqual(refused)
+  })
+
   it("has no index for the single-message endpoints", () => {
     expect(validateBatch([{ userId: "u" }], {}, "track")).toStrictEqual(
       Either.left(new InvalidMessages({ errors: [{ path: "event", message: "is missing" }] }))
