@@ -1,7 +1,6 @@
 import { Cause, Context, Data, Duration, Effect, Exit, Layer, Option, Runtime } from "effect"
 import type { Scope } from "effect"
 import type { LookupAddress, LookupOptions } from "node:dns"
-import { StringDecoder } from "node:string_decoder"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { buildConnector } from "undici"
 import type { Dispatcher } from "undici"
@@ -127,6 +126,21 @@ const errorCode = (error: unknown): string | undefined => {
 
 const errorMessage = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
+/**
+ * `bytes` as text up to the last whole UTF-8 character: a character cut by the snippet's byte limit is dropped, not
+ * shown as U+FFFD. (A `StringDecoder` per response did the same, with an ArrayBuffer of its own for every request.)
+ */
+const wholeCharacters = (bytes: Buffer): string => {
+  let end = bytes.length
+  let lead = end - 1
+  // Back over at most three continuation bytes (10xxxxxx) to the last sequence's first byte.
+  while (lead > end - 4 && lead > 0 && (bytes[lead]! & 0xc0) === 0x80) lead--
+  const first = bytes[lead]!
+  const size = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 1
+  if (lead + size > end) end = lead
+  return bytes.toString("utf8", 0, end)
+}
+
 /** The reason we give undici when we stop reading a body past the cap. */
 class BodyCapReached extends Error {}
 
@@ -231,7 +245,10 @@ class InFlight implements Dispatcher.DispatchHandler {
 
   private succeed(truncated: boolean): void {
     if (this.done) return
-    const snippet = new StringDecoder("utf8").write(Buffer.concat(this.snippet, this.snippetLength))
+    const parts = this.snippet
+    const snippet = this.snippetLength === 0
+      ? ""
+      : wholeCharacters(parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.snippetLength))
     this.finish(Exit.succeed({
       status: this.status,
       retryAfter: this.retryAfter,

@@ -155,6 +155,16 @@ describe("Transport and attempt over real sockets", () => {
       expect(sockets.size).toBe(1)
     }))
 
+  it.scopedLive("cuts the snippet before a character its 1 KB limit would split", () =>
+    Effect.gen(function*() {
+      // 400 three-byte characters: the first 1 024 bytes end one byte into the 342nd.
+      const server = yield* startServer((_, res) => res.writeHead(500).end("€".repeat(400)))
+      const transport = yield* Transport.make()
+      const response = yield* transport.post({ ...Transport.requestTarget(server.url), headers: [], body })
+      expect(response.bodyBytes).toBe(1200)
+      expect(response.snippet).toBe("€".repeat(341))
+    }))
+
   it.scopedLive("fails on a self-signed certificate before any HTTP request: permanent, no retry", () =>
     Effect.gen(function*() {
       const server = yield* startServer((_, res) => res.writeHead(200).end(), { tls: tlsFixture })
