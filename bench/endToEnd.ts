@@ -190,7 +190,7 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
     const refusedDuringAccept = refused
     await waitFor(async () => (await sink.stats()).distinct >= totalMessages, 600_000, 100)
     const deliverSeconds = (performance.now() - started) / 1000
-    const stats = await sink.stats()
+    const stats = await sink.stats(true)
     const latencies = Object.entries(stats.receipts ?? {}).map(([id, at]) => at - (sentAt.get(id) ?? at))
 
     // Steady load: 1 000 messages/s as 100 requests/s of 10 messages, for 10 s.

@@ -11,6 +11,7 @@ export interface SinkStats {
   readonly distinct: number
   readonly firstAt: number
   readonly lastAt: number
+  /** Only when asked for (`stats(true)`): serializing one entry per message id is work the receiver's machine shares. */
   readonly receipts?: Record<string, number> | undefined
   /** The receiver's own CPU time so far (user + system, µs). */
   readonly cpuMicros: number
@@ -19,7 +20,8 @@ export interface SinkStats {
 export interface Sink {
   readonly url: string
   readonly port: number
-  readonly stats: () => Promise<SinkStats>
+  /** Counts; with `receipts` (SINK_RECEIPTS=1), each message id's first receipt time too. */
+  readonly stats: (receipts?: boolean) => Promise<SinkStats>
   readonly reset: () => void
   readonly stop: () => Promise<void>
   readonly process: ChildProcess
@@ -40,7 +42,7 @@ export const startSink = (env: Record<string, string> = {}): Promise<Sink> =>
         url,
         port: message.port,
         process: child,
-        stats: () =>
+        stats: (receipts = false) =>
           new Promise((done) => {
             const onMessage = (reply: { type: string } & SinkStats) => {
               if (reply.type !== "stats") return
@@ -48,7 +50,7 @@ export const startSink = (env: Record<string, string> = {}): Promise<Sink> =>
               done(reply)
             }
             child.on("message", onMessage)
-            child.send({ type: "stats" })
+            child.send({ type: "stats", receipts })
           }),
         reset: () => child.send({ type: "reset" }),
         stop: () =>
