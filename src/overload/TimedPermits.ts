@@ -1,4 +1,6 @@
-import { Deferred, type Duration, Effect, Exit } from "effect"
+import { Deferred, type Duration, Effect, Exit, FiberId } from "effect"
+
+const granted = Effect.succeed(true)
 
 /**
  * A counting semaphore whose wait is bounded: `acquire(wait)` answers `true` with a permit, or
@@ -35,31 +37,38 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
 
     const acquire = (wait: Duration.DurationInput): Effect.Effect<boolean> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const handed = yield* Deferred.make<void>()
-          const immediate = yield* Effect.sync(() => {
-            if (free > 0 && waiters.size === 0) {
-              free -= 1
-              return true
-            }
-            waiters.add(handed)
-            return false
-          })
-          if (immediate) return true
-          // Interruptible whatever the caller's region is: the bound must hold inside an
-          // uninterruptible HTTP handler too (and a caller that goes away while waiting holds nothing).
-          const waited = yield* Effect.exit(
-            Effect.interruptible(Effect.timeoutOption(Deferred.await(handed), wait))
-          )
-          // Still queued: nobody handed us a permit, and nobody can any more. Gone: we own one.
-          const owned = yield* Effect.sync(() => !waiters.delete(handed))
-          if (Exit.isFailure(waited)) {
-            if (owned) yield* release
-            return yield* restore(Exit.failCause(waited.cause))
+        Effect.suspend(() => {
+          // The common case, a free permit and nobody waiting, allocates nothing and runs no generator.
+          if (free > 0 && waiters.size === 0) {
+            free -= 1
+            return granted
           }
-          return owned
+          // Queued in the same synchronous step as the check: a release in between cannot be missed.
+          const handed = Deferred.unsafeMake<void>(FiberId.none)
+          waiters.add(handed)
+          return waitFor(handed, restore, wait)
         })
       )
+
+    const waitFor = (
+      handed: Deferred.Deferred<void>,
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+      wait: Duration.DurationInput
+    ): Effect.Effect<boolean> =>
+      Effect.gen(function*() {
+        // Interruptible whatever the caller's region is: the bound must hold inside an
+        // uninterruptible HTTP handler too (and a caller that goes away while waiting holds nothing).
+        const waited = yield* Effect.exit(
+          Effect.interruptible(Effect.timeoutOption(Deferred.await(handed), wait))
+        )
+        // Still queued: nobody handed us a permit, and nobody can any more. Gone: we own one.
+        const owned = yield* Effect.sync(() => !waiters.delete(handed))
+        if (Exit.isFailure(waited)) {
+          if (owned) yield* release
+          return yield* restore(Exit.failCause(waited.cause))
+        }
+        return owned
+      })
 
     return {
       acquire,

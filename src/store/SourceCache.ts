@@ -1,4 +1,4 @@
-import { Clock, Deferred, Effect, Exit, Option } from "effect"
+import { Deferred, Effect, Exit, Option } from "effect"
 import type { StoredSource, StoreShape } from "./Model.js"
 import type { StoreError } from "./StoreError.js"
 
@@ -8,6 +8,8 @@ export const sourceCacheTtlMillis = 2_000
 interface Entry {
   readonly source: Deferred.Deferred<Option.Option<StoredSource>, StoreError>
   readonly expiresAt: number
+  /** The read's result once it has come: a hit then costs no fiber suspension. */
+  settled: Exit.Exit<Option.Option<StoredSource>, StoreError> | undefined
 }
 
 /**
@@ -20,24 +22,37 @@ export const makeSourceCache = (store: StoreShape) => {
   const byId = new Map<string, Entry>()
   const byWriteKey = new Map<string, Entry>()
 
+  // Every tracking request asks twice (by write key, then by id): a hit is a map look-up on the Clock's time, and the
+  // store's read is only built on a miss (building it captures a call-site stack for its span).
   const cached = <K>(
     map: Map<K, Entry>,
     key: K,
-    load: Effect.Effect<Option.Option<StoredSource>, StoreError>
+    load: () => Effect.Effect<Option.Option<StoredSource>, StoreError>
+  ): Effect.Effect<Option.Option<StoredSource>, StoreError> =>
+    Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const hit = map.get(key)
+      if (hit !== undefined && hit.expiresAt > now) return hit.settled ?? Deferred.await(hit.source)
+      return read(map, key, now, load)
+    })
+
+  const read = <K>(
+    map: Map<K, Entry>,
+    key: K,
+    now: number,
+    load: () => Effect.Effect<Option.Option<StoredSource>, StoreError>
   ): Effect.Effect<Option.Option<StoredSource>, StoreError> =>
     Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const hit = map.get(key)
-      if (hit !== undefined && hit.expiresAt > now) return yield* Deferred.await(hit.source)
       const source = yield* Deferred.make<Option.Option<StoredSource>, StoreError>()
-      const entry: Entry = { source, expiresAt: now + sourceCacheTtlMillis }
+      const entry: Entry = { source, expiresAt: now + sourceCacheTtlMillis, settled: undefined }
       if (map.size > 10_000) map.clear()
       map.set(key, entry)
       // Uninterruptible: the callers waiting on this read must get an answer even if the first caller goes away.
       const exit = yield* Effect.uninterruptible(
-        Effect.tap(Effect.exit(load), (exit) =>
+        Effect.tap(Effect.exit(Effect.suspend(load)), (exit) =>
           Effect.suspend(() => {
             if (Exit.isFailure(exit) && map.get(key) === entry) map.delete(key)
+            else entry.settled = exit
             return Deferred.done(source, exit)
           }))
       )
@@ -45,9 +60,9 @@ export const makeSourceCache = (store: StoreShape) => {
     })
 
   return {
-    byId: (id: string) => cached(byId, id, store.getSource(id)),
+    byId: (id: string) => cached(byId, id, () => store.getSource(id)),
     // The store compares the key in constant time; the map lookup only happens for keys that were valid or asked before.
-    byWriteKey: (writeKey: string) => cached(byWriteKey, writeKey, store.findSourceByWriteKey(writeKey)),
+    byWriteKey: (writeKey: string) => cached(byWriteKey, writeKey, () => store.findSourceByWriteKey(writeKey)),
     invalidate: () =>
       Effect.sync(() => {
         byId.clear()
