@@ -58,14 +58,20 @@ export const make = (options: OverloadOptions = {}) =>
     const backlogFull = new Overloaded({ reason: "backlog", retryAfterSeconds: retryAfter(refresh) })
     const busy = new Overloaded({ reason: "busy", retryAfterSeconds: retryAfter(wait) })
 
-    const admit: IngestAdmissionShape["admit"] = (commit) =>
+    // Every tracking request passes here: combinators, not a generator, keep it to a few steps.
+    const admit = <A extends { readonly jobsCreated: number }, E, R>(
+      commit: Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | Overloaded, R> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          if (counted + createdSince >= maxBacklog) return yield* backlogFull
-          if (!(yield* permits.acquire(wait))) return yield* busy
-          const result = yield* restore(commit).pipe(Effect.ensuring(permits.release))
-          createdSince += result.jobsCreated
-          return result
+        Effect.suspend((): Effect.Effect<A, E | Overloaded, R> => {
+          if (counted + createdSince >= maxBacklog) return Effect.fail(backlogFull)
+          return Effect.flatMap(permits.acquire(wait), (acquired): Effect.Effect<A, E | Overloaded, R> => {
+            if (!acquired) return Effect.fail(busy)
+            return Effect.map(Effect.ensuring(restore(commit), permits.release), (result) => {
+              createdSince += result.jobsCreated
+              return result
+            })
+          })
         })
       )
 

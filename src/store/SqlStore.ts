@@ -455,14 +455,15 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   // On SQLite's own thread (see `SqliteConnection`), the hot paths go there as whole transactions.
   const hotPaths = yield* Effect.serviceOption(SqliteHotPaths)
 
-  const enqueueOnThread = (hot: SqliteHotPaths["Type"]) =>
-    Effect.fn("Store.enqueue")(
-      function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
-        return yield* hot.enqueue({ sourceId, entries, now, options })
-      },
-      untraced,
-      fail("enqueue")
-    )
+  // Once per tracking request: the span of `Effect.fn`, without its call-site stack (an `Error` built per call).
+  const enqueueOnThread =
+    (hot: SqliteHotPaths["Type"]) =>
+    (sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) =>
+      hot.enqueue({ sourceId, entries, now, options }).pipe(
+        untraced,
+        fail("enqueue"),
+        Effect.withSpan("Store.enqueue", { captureStackTrace: false })
+      )
   const enqueue = Option.match(hotPaths, { onNone: () => enqueueSql, onSome: enqueueOnThread })
 
   const insertJobs = Effect.fn("Store.insertJobs")(
