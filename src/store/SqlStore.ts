@@ -220,6 +220,13 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
    */
   const untraced = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(self, false)
 
+  /**
+   * The span of a hot path on the SQLite thread (one per tracking request, claim or completion batch): `Effect.fn`'s
+   * span without its call-site stack, an `Error` built on every call.
+   */
+  const hotSpan = (name: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    Effect.withSpan(self, name, { captureStackTrace: false })
+
   /** Maps every failure to a `StoreError` naming the operation. */
   const fail = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, StoreError, R> =>
     Effect.mapError(self, (cause) => new StoreError({ operation, cause }))
@@ -455,15 +462,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   // On SQLite's own thread (see `SqliteConnection`), the hot paths go there as whole transactions.
   const hotPaths = yield* Effect.serviceOption(SqliteHotPaths)
 
-  // Once per tracking request: the span of `Effect.fn`, without its call-site stack (an `Error` built per call).
   const enqueueOnThread =
     (hot: SqliteHotPaths["Type"]) =>
     (sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) =>
-      hot.enqueue({ sourceId, entries, now, options }).pipe(
-        untraced,
-        fail("enqueue"),
-        Effect.withSpan("Store.enqueue", { captureStackTrace: false })
-      )
+      hot.enqueue({ sourceId, entries, now, options }).pipe(untraced, fail("enqueue"), hotSpan("Store.enqueue"))
   const enqueue = Option.match(hotPaths, { onNone: () => enqueueSql, onSome: enqueueOnThread })
 
   const insertJobs = Effect.fn("Store.insertJobs")(
@@ -540,21 +542,17 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("claimDue")
   )
 
-  const claimDueOnThread = (hot: SqliteHotPaths["Type"]) =>
-    Effect.fn("Store.claimDue")(
-      function*(owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) {
-        return yield* hot.claim({
-          owner,
-          now,
-          limit,
-          leaseMs,
-          excludeSourceIds: options?.excludeSourceIds ?? [],
-          expired: options?.expired !== false
-        })
-      },
-      untraced,
-      fail("claimDue")
-    )
+  const claimDueOnThread =
+    (hot: SqliteHotPaths["Type"]) =>
+    (owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) =>
+      hot.claim({
+        owner,
+        now,
+        limit,
+        leaseMs,
+        excludeSourceIds: options?.excludeSourceIds ?? [],
+        expired: options?.expired !== false
+      }).pipe(untraced, fail("claimDue"), hotSpan("Store.claimDue"))
   const claimDue = Option.match(hotPaths, { onNone: () => claimDueSql, onSome: claimDueOnThread })
 
   const renewLeases = Effect.fn("Store.renewLeases")(
@@ -757,17 +755,16 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("completeMany")
   )
 
-  const completeManyOnThread = (hot: SqliteHotPaths["Type"]) =>
-    Effect.fn("Store.completeMany")(
-      function*(owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) {
-        if (completions.length === 0 && (attempts === undefined || attempts.length === 0)) {
-          return { applied: [], refused: [] } satisfies CompleteResult
-        }
-        return yield* hot.complete({ owner, completions, attempts: attempts ?? [] })
-      },
-      untraced,
-      fail("completeMany")
-    )
+  const completeManyOnThread =
+    (hot: SqliteHotPaths["Type"]) =>
+    (owner: string, completions: ReadonlyArray<Completion>, attempts?: ReadonlyArray<AttemptRecord>) =>
+      completions.length === 0 && (attempts === undefined || attempts.length === 0)
+        ? Effect.succeed<CompleteResult>({ applied: [], refused: [] })
+        : hot.complete({ owner, completions, attempts: attempts ?? [] }).pipe(
+          untraced,
+          fail("completeMany"),
+          hotSpan("Store.completeMany")
+        )
   const completeMany = Option.match(hotPaths, { onNone: () => completeManySql, onSome: completeManyOnThread })
 
   const completeOne = (owner: string, completion: Completion) =>
