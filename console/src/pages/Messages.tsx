@@ -36,8 +36,13 @@ export const Messages = (props: { readonly location: Location }) => {
     api.sources().then(setSources, () => {})
   }, [])
 
-  // The search is the URL: a result can be linked to and survives a reload.
+  // The search is the URL: a result can be linked to and survives a reload. The form follows the URL when it changes,
+  // not on mount (the state starts from it): an effect runs after paint, and would undo a choice made in between.
+  const synced = useRef({ messageId, userId, sourceId })
   useEffect(() => {
+    const last = synced.current
+    if (last.messageId === messageId && last.userId === userId && last.sourceId === sourceId) return
+    synced.current = { messageId, userId, sourceId }
     setMode(userId !== "" ? "userId" : "messageId")
     setTerm(messageId !== "" ? messageId : userId)
     setSource(sourceId)

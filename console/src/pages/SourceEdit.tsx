@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from "preact/hooks"
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
 import { api, ApiError } from "../api.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
@@ -71,8 +71,9 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
     [issues, form]
   )
 
-  // After a refused save, the first input with a problem gets the focus.
-  useEffect(() => {
+  // After a refused save, the first input with a problem gets the focus, in the same frame as the errors appear (a
+  // layout effect: a plain one runs after paint, and input in between would lose the focus to it).
+  useLayoutEffect(() => {
     if (issues.length === 0) return
     const first = formRef.current?.querySelector<HTMLElement>("[aria-invalid='true']")
     first?.focus()
