@@ -280,7 +280,13 @@ const DeadLetters = (props: {
   const [error, setError] = useState<unknown>(undefined)
   const heading = useRef<HTMLHeadingElement>(null)
 
-  useEffect(() => setSource(props.sourceId), [props.sourceId])
+  // Follows the page's source when it changes, not on mount (as the search form above).
+  const syncedSource = useRef(props.sourceId)
+  useEffect(() => {
+    if (syncedSource.current === props.sourceId) return
+    syncedSource.current = props.sourceId
+    setSource(props.sourceId)
+  }, [props.sourceId])
   useEffect(() => {
     let cancelled = false
     setError(undefined)
