@@ -492,17 +492,25 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   // --- dispatch --------------------------------------------------------------------------------
 
+  // Sources whose mailbox is full in this dispatcher wait out the claim, so their backlog cannot crowd the others out.
+  const claimRequest = (
+    owner: string,
+    now: number,
+    limit: number,
+    leaseMs: number,
+    options?: ClaimOptions
+  ): ClaimRequest => ({
+    owner,
+    now,
+    limit,
+    leaseMs,
+    excludeSourceIds: options?.excludeSourceIds ?? [],
+    expired: options?.expired !== false
+  })
+
   const claimDueSql = Effect.fn("Store.claimDue")(
     function*(owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) {
-      // Sources whose mailbox is full in this dispatcher wait here, so their backlog cannot crowd the others out.
-      const request: ClaimRequest = {
-        owner,
-        now,
-        limit,
-        leaseMs,
-        excludeSourceIds: options?.excludeSourceIds ?? [],
-        expired: options?.expired !== false
-      }
+      const request = claimRequest(owner, now, limit, leaseMs, options)
       const excluding = request.excludeSourceIds.length > 0
       const until = now + leaseMs
       const columns = sql.literal(claimColumns)
@@ -545,14 +553,11 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   const claimDueOnThread =
     (hot: SqliteHotPaths["Type"]) =>
     (owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) =>
-      hot.claim({
-        owner,
-        now,
-        limit,
-        leaseMs,
-        excludeSourceIds: options?.excludeSourceIds ?? [],
-        expired: options?.expired !== false
-      }).pipe(untraced, fail("claimDue"), hotSpan("Store.claimDue"))
+      hot.claim(claimRequest(owner, now, limit, leaseMs, options)).pipe(
+        untraced,
+        fail("claimDue"),
+        hotSpan("Store.claimDue")
+      )
   const claimDue = Option.match(hotPaths, { onNone: () => claimDueSql, onSome: claimDueOnThread })
 
   const renewLeases = Effect.fn("Store.renewLeases")(
