@@ -50,6 +50,8 @@ if (file !== undefined && file !== "") {
   // HOOKRELAY_PROBE_ALLOCATIONS=file: a sampling allocation profile (objects collected by GC included) of each
   // phase, written as one JSON line of the top allocating functions (bytes) at each SIGUSR2.
   const allocationFile = process.env.HOOKRELAY_PROBE_ALLOCATIONS
+  // HOOKRELAY_PROBE_SURVIVORS=1: only what outlived a young-generation collection (what makes scavenges long).
+  const includeObjectsCollectedByMinorGC = process.env.HOOKRELAY_PROBE_SURVIVORS !== "1"
   let session
   if (allocationFile !== undefined && allocationFile !== "") {
     const { Session } = await import("node:inspector")
@@ -58,7 +60,7 @@ if (file !== undefined && file !== "") {
     session.post("HeapProfiler.startSampling", {
       samplingInterval: 4096,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true
+      includeObjectsCollectedByMinorGC
     })
   }
   const writeAllocations = () =>
@@ -80,7 +82,7 @@ if (file !== undefined && file !== "") {
       session.post("HeapProfiler.startSampling", {
         samplingInterval: 4096,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true
+        includeObjectsCollectedByMinorGC
       })
     })
 

@@ -141,6 +141,8 @@ const wholeCharacters = (bytes: Buffer): string => {
   return bytes.toString("utf8", 0, end)
 }
 
+const ignoreExit = (_exit: TransportExit): void => {}
+
 /** The reason we give undici when we stop reading a body past the cap. */
 class BodyCapReached extends Error {}
 
@@ -154,6 +156,13 @@ interface Limits {
  * One request in flight: undici's dispatch handler, the pending Effect's callback and the deadline in one object, so
  * a request costs one allocation here and no stream, promise, AbortController or timer. Whoever finishes first (the
  * response, an error, the deadline ticker, or interruption) wins; later calls are ignored.
+ *
+ * Once it has finished it lets go of undici's controller (with the parsed response headers and the request behind it),
+ * the snippet's chunks and the callback (with the caller's job): the handler itself stays reachable a while after the
+ * answer from objects undici keeps, and with those references everything a delivery had allocated outlived
+ * young-generation collections. Measured with the dispatcher benchmark (`--trace-gc-nvp`, 40 000 jobs): 130 of 480 MB
+ * allocated survived a scavenge and the scavenges took 420 ms on the event loop plus 670 ms on V8's helper threads;
+ * with the references dropped, 36 MB, 154 ms and 153 ms.
  */
 class InFlight implements Dispatcher.DispatchHandler {
   done = false
@@ -163,7 +172,7 @@ class InFlight implements Dispatcher.DispatchHandler {
   private status = 0
   private retryAfter: string | undefined
   private location: string | undefined
-  private readonly snippet: Array<Buffer> = []
+  private snippet: Array<Buffer> = []
   private snippetLength = 0
   private bodyBytes = 0
 
@@ -171,13 +180,13 @@ class InFlight implements Dispatcher.DispatchHandler {
     readonly deadline: number,
     private readonly limits: Limits,
     private readonly registry: Set<InFlight>,
-    private readonly resume: (exit: TransportExit) => void
+    private resume: (exit: TransportExit) => void
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     // undici hands us the controller only once the request has a socket; an abort asked for before that lands here.
     if (this.pendingAbort !== undefined) controller.abort(this.pendingAbort)
-    else this.controller = controller
+    else if (!this.done) this.controller = controller
   }
 
   onResponseStart(
@@ -226,8 +235,9 @@ class InFlight implements Dispatcher.DispatchHandler {
       waitingFor: this.waitingFor,
       message: `no complete response within ${Duration.format(timeout)} (waiting for the ${this.waitingFor})`
     })
+    const controller = this.controller
     this.finish(Exit.fail(failure))
-    this.abort(failure)
+    this.abort(controller, failure)
   }
 
   /** The caller gave up on the request (its fiber was interrupted): abort it, report to nobody. */
@@ -235,12 +245,20 @@ class InFlight implements Dispatcher.DispatchHandler {
     if (this.done) return
     this.done = true
     this.registry.delete(this)
-    this.abort(new Error("delivery attempt interrupted"))
+    const controller = this.controller
+    this.letGo()
+    this.abort(controller, new Error("delivery attempt interrupted"))
   }
 
-  private abort(reason: Error): void {
-    if (this.controller !== undefined) this.controller.abort(reason)
+  private abort(controller: Dispatcher.DispatchController | undefined, reason: Error): void {
+    if (controller !== undefined) controller.abort(reason)
     else this.pendingAbort = reason
+  }
+
+  private letGo(): void {
+    this.controller = undefined
+    this.snippet.length = 0
+    this.resume = ignoreExit
   }
 
   private succeed(truncated: boolean): void {
@@ -263,7 +281,9 @@ class InFlight implements Dispatcher.DispatchHandler {
     if (this.done) return
     this.done = true
     this.registry.delete(this)
-    this.resume(exit)
+    const resume = this.resume
+    this.letGo()
+    resume(exit)
   }
 }
 
