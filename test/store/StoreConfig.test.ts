@@ -1,7 +1,7 @@
 import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Either, Layer, Option, Redacted, TestClock } from "effect"
+import { Chunk, ConfigProvider, Duration, Effect, Either, Layer, Option, Redacted, TestClock } from "effect"
 import {
   layerRetention,
   layerSqlite,
@@ -57,18 +57,32 @@ describe("retention layer", () => {
       const jobs = yield* store.claimDue("w", 0, 10, 60_000)
       yield* store.completeMany("w", jobs.map((job) => ({ _tag: "Delivered" as const, jobId: job.id, at: 0 })))
 
-      const settle = Effect.repeatN(Effect.yieldNow(), 20)
-      yield* TestClock.adjust("23 hours")
-      yield* settle
-      assert.strictEqual((yield* store.backlog()).delivered, 2)
-      // Seen ids are forgotten after 24 h, delivered jobs after the retention.
-      yield* TestClock.adjust("2 hours")
-      // The purge's answer comes back from the SQLite thread as a message, which yields alone do not wait for: real
-      // time passes until it has landed (bounded).
+      // A pass waits for the SQLite thread (a message, not a fiber), so the clock moves one period at a time, each
+      // step only once the previous pass has finished: the retention fiber is asleep again, due one period later.
+      const hour = 3600_000
+      const parkedUntil = (due: number) =>
+        Effect.gen(function*() {
+          for (let waited = 0; waited < 5_000; waited += 5) {
+            const sleeps = yield* TestClock.sleeps()
+            if (Chunk.some(sleeps, (at) => at === due)) return
+            yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
+          }
+          assert.fail(`the retention pass did not go back to sleep until ${due}`)
+        })
+      const passesUntil = (hours: number) =>
+        Effect.gen(function*() {
+          for (let at = (yield* TestClock.currentTimeMillis) / hour + 1; at <= hours; at++) {
+            yield* parkedUntil(at * hour)
+            yield* TestClock.adjust("1 hour")
+          }
+          yield* parkedUntil((hours + 1) * hour)
+        })
       const delivered = () => Effect.map(store.backlog(), (backlog) => backlog.delivered)
-      for (let waited = 0; (yield* delivered()) !== 0 && waited < 5_000; waited += 10) {
-        yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 10)))
-      }
+      yield* passesUntil(24)
+      // At 24 h the jobs are exactly one retention old: kept. Seen ids too (forgotten after more than 24 h).
+      assert.strictEqual(yield* delivered(), 2)
+      yield* passesUntil(25)
+      // Seen ids are forgotten after 24 h, delivered jobs after the retention.
       assert.strictEqual(yield* delivered(), 0)
       assert.strictEqual((yield* store.enqueue("web", [entry("m1")], 25 * 3600_000)).accepted, 1)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
