@@ -79,7 +79,7 @@ describe("retention layer", () => {
         })
       const delivered = () => Effect.map(store.backlog(), (backlog) => backlog.delivered)
       yield* passesUntil(24)
-      // At 24 h the jobs are exactly one retention old: kept. Seen ids too (forgotten after more than 24 h).
+      // At 24 h the jobs are exactly one retention old: kept.
       assert.strictEqual(yield* delivered(), 2)
       yield* passesUntil(25)
       // Seen ids are forgotten after 24 h, delivered jobs after the retention.
