@@ -12,6 +12,8 @@
  * request), whether the resume comes from the response's write callback or from `setImmediate`, and with
  * `FiberScope.globalScope`'s root set bypassed. A plain `http` server whose write callback holds the same garbage
  * promotes nothing. A heap snapshot (after a full collection) holds none of it: young objects kept by old garbage.
+ * Not the scheduler: `Scheduler.timer(0)`, a microtask resume and `Effect.runCallback` promote the same, while a fiber
+ * that suspends with `Effect.yieldNow()` instead of `Effect.async` promotes nothing (~10 KB a scavenge).
  */
 /* global console, process, setImmediate */
 import { Effect } from "effect"
