@@ -174,7 +174,7 @@ class InFlight implements Dispatcher.DispatchHandler {
   private status = 0
   private retryAfter: string | undefined
   private location: string | undefined
-  private snippet: Array<Buffer> = []
+  private readonly snippet: Array<Buffer> = []
   private snippetLength = 0
   private bodyBytes = 0
 

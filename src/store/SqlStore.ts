@@ -459,13 +459,14 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("enqueue")
   )
 
-  // On SQLite's own thread (see `SqliteConnection`), the hot paths go there as whole transactions.
+  // On SQLite's own thread (see `SqliteConnection`), the hot paths go there as whole transactions. They run no
+  // `SqlClient` statement, so there is no inner span to silence: no `untraced` (two fiber-ref writes a call).
   const hotPaths = yield* Effect.serviceOption(SqliteHotPaths)
 
   const enqueueOnThread =
     (hot: SqliteHotPaths["Type"]) =>
     (sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) =>
-      hot.enqueue({ sourceId, entries, now, options }).pipe(untraced, fail("enqueue"), hotSpan("Store.enqueue"))
+      hot.enqueue({ sourceId, entries, now, options }).pipe(fail("enqueue"), hotSpan("Store.enqueue"))
   const enqueue = Option.match(hotPaths, { onNone: () => enqueueSql, onSome: enqueueOnThread })
 
   const insertJobs = Effect.fn("Store.insertJobs")(
@@ -554,7 +555,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     (hot: SqliteHotPaths["Type"]) =>
     (owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) =>
       hot.claim(claimRequest(owner, now, limit, leaseMs, options)).pipe(
-        untraced,
         fail("claimDue"),
         hotSpan("Store.claimDue")
       )
@@ -766,7 +766,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       completions.length === 0 && (attempts === undefined || attempts.length === 0)
         ? Effect.succeed<CompleteResult>({ applied: [], refused: [] })
         : hot.complete({ owner, completions, attempts: attempts ?? [] }).pipe(
-          untraced,
           fail("completeMany"),
           hotSpan("Store.completeMany")
         )
