@@ -27,6 +27,20 @@ export default tseslint.config(
     }
   },
   {
+    // V8 allocates a function literal assigned straight to a property in the old generation (its guess for methods);
+    // made per request or per job, it keeps that call's whole closure context past every young-generation collection
+    // (scripts/effect-pretenuring.mjs). Bind it to a name first.
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": ["error", {
+        selector:
+          "AssignmentExpression[left.type='MemberExpression'][right.type=/^(ArrowFunction|Function)Expression$/]",
+        message: "Bind the function to a const first: assigned straight to a property, V8 allocates it in the old " +
+          "generation, where it keeps its closure context alive until a full collection."
+      }]
+    }
+  },
+  {
     // The client library and the domain it validates with load Effect module by module: the "effect"
     // barrel loads every module, ~6 MB more RSS for a plain-Node user of the Promise client (measured).
     files: ["src/client/**/*.ts", "src/domain/**/*.ts"],

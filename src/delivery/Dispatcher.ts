@@ -458,13 +458,16 @@ export const make = (options: DispatcherOptions = {}) =>
         pumpSoon(actor)
       })
       if (!ended) {
-        entry.abort = () => {
+        // Bound to a name first: V8 allocates a function literal assigned straight to a property in the old generation
+        // (its guess for methods), where it would keep this job's whole closure context past every scavenge.
+        const abort = () => {
           if (!end()) return
           cancel()
           keepAttempt(abortedRecord(input, startedAt, clock.unsafeCurrentTimeMillis()))
           release(entry)
           pump(actor)
         }
+        entry.abort = abort
       }
       return true
     }
