@@ -15,22 +15,13 @@
  * Not the scheduler: `Scheduler.timer(0)`, a microtask resume and `Effect.runCallback` promote the same, while a fiber
  * that suspends with `Effect.yieldNow()` instead of `Effect.async` promotes nothing (~10 KB a scavenge).
  *
- * Bisected further (same load, steady scavenges only, KB promoted a scavenge; throw-away variants of this file that
- * patch `FiberRuntime.prototype` or build the `Async` primitive by hand):
- * - `Effect.async((resume) => { resume(Effect.void) })` with the answer written before, so that the fiber holds no
- *   request object: ~195. What is promoted is the fiber itself (its fiber refs, queue, stack: ~1.5 KB a request).
- * - `initiateAsync`'s callback (what the register receives) holding the fiber through a box that is emptied when it
- *   is called: 198 → 65. Boxing only `_asyncInterruptor`'s copy changes nothing; boxing only what is passed to the
- *   register does. So the retained path is register → callback → fiber, not the fiber's own fields.
- * - `async`'s proxy (`backingResume`, `pendingEffect`) without the `custom` commit wrapper: ~150; clearing
- *   `backingResume` once it has been called: ~9. The commit wrapper alone, with a static register: ~2.
- * - A hand-built `Async` primitive whose register keeps the callback in its closure: ~2 in one file and ~155 in
- *   another with the same statements, so the retainer depends on the state of the JIT, not on the code's shape;
- *   a pure-JS imitation of the same closures and scheduling (no Effect) promotes nothing.
- * - Patched `initiateAsync` (the callback drops the fiber after its first call) in a copy of node_modules: this
- *   file's `async` mode 444–458 → 320–325 (the register closure still holds the response), the variant above
- *   195 → 65. Not adopted: it patches a dependency and removes only part of it. Not found: the old object that
- *   holds the registration's closure context (a heap snapshot, taken after a full collection, never shows it).
+ * Cause (found by bisecting, then reading the heap of a stopped process): V8 allocates a function literal assigned
+ * straight to a property in the old generation ("pretenured", its guess for methods), and Effect's `async` does
+ * `effect.effect_instruction_i0 = (resume) => { backingResume = resume; … }` on every call. That old closure is
+ * garbage once the fiber resumes, but a scavenge takes it as live, so its young context (→ the resume callback → the
+ * fiber → its stack and whatever the request holds) is copied and then promoted. `npm ci` now rewrites those
+ * closures in the installed effect (`scripts/effect-pretenuring.mjs`), after which `async` mode promotes 2–10 KB a
+ * scavenge like the others; to see the promotion again, run it against an unpatched effect 3.22.
  */
 /* global console, process, setImmediate */
 import { Effect } from "effect"
