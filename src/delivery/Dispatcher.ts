@@ -2,6 +2,7 @@ import { Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Runtime } from 
 import { randomUUID } from "node:crypto"
 import type { WebhookSettings } from "../domain/Settings.js"
 import { signingSecret } from "../domain/Settings.js"
+import { KeyedSlots } from "../domain/Slots.js"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
@@ -142,7 +143,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const flushDelay = options.flushDelay ?? Duration.millis(20)
     const flushSize = Math.max(1, options.flushSize ?? 512)
 
-    const held = new Map<string, Held>()
+    const held = new KeyedSlots<string, Held>()
     const heldPerSource = new Map<string, number>()
     const gates = new Map<string, EndpointGate>()
     const actors = new Map<string, Actor>()

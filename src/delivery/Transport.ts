@@ -4,6 +4,7 @@ import type { LookupAddress, LookupOptions } from "node:dns"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { buildConnector } from "undici"
 import type { Dispatcher } from "undici"
+import { Slots } from "../domain/Slots.js"
 import { ipFamily } from "../network/AddressPolicy.js"
 import * as EgressPolicy from "../network/EgressPolicy.js"
 import type { ResolveError } from "../network/Resolver.js"
@@ -177,13 +178,16 @@ class InFlight implements Dispatcher.DispatchHandler {
   private readonly snippet: Array<Buffer> = []
   private snippetLength = 0
   private bodyBytes = 0
+  private readonly slot: number
 
   constructor(
     readonly deadline: number,
     private readonly limits: Limits,
-    private readonly registry: Set<InFlight>,
+    private readonly registry: Slots<InFlight>,
     private resume: (exit: TransportExit) => void
-  ) {}
+  ) {
+    this.slot = registry.add(this)
+  }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     // undici hands us the controller only once the request has a socket; an abort asked for before that lands here.
@@ -246,7 +250,7 @@ class InFlight implements Dispatcher.DispatchHandler {
   cancel(): void {
     if (this.done) return
     this.done = true
-    this.registry.delete(this)
+    this.registry.take(this.slot)
     const controller = this.controller
     this.letGo()
     this.abort(controller, new Error("delivery attempt interrupted"))
@@ -282,7 +286,7 @@ class InFlight implements Dispatcher.DispatchHandler {
   private finish(exit: TransportExit): void {
     if (this.done) return
     this.done = true
-    this.registry.delete(this)
+    this.registry.take(this.slot)
     const resume = this.resume
     this.letGo()
     resume(exit)
@@ -403,7 +407,7 @@ export const makeWithPolicy = (
       })
     })
 
-    const inFlight = new Set<InFlight>()
+    const inFlight = new Slots<InFlight>()
     const wake = yield* Effect.makeLatch(false)
 
     const tick: Effect.Effect<void> = Effect.suspend(() => {
@@ -414,7 +418,7 @@ export const makeWithPolicy = (
       }
       const now = clock.unsafeCurrentTimeMillis()
       let next = Infinity
-      for (const request of inFlight) {
+      for (const request of inFlight.values()) {
         if (request.deadline <= now) request.expire()
         else if (request.deadline < next) next = request.deadline
       }
@@ -430,7 +434,6 @@ export const makeWithPolicy = (
 
     const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): InFlight => {
       const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, onExit)
-      inFlight.add(entry)
       if (inFlight.size === 1) wake.unsafeOpen()
       // dispatch reports synchronous failures (destroyed pool, invalid argument) through onResponseError.
       pools.dispatch({

@@ -5,6 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
+import { Slots } from "../domain/Slots.js"
 import { type ClaimWire, decodeClaim } from "./ClaimWire.js"
 import { encodeEnqueue } from "./EnqueueWire.js"
 import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
@@ -70,15 +71,14 @@ export const make = (filename: string): Effect.Effect<
     })
     const ready = yield* Deferred.make<void, SqlError>()
     const exited = yield* Deferred.make<void>()
-    const waiting = new Map<number, (reply: ThreadReply) => void>()
+    // A request's id is its slot: unique among the requests awaiting an answer, reused once answered.
+    const waiting = new Slots<(reply: ThreadReply) => void>()
     let broken: SqlError | undefined
-    let nextId = 0
 
     const breakDown = (error: SqlError) => {
       broken ??= error
       Deferred.unsafeDone(ready, Exit.fail(error))
-      const callbacks = [...waiting.values()]
-      waiting.clear()
+      const callbacks = waiting.drain()
       for (const callback of callbacks) callback({ id: -1, ok: false, message: error.message, code: undefined })
     }
 
@@ -98,10 +98,7 @@ export const make = (filename: string): Effect.Effect<
                 )
               )
             }
-            const callback = waiting.get(reply.id)
-            if (callback === undefined) return
-            waiting.delete(reply.id)
-            callback(reply)
+            waiting.take(reply.id)?.(reply)
           })
           worker.on("error", (cause) => breakDown(new SqlError({ cause, message: "The SQLite thread failed" })))
           worker.on("exit", (code) => {
@@ -129,8 +126,7 @@ export const make = (filename: string): Effect.Effect<
         Deferred.unsafeDone(answer, Exit.fail(broken))
         return answer
       }
-      const id = nextId++
-      waiting.set(id, (reply) => {
+      const id = waiting.add((reply) => {
         if ("ok" in reply && reply.ok) return Deferred.unsafeDone(answer, Exit.succeed(reply.value))
         const message = "message" in reply ? reply.message : "no answer"
         const code = "code" in reply ? reply.code : undefined
