@@ -10,7 +10,9 @@ export interface BacklogGaugeOptions {
 /** One count of the outbox into the `hookrelay_backlog_jobs` gauge, by status. */
 export const updateBacklog = Effect.gen(function*() {
   const store = yield* Store
-  const backlog = yield* store.backlog()
+  // Not the delivered jobs: the gauge does not show them, and counting every one retention keeps, every period, would
+  // hold the store (SQLite's one connection) for longer the longer the server runs.
+  const backlog = yield* store.backlog({ delivered: false })
   yield* Metric.set(backlogWithStatus("pending"), backlog.pending)
   yield* Metric.set(backlogWithStatus("delivering"), backlog.delivering)
   yield* Metric.set(backlogWithStatus("dead"), backlog.dead)

@@ -43,7 +43,7 @@ export const make = (options: OverloadOptions = {}) =>
     let counted = 0
     let createdSince = 0
     // Only what is still to deliver: the finished jobs' counts grow with retention and admission needs none.
-    const count = store.backlog({ finished: false }).pipe(
+    const count = store.backlog({ delivered: false, dead: false }).pipe(
       Effect.tap((backlog) =>
         Effect.sync(() => {
           counted = backlog.pending + backlog.delivering

@@ -7,7 +7,7 @@ import { layerSqlite, Store } from "../../src/store/index.js"
 const body = new TextEncoder().encode("{}")
 
 describe("Store.backlog", () => {
-  it.scoped("without the finished jobs counts only what is still to deliver", () =>
+  it.scoped("counts only the statuses asked for, the others reported as 0", () =>
     Effect.gen(function*() {
       const directory = yield* FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeTempDirectoryScoped()))
       const store = yield* Effect.provide(Store, yield* Layer.build(layerSqlite({ directory })))
@@ -20,10 +20,22 @@ describe("Store.backlog", () => {
       ])
 
       assert.deepStrictEqual(yield* store.backlog(), { pending: 1, delivering: 1, delivered: 1, dead: 1 })
-      assert.deepStrictEqual(yield* store.backlog({ finished: false }), {
+      assert.deepStrictEqual(yield* store.backlog({ delivered: false, dead: false }), {
         pending: 1,
         delivering: 1,
         delivered: 0,
+        dead: 0
+      })
+      assert.deepStrictEqual(yield* store.backlog({ delivered: false }), {
+        pending: 1,
+        delivering: 1,
+        delivered: 0,
+        dead: 1
+      })
+      assert.deepStrictEqual(yield* store.backlog({ dead: false }), {
+        pending: 1,
+        delivering: 1,
+        delivered: 1,
         dead: 0
       })
     }).pipe(Effect.provide(NodeFileSystem.layer)))
