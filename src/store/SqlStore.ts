@@ -60,7 +60,7 @@ import {
   usageRow,
   utcDay
 } from "./Rows.js"
-import { SqliteHotPaths } from "./SqliteConnection.js"
+import { SqliteHotPaths, SqliteReader } from "./SqliteConnection.js"
 import {
   claimParameters,
   type ClaimRequest,
@@ -188,6 +188,10 @@ const backlogStatuses = ["pending", "delivering", "delivered", "dead"] as const
 
 export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // Reads that need no transaction and can be long (counts, admin lookups) go to SQLite's read-only connection when
+  // there is one (a file store), off the queue every ingest commit waits in. Statements, not fragments: fragments
+  // (`sql.in`, `sql.and`, literals) are the same for both and are compiled by the statement that holds them.
+  const reads = Option.getOrElse(yield* Effect.serviceOption(SqliteReader), () => sql)
   const newJobIds = makeJobIds()
 
   const connectionSettings: Effect.Effect<void, SqlError> = sql.onDialectOrElse({
@@ -341,7 +345,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     function*(sourceId: string, now: number, days: number) {
       const last = utcDay(now)
       const first = last - Math.max(1, Math.floor(days)) + 1
-      const rows = yield* sql<Record<string, unknown>>`
+      const rows = yield* reads<Record<string, unknown>>`
         SELECT day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs FROM usage_daily
         WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}`
       const byDay = new Map(rows.map((row) => [num(row.day), row]))
@@ -811,7 +815,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   const getJob = Effect.fn("Store.getJob")(
     function*(jobId: string) {
-      const rows = yield* sql<SummaryRow>`SELECT ${summary} FROM jobs WHERE id = ${jobId}`
+      const rows = yield* reads<SummaryRow>`SELECT ${summary} FROM jobs WHERE id = ${jobId}`
       return Option.map(Arr.head(rows), toSummary)
     },
     fail("getJob")
@@ -824,7 +828,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const attempts = yield* Effect.forEach(
         Arr.chunksOf(jobs.map((job) => job.id), idChunk),
         (ids) =>
-          sql<AttemptRow>`
+          reads<AttemptRow>`
             SELECT job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet
             FROM attempts WHERE ${sql.in("job_id", ids)}
             ORDER BY started_at, id`
@@ -835,7 +839,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   const jobsForMessage = Effect.fn("Store.jobsForMessage")(
     function*(messageId: string) {
-      const jobs = yield* sql<SummaryRow>`
+      const jobs = yield* reads<SummaryRow>`
         SELECT ${summary} FROM jobs WHERE message_id = ${messageId} ORDER BY created_at, id`
       return yield* withAttempts(jobs)
     },
@@ -851,14 +855,14 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       // The newest jobs, then the messages they belong to in that order (a message ingested again
       // after the 24 h dedupe window has two jobs: it is listed once, so fewer than `limit` may come).
       const newest = search.userId !== undefined
-        ? yield* sql<{ source_id: string; message_id: string }>`
+        ? yield* reads<{ source_id: string; message_id: string }>`
           SELECT source_id, message_id FROM jobs
           WHERE user_id = ${search.userId}${
           search.sourceId === undefined ? sql`` : sql` AND source_id = ${search.sourceId}`
         }
           ORDER BY created_at DESC, id DESC LIMIT ${limit}`
         // Job ids start with their creation time: the primary key walked backwards is newest first.
-        : yield* sql<{ source_id: string; message_id: string }>`
+        : yield* reads<{ source_id: string; message_id: string }>`
           SELECT source_id, message_id FROM jobs WHERE source_id = ${search.sourceId!}
           ORDER BY id DESC LIMIT ${limit}`
       const keyOf = (sourceId: string, messageId: string) => `${sourceId}\u0000${messageId}`
@@ -872,7 +876,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const rows = (yield* Effect.forEach(
         Arr.chunksOf(messageIds, idChunk),
         (ids) =>
-          sql<MessageJobRow>`
+          reads<MessageJobRow>`
             SELECT ${summary}, message_type, event FROM jobs WHERE ${sql.in("message_id", ids)}
             ORDER BY created_at, id`
       )).flat().filter((row) => order.has(keyOf(row.source_id, row.message_id)))
@@ -914,7 +918,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const conditions = [sql`status = 'dead'`]
       if (options.sourceId !== undefined) conditions.push(sql`source_id = ${options.sourceId}`)
       if (options.before !== undefined) conditions.push(sql`finished_at < ${options.before}`)
-      const rows = yield* sql<SummaryRow>`
+      const rows = yield* reads<SummaryRow>`
         SELECT ${summary} FROM jobs WHERE ${sql.and(conditions)}
         ORDER BY finished_at DESC, id DESC LIMIT ${Math.max(0, Math.floor(options.limit))}`
       return rows.map(toSummary)
@@ -941,7 +945,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const counted = backlogStatuses.filter((status) =>
         (status !== "delivered" || options?.delivered !== false) && (status !== "dead" || options?.dead !== false)
       )
-      const rows = yield* sql.unsafe<Record<string, unknown>>(
+      const rows = yield* reads.unsafe<Record<string, unknown>>(
         `SELECT ${
           counted.map((status) => `(SELECT count(*) FROM jobs WHERE status = '${status}') AS ${status}`).join(", ")
         }`

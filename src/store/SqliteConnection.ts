@@ -59,7 +59,7 @@ type Request = ThreadRequest extends infer R ? R extends { readonly id: number }
  * sent between its BEGIN and its COMMIT. Waits for answers are not interruptible: what was sent runs
  * to its end either way, and a claim's or a commit's answer must not be lost.
  */
-export const make = (filename: string): Effect.Effect<
+export const make = (filename: string, options: { readonly readonly?: boolean } = {}): Effect.Effect<
   { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Type"] },
   SqlError,
   Scope.Scope | Reactivity.Reactivity
@@ -85,7 +85,7 @@ export const make = (filename: string): Effect.Effect<
     const worker = yield* Effect.acquireRelease(
       Effect.try({
         try: () => {
-          const workerData: ThreadData = { driver: loaded.driver, filename }
+          const workerData: ThreadData = { driver: loaded.driver, filename, readonly: options.readonly ?? false }
           const worker = loaded.program._tag === "Source"
             ? new Worker(loaded.program.source, { eval: true, workerData })
             : new Worker(loaded.program.url, { workerData })
@@ -192,6 +192,20 @@ export const make = (filename: string): Effect.Effect<
     }
     return { sql, hot }
   })
+
+/**
+ * A second connection for the reads that need no transaction and can be long: the backlog counts (a walk of every
+ * delivered job retention keeps), message search, attempts, dead letters, usage. Read-only, on a thread of its own:
+ * in WAL mode a reader never waits for the writer nor holds it up, so such a read no longer queues in front of
+ * ingest commits on the store's one writing connection. A read sent after a commit was answered sees that commit.
+ */
+export class SqliteReader extends Context.Tag("hookrelay/SqliteReader")<SqliteReader, SqlClient.SqlClient>() {}
+
+/** `SqliteReader` over a read-only connection to `filename` (which must exist, in WAL mode), closed with the layer. */
+export const layerReader = (filename: string): Layer.Layer<SqliteReader, SqlError> =>
+  Layer.scoped(SqliteReader, Effect.map(make(filename, { readonly: true }), ({ sql }) => sql)).pipe(
+    Layer.provide(Reactivity.layer)
+  )
 
 /** `SqlClient` and `SqliteHotPaths` over one connection to `filename` on its own thread, closed with the layer. */
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHotPaths, SqlError> =>

@@ -16,6 +16,8 @@ import type { ClaimRequest, CompleteRequest } from "./SqliteTransactions.js"
 export interface ThreadData {
   readonly driver: string
   readonly filename: string
+  /** A read-only connection (`SqliteConnection.layerReader`): reads beside the writer, WAL mode as the writer set it. */
+  readonly readonly: boolean
 }
 
 /** How a statement's result comes back: row objects, the run result of a writer, or rows as arrays. */
@@ -51,9 +53,12 @@ const failure = (error: unknown) => ({
 const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
   let db: Database
   try {
-    const Driver = createRequire(data.driver)(data.driver) as new(filename: string) => Database
-    db = new Driver(data.filename)
-    db.pragma("journal_mode = WAL")
+    const Driver = createRequire(data.driver)(data.driver) as new(
+      filename: string,
+      options: { readonly readonly: boolean }
+    ) => Database
+    db = new Driver(data.filename, { readonly: data.readonly })
+    if (!data.readonly) db.pragma("journal_mode = WAL")
   } catch (error) {
     port.postMessage({ ready: false, ...failure(error) } satisfies ThreadReply)
     return

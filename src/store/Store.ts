@@ -33,6 +33,12 @@ export interface SqliteOptions {
    * leaves them to SQLite's checkpoint on commit. Not used for `:memory:` or URI filenames.
    */
   readonly checkpoints?: WalCheckpoints.WalCheckpointOptions | false | undefined
+  /**
+   * A second, read-only connection for the long reads (backlog counts, message search, attempts, dead letters,
+   * usage; see `SqliteConnection.SqliteReader`); `false` sends them through the one writing connection, in the
+   * queue of ingest commits. Not used for `:memory:` or URI filenames.
+   */
+  readonly reader?: false | undefined
 }
 
 export const sqliteFilename = (options: SqliteOptions): string =>
@@ -40,9 +46,10 @@ export const sqliteFilename = (options: SqliteOptions): string =>
 
 /**
  * SQLite in one file (WAL, synchronous=NORMAL, busy_timeout). The directory is created when
- * missing. One connection, on a thread of its own (`SqliteConnection`: a `SqlClient`, and the hot
+ * missing. One writing connection, on a thread of its own (`SqliteConnection`: a `SqlClient`, and the hot
  * transactions of ingest, claims and completions): keep transactions short, as one runs at a time.
- * Checkpoints run on another thread with a connection of their own (`WalCheckpoints`).
+ * Long reads go to a read-only connection on a second thread (`SqliteReader`), checkpoints run on a third
+ * (`WalCheckpoints`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
@@ -58,12 +65,12 @@ export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, Sto
     const store = options.checkpoints === false || !WalCheckpoints.isSharedFile(filename)
       ? layerSql
       : WalCheckpoints.layer(filename, options.checkpoints ?? {}).pipe(Layer.provideMerge(layerSql))
+    // The reader opens the file once the writer created it in WAL mode (provideMerge builds the writer first).
+    const connections = WalCheckpoints.isSharedFile(filename) && options.reader !== false
+      ? SqliteConnection.layerReader(filename).pipe(Layer.provideMerge(SqliteConnection.layer(filename)))
+      : SqliteConnection.layer(filename)
     return store.pipe(
-      Layer.provide(
-        SqliteConnection.layer(filename).pipe(
-          Layer.mapError((cause) => new StoreError({ operation: "open", cause }))
-        )
-      )
+      Layer.provide(connections.pipe(Layer.mapError((cause) => new StoreError({ operation: "open", cause }))))
     )
   }))
 

@@ -1,9 +1,13 @@
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { migrate } from "../../src/store/Migrations.js"
-import { SqliteHotPaths } from "../../src/store/SqliteConnection.js"
+import { SqliteHotPaths, SqliteReader } from "../../src/store/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/SqliteConnection.js"
+import { layerSql, Store } from "../../src/store/Store.js"
+import { entry } from "./storeSuite.js"
 
 /** Holds a transaction open on the SqlClient until `finish`, after `before` ran inside it. */
 const openTransaction = (before: Effect.Effect<unknown, unknown, SqlClient.SqlClient>, fails = false) =>
@@ -118,5 +122,76 @@ describe("SqliteConnection closed", () => {
       const error = yield* sql`SELECT count(*) AS n FROM t`.pipe(Effect.flip)
       assert.strictEqual(error._tag, "SqlError")
       assert.match(error.message, /SQLite thread exited/)
+    }))
+})
+
+describe("SqliteReader (the long reads' read-only connection)", () => {
+  /** A file store over the writing connection, with or without the reader; the writer's SqlClient to hold it. */
+  const fileStore = (withReader: boolean) =>
+    Effect.gen(function*() {
+      const directory = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped())
+      const filename = `${directory}/hookrelay.db`
+      const writer = SqliteConnection.layer(filename)
+      const connections = withReader
+        ? SqliteConnection.layerReader(filename).pipe(Layer.provideMerge(writer))
+        : writer
+      const context = yield* Layer.build(layerSql.pipe(Layer.provideMerge(connections)))
+      return { context, store: Context.get(context, Store), filename }
+    }).pipe(Effect.provide(NodeFileSystem.layer))
+
+  const heldTransaction = (context: Context.Context<SqlClient.SqlClient>) =>
+    openTransaction(Effect.void).pipe(Effect.provide(context))
+
+  // Live clock: the threads are real, and the short sleep only gives a queued write time to (wrongly) finish.
+  it.scopedLive("counts, searches and lookups answer while a transaction holds the writer; each sees what was committed before it", () =>
+    Effect.gen(function*() {
+      const { context, store } = yield* fileStore(true)
+      yield* store.upsertSource({ id: "web", writeKey: "wk_reader" }, 1)
+      yield* store.enqueue("web", [entry("m1", "u1"), entry("m2", "u1")], 10)
+      const [dead] = yield* store.claimDue("w", 10, 1, 60_000)
+      yield* store.markDead("w", dead!.id, 11, "410 Gone")
+
+      const open = yield* heldTransaction(context)
+      const ingest = yield* Effect.fork(store.enqueue("web", [entry("m3", "u1")], 12))
+      const reads = yield* Effect.all({
+        backlog: store.backlog(),
+        search: store.searchMessages({ userId: "u1", limit: 10 }),
+        jobs: store.jobsForMessage("m2"),
+        deadLetters: store.listDeadLetters({ limit: 10 }),
+        usage: store.usage("web", 12, 1)
+      }).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "the reads waited for the writer" }))
+      yield* Effect.sleep("20 millis")
+      assert.isNull(ingest.unsafePoll(), "the commit waits for the transaction's lock")
+
+      assert.deepStrictEqual(reads.backlog, { pending: 1, delivering: 0, delivered: 0, dead: 1 })
+      assert.deepStrictEqual(reads.search.map((message) => message.messageId).sort(), ["m1", "m2"])
+      assert.strictEqual(reads.jobs.length, 1)
+      assert.deepStrictEqual(reads.deadLetters.map((job) => job.id), [dead!.id])
+      assert.strictEqual(reads.usage[0]!.messages, 2)
+
+      yield* open.finish
+      yield* Fiber.join(ingest)
+      // Read right after the commit was answered: the reader's next read transaction starts after it.
+      assert.strictEqual((yield* store.backlog()).pending, 2)
+    }))
+
+  it.scopedLive("without the reader, the same count waits behind the transaction", () =>
+    Effect.gen(function*() {
+      const { context, store } = yield* fileStore(false)
+      const open = yield* heldTransaction(context)
+      const counting = yield* Effect.fork(store.backlog())
+      yield* Effect.sleep("50 millis")
+      assert.isNull(counting.unsafePoll(), "the count is queued for the writing connection")
+      yield* open.finish
+      assert.deepStrictEqual(yield* Fiber.join(counting), { pending: 0, delivering: 0, delivered: 0, dead: 0 })
+    }))
+
+  it.scoped("the reader's connection cannot write", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* fileStore(true)
+      const reader = yield* Effect.provide(SqliteReader, yield* Layer.build(SqliteConnection.layerReader(filename)))
+      const error = yield* reader`DELETE FROM jobs`.pipe(Effect.flip)
+      assert.strictEqual(error._tag, "SqlError")
+      assert.match(error.message, /readonly/)
     }))
 })
