@@ -1,5 +1,6 @@
 import { Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
+import { FifoGate } from "../domain/FifoGate.js"
 import type { WebhookSettings } from "../domain/Settings.js"
 import { signingSecret } from "../domain/Settings.js"
 import { KeyedSlots } from "../domain/Slots.js"
@@ -14,7 +15,6 @@ import type { AttemptRecord } from "./AttemptRecord.js"
 import { continueAfterAttempt, deliver } from "./Deliver.js"
 import type { DeliveryJob } from "./Deliver.js"
 import type { AllEndpointsFailed, Deferred, DeliveryResult, EndpointState } from "./DeliveryResult.js"
-import { EndpointGate } from "./EndpointGate.js"
 import { persistStates, restoreStates } from "./EndpointState.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
 import type { DeliveryOutcome } from "./Outcomes.js"
@@ -145,7 +145,7 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const held = new KeyedSlots<string, Held>()
     const heldPerSource = new Map<string, number>()
-    const gates = new Map<string, EndpointGate>()
+    const gates = new Map<string, FifoGate>()
     const actors = new Map<string, Actor>()
     let stopping = false
 
@@ -164,10 +164,10 @@ export const make = (options: DispatcherOptions = {}) =>
     const forkIn = yield* FiberSet.runtime(fibers)<Transport>()
     const runFork = <A>(effect: Effect.Effect<A, never, Transport>) => forkIn(Effect.interruptible(effect))
 
-    const gate = (key: string): EndpointGate => {
+    const gate = (key: string): FifoGate => {
       let endpoint = gates.get(key)
       if (endpoint === undefined) {
-        endpoint = new EndpointGate(concurrencyPerEndpoint)
+        endpoint = new FifoGate(concurrencyPerEndpoint)
         gates.set(key, endpoint)
       }
       return endpoint

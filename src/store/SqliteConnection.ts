@@ -5,6 +5,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
+import { FifoGate } from "../domain/FifoGate.js"
 import { Slots } from "../domain/Slots.js"
 import { type ClaimWire, decodeClaim } from "./ClaimWire.js"
 import { encodeEnqueue } from "./EnqueueWire.js"
@@ -143,9 +144,11 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
     // The thread runs what it receives in order, so only a transaction needs the lock for its whole scope: from its
     // BEGIN to its COMMIT nothing else may be sent. Anything else holds the lock just to be sent, and waits for its
     // answer without it: the thread always has the next statement or transaction queued (no round trip between them).
-    const lock = yield* Effect.makeSemaphore(1)
+    // First in, first out: with Effect's Semaphore a loop of transactions (a retention purge's chunks, an audience
+    // sync) took the lock back before the ingest commit waiting for it ever ran.
+    const lock = new FifoGate(1)
     const sendOutside = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>) =>
-      Effect.flatMap(lock.withPermits(1)(Effect.sync(() => post(request, transfer))), answerOf)
+      Effect.flatMap(lock.withPermit(Effect.sync(() => post(request, transfer))), answerOf)
     const sendInside = (request: Request) => Effect.suspend(() => answerOf(post(request)))
 
     const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>): Connection => {
@@ -176,7 +179,7 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
     const sql = yield* SqlClient.make({
       acquirer: Effect.succeed(outside),
       transactionAcquirer: Effect.uninterruptibleMask((restore) =>
-        Effect.as(Effect.zipRight(restore(lock.take(1)), Effect.addFinalizer(() => lock.release(1))), inside)
+        Effect.as(Effect.zipRight(restore(lock.take), Effect.addFinalizer(() => lock.release)), inside)
       ),
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]

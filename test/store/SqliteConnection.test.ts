@@ -195,3 +195,28 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
       assert.match(error.message, /readonly/)
     }))
 })
+
+describe("SqliteConnection's lock", () => {
+  // Live clock: the thread is real.
+  it.scopedLive("a loop of transactions does not starve a statement waiting for the lock", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE t (n INTEGER)`
+      const loops = 40
+      let transactions = 0
+      let insertedAfter = -1
+      const loop = yield* Effect.fork(Effect.repeatN(
+        sql.withTransaction(Effect.zipRight(sql`INSERT INTO t (n) VALUES (1)`, sql`SELECT count(*) FROM t`)).pipe(
+          Effect.tap(() => Effect.sync(() => transactions++))
+        ),
+        loops - 1
+      ))
+      yield* Effect.sleep("5 millis")
+      yield* sql`INSERT INTO t (n) VALUES (2)`
+      insertedAfter = transactions
+      yield* Fiber.join(loop)
+      assert.strictEqual(transactions, loops)
+      // Served in its turn: after the transaction in progress (and perhaps one queued before it), not after the loop.
+      assert.isBelow(insertedAfter, loops / 2, `the statement ran after ${insertedAfter} of ${loops} transactions`)
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+})

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 
 interface Waiter {
   state: "waiting" | "granted" | "cancelled"
@@ -6,12 +6,15 @@ interface Waiter {
 }
 
 /**
- * The concurrency limit of one endpoint actor: at most `permits` attempts in flight, the rest
- * queued first in, first out. Effect's `Semaphore` wakes every waiter on each release, which costs
- * O(waiters) per request when thousands of jobs wait on a slow endpoint; this gate hands a
- * released permit straight to the next waiter.
+ * A counting semaphore served first in, first out: a released permit is handed straight to the oldest waiter.
+ *
+ * Effect's `Semaphore` wakes its waiters in a task scheduled after the release, so a fiber that releases and takes
+ * again in one go (a loop of transactions) takes the permit back before any waiter runs: on the SQLite connection's
+ * lock, an ingest commit waited 1.5 s behind a retention purge's chunks (`bench/support/retentionStall.ts`). It also
+ * walks every waiter on each release, O(waiters) per request when thousands of jobs wait on a slow endpoint. Used as
+ * the dispatcher's endpoint limit and as the SQLite connection's lock.
  */
-export class EndpointGate {
+export class FifoGate {
   private free: number
   private readonly waiters: Array<Waiter> = []
   private head = 0
@@ -36,10 +39,10 @@ export class EndpointGate {
 
   /** Returns a permit taken with `tryTake`: to the longest waiter, or to the free ones. */
   giveBack(): void {
-    this.release()
+    this.handOver()
   }
 
-  private release(): void {
+  private handOver(): void {
     while (this.head < this.waiters.length) {
       const waiter = this.waiters[this.head]!
       this.waiters[this.head++] = undefined as never
@@ -61,7 +64,11 @@ export class EndpointGate {
     }
   }
 
-  private readonly acquire: Effect.Effect<void> = Effect.async<void>((resume) => {
+  /**
+   * Waits for a permit, first in, first out; whoever took it must `release` it. Interrupted while queued: leaves the
+   * queue, holding nothing.
+   */
+  readonly take: Effect.Effect<void> = Effect.async<void>((resume) => {
     if (this.free > 0) {
       this.free -= 1
       resume(Effect.void)
@@ -71,12 +78,13 @@ export class EndpointGate {
     this.waiters.push(waiter)
     // Interrupted while queued: leave the queue; interrupted just as the permit arrived: pass it on.
     return Effect.sync(() => {
-      if (waiter.state === "granted") this.release()
+      if (waiter.state === "granted") this.handOver()
       waiter.state = "cancelled"
     })
   })
 
-  private readonly released: Effect.Effect<void> = Effect.sync(() => this.release())
+  /** Gives back a permit taken with `take`. */
+  readonly release: Effect.Effect<void> = Effect.sync(() => this.handOver())
 
   /**
    * Runs `effect` holding one permit; waiting for it is interruptible. A free permit is taken synchronously, inside
@@ -87,8 +95,8 @@ export class EndpointGate {
     Effect.uninterruptibleMask((restore) => {
       if (this.free > 0) {
         this.free -= 1
-        return Effect.ensuring(restore(effect), this.released)
+        return Effect.ensuring(restore(effect), this.release)
       }
-      return Effect.zipRight(restore(this.acquire), Effect.ensuring(restore(effect), this.released))
+      return Effect.zipRight(restore(this.take), Effect.ensuring(restore(effect), this.release))
     })
 }
