@@ -13,7 +13,7 @@ import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
 import { threadProgram } from "./SqliteThreadFile.js"
 import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./SqliteThreadProgram.js"
-import type { ClaimRequest, CompleteRequest, EnqueueRequest } from "./SqliteTransactions.js"
+import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 /**
  * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,
@@ -27,6 +27,7 @@ export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<Sqli
   readonly enqueue: (request: EnqueueRequest) => Effect.Effect<EnqueueResult, SqlError>
   readonly claim: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
   readonly complete: (request: CompleteRequest) => Effect.Effect<CompleteResult, SqlError>
+  readonly purge: (request: PurgeRequest) => Effect.Effect<number, SqlError>
 }>() {}
 
 /** How long closing waits for the statements already sent before the thread is terminated. */
@@ -191,7 +192,8 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
           return sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>
         }),
       claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
-      complete: (request) => sendOutside({ op: "complete", request }) as Effect.Effect<CompleteResult, SqlError>
+      complete: (request) => sendOutside({ op: "complete", request }) as Effect.Effect<CompleteResult, SqlError>,
+      purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>
     }
     return { sql, hot }
   })

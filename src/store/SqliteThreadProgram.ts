@@ -11,7 +11,7 @@ import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
 import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, CompleteRequest } from "./SqliteTransactions.js"
+import type { ClaimRequest, CompleteRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string
@@ -34,6 +34,7 @@ export type ThreadRequest =
   | { readonly id: number; readonly op: "enqueue"; readonly wire: EnqueueWire }
   | { readonly id: number; readonly op: "claim"; readonly request: ClaimRequest }
   | { readonly id: number; readonly op: "complete"; readonly request: CompleteRequest }
+  | { readonly id: number; readonly op: "purge"; readonly request: PurgeRequest }
   | { readonly op: "close" }
 
 export type ThreadReply =
@@ -109,6 +110,8 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
         ? execute(message.sql, message.params, message.mode)
         : message.op === "enqueue"
         ? hot().enqueue(decodeEnqueue(message.wire))
+        : message.op === "purge"
+        ? hot().purge(message.request)
         : hot().complete(message.request)
       port.postMessage({ id: message.id, ok: true, value } satisfies ThreadReply)
     } catch (error) {

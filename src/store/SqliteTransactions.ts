@@ -127,6 +127,14 @@ export interface CompleteRequest {
   readonly attempts: ReadonlyArray<AttemptRecord>
 }
 
+/** One chunk of a retention or dead-letter purge: the oldest `limit` finished jobs of `status` and their attempts. */
+export interface PurgeRequest {
+  readonly status: "delivered" | "dead"
+  readonly olderThan: number
+  readonly sourceId?: string | undefined
+  readonly limit: number
+}
+
 /** The store's hot transactions, each one synchronous call on the connection. */
 export interface Transactions {
   /** One request's dedupe, job rows and usage count. */
@@ -135,6 +143,8 @@ export interface Transactions {
   readonly claim: (request: ClaimRequest) => Array<ClaimTuple>
   /** A batch of finished jobs, their attempts and usage, lease-guarded. */
   readonly complete: (request: CompleteRequest) => CompleteResult
+  /** One purge chunk; answers how many jobs it deleted (fewer than `limit`: nothing older is left). */
+  readonly purge: (request: PurgeRequest) => number
 }
 
 /** Prepares the hot transactions' statements on `db` (migrated); `newJobIds` names the jobs this connection inserts. */
@@ -247,5 +257,23 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     return tally.result(rows)
   })
 
-  return { enqueue, claim, complete }
+  // A chunk as one call: through `SqlClient` it held the connection's lock across five round trips (BEGIN, the ids,
+  // two DELETEs, COMMIT), each waiting for the event loop, while ingest commits queued behind it.
+  const oldest = "SELECT id FROM jobs WHERE status = ? AND finished_at < ?"
+  const purgeIds = db.prepare(`${oldest} ORDER BY finished_at LIMIT ?`).raw(true)
+  const purgeIdsOfSource = db.prepare(`${oldest} AND source_id = ? ORDER BY finished_at LIMIT ?`).raw(true)
+  const deleteAttempts = db.prepare(`DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(?))`)
+  const deleteJobs = db.prepare(`DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?))`)
+  const purge = db.transaction(({ limit, olderThan, sourceId, status }: PurgeRequest): number => {
+    const rows = sourceId === undefined
+      ? purgeIds.all(status, olderThan, limit)
+      : purgeIdsOfSource.all(status, olderThan, sourceId, limit)
+    if (rows.length === 0) return 0
+    const ids = JSON.stringify(rows.map((row: [string]) => row[0]))
+    deleteAttempts.run(ids)
+    deleteJobs.run(ids)
+    return rows.length
+  })
+
+  return { enqueue, claim, complete, purge }
 }

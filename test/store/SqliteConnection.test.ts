@@ -220,3 +220,38 @@ describe("SqliteConnection's lock", () => {
       assert.isBelow(insertedAfter, loops / 2, `the statement ran after ${insertedAfter} of ${loops} transactions`)
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 })
+
+describe("SqliteHotPaths.purge", () => {
+  it.scoped("deletes the oldest finished jobs of the status asked, with their attempts, a chunk at a time", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const hot = yield* SqliteHotPaths
+      yield* migrate
+      const job = (id: string, status: string, finishedAt: number, sourceId = "s1") =>
+        sql`
+          INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at, finished_at)
+          VALUES (${id}, ${sourceId}, ${id}, 'message', ${new Uint8Array([123, 125])}, ${status}, 0, 0, ${finishedAt})`
+      const attempt = (jobId: string) =>
+        sql`
+          INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, outcome)
+          VALUES (${jobId}, 'https://a.example', 1, 0, 1, 'success')`
+      for (
+        const [id, status, at] of [["d1", "delivered", 10], ["d2", "delivered", 20], ["d3", "delivered", 30]] as const
+      ) {
+        yield* job(id, status, at)
+        yield* attempt(id)
+      }
+      yield* job("x1", "dead", 10)
+      yield* job("x2", "dead", 10, "s2")
+      const remaining = (table: "jobs" | "attempts") =>
+        Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM ${sql(table)}`, (rows) => rows[0]!.n)
+
+      assert.strictEqual(yield* hot.purge({ status: "delivered", olderThan: 25, limit: 1 }), 1)
+      assert.strictEqual(yield* hot.purge({ status: "delivered", olderThan: 25, limit: 1 }), 1)
+      assert.strictEqual(yield* hot.purge({ status: "delivered", olderThan: 25, limit: 1 }), 0)
+      assert.deepStrictEqual([yield* remaining("jobs"), yield* remaining("attempts")], [3, 1])
+      assert.strictEqual(yield* hot.purge({ status: "dead", olderThan: 25, sourceId: "s2", limit: 10 }), 1)
+      const left = yield* sql<{ id: string }>`SELECT id FROM jobs ORDER BY id`
+      assert.deepStrictEqual(left.map((row) => row.id), ["d3", "x1"])
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+})
