@@ -3,7 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Array as Arr, DateTime, Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
-import { migrate } from "./Migrations.js"
+import { migrate, usageShards } from "./Migrations.js"
 import type {
   AttemptRecord,
   AudienceChunk,
@@ -62,6 +62,7 @@ import {
 } from "./Rows.js"
 import { SqliteHotPaths, SqliteReader } from "./SqliteConnection.js"
 import {
+  byUsageKey,
   claimParameters,
   type ClaimRequest,
   sqliteClaimExpired,
@@ -69,7 +70,8 @@ import {
   sqliteComplete,
   sqliteCompleteDelivered,
   sqliteInsertAttempts,
-  usageOnConflict
+  usageOnConflict,
+  usageOnShardConflict
 } from "./SqliteTransactions.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 
@@ -331,10 +333,20 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   // --- usage -----------------------------------------------------------------------------------
 
+  // PostgreSQL: each transaction adds to the next of the `usageShards` rows of a (source, day), in turn, so that
+  // concurrent commits do not queue for one row's lock (see the migration). Rows in key order: two transactions on
+  // one shard lock them in the same order.
+  let nextShard = 0
   const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
-    rows.length === 0 ?
-      Effect.void :
-      Effect.asVoid(sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.literal(usageOnConflict)}`)
+    rows.length === 0 ? Effect.void : Effect.asVoid(sql.onDialectOrElse({
+      pg: () => {
+        const shard = nextShard
+        nextShard = (nextShard + 1) % usageShards
+        const sharded = [...rows].sort(byUsageKey).map((row) => ({ ...row, shard }))
+        return sql`INSERT INTO usage_daily ${sql.insert(sharded)} ${sql.literal(usageOnShardConflict)}`
+      },
+      orElse: () => sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.literal(usageOnConflict)}`
+    }))
 
   const addUsage = Effect.fn("Store.addUsage")(
     function*(sourceId: string, now: number, delta: UsageDelta) {
@@ -348,8 +360,12 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const last = utcDay(now)
       const first = last - Math.max(1, Math.floor(days)) + 1
       const rows = yield* reads<Record<string, unknown>>`
-        SELECT day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs FROM usage_daily
-        WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}`
+        SELECT day, sum(api_calls) AS api_calls, sum(messages) AS messages, sum(filtered) AS filtered,
+          sum(delivered) AS delivered, sum(dead) AS dead, sum(latency_ms) AS latency_ms,
+          sum(latency_jobs) AS latency_jobs
+        FROM usage_daily
+        WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}
+        GROUP BY day`
       const byDay = new Map(rows.map((row) => [num(row.day), row]))
       const result: Array<UsageDay> = []
       for (let day = first; day <= last; day++) {

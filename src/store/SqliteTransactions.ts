@@ -65,9 +65,7 @@ export const sqliteComplete = `
   RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
     jobs.finished_at AS finished_at, jobs.created_at AS created_at`
 
-/** What a usage upsert adds to an existing (source, day) row. */
-export const usageOnConflict = `
-  ON CONFLICT (source_id, day) DO UPDATE SET
+const usageSums = `
     api_calls = usage_daily.api_calls + excluded.api_calls,
     messages = usage_daily.messages + excluded.messages,
     filtered = usage_daily.filtered + excluded.filtered,
@@ -75,6 +73,16 @@ export const usageOnConflict = `
     dead = usage_daily.dead + excluded.dead,
     latency_ms = usage_daily.latency_ms + excluded.latency_ms,
     latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`
+
+/** What a usage upsert adds to an existing (source, day) row. */
+export const usageOnConflict = `ON CONFLICT (source_id, day) DO UPDATE SET ${usageSums}`
+
+/** PostgreSQL's usage rows are sharded (`usageShards` in `Migrations.ts`): what an upsert adds to its shard's row. */
+export const usageOnShardConflict = `ON CONFLICT (source_id, day, shard) DO UPDATE SET ${usageSums}`
+
+/** The order usage rows are written in, so that transactions lock them in the same order. */
+export const byUsageKey = (a: { source_id: string; day: number }, b: { source_id: string; day: number }) =>
+  a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : a.day - b.day
 
 /** Sources left out of a claim, as one JSON array parameter (the text stays the same whatever their number). */
 const notExcluded = (excluding: boolean) => excluding ? " AND source_id NOT IN (SELECT value FROM json_each(?))" : ""

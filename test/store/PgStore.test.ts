@@ -1,11 +1,12 @@
 import { PgClient } from "@effect/sql-pg"
-import { describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Redacted } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { isPostgresUrl, layerPg } from "../../src/store/index.js"
+import { isPostgresUrl, layerPg, Store } from "../../src/store/index.js"
+import { utcDay } from "../../src/store/Rows.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
-import { storeSuite, survivesReopen } from "./storeSuite.js"
+import { entry, storeSuite, survivesReopen } from "./storeSuite.js"
 
 /**
  * The same suite against PostgreSQL at DATABASE_URL, each test in a new schema that is dropped
@@ -60,4 +61,53 @@ describe.skipIf(skipReason !== undefined)("Store (PostgreSQL)", () => {
       )
     )
   })
+
+  // Live clock: real connections; the wait only bounds how long the held row may keep the others back.
+  it.scopedLive("an ingest commit does not queue behind another transaction holding the day's usage row", () =>
+    Effect.gen(function*() {
+      const schema = newSchema()
+      const context = yield* Layer.build(
+        layerPg({ url, schema, maxConnections: 10 }).pipe(Layer.provide(dropSchemaAfterwards(url, schema)))
+      )
+      const store = yield* Effect.provide(Store, context)
+      const now = Date.UTC(2026, 0, 5, 12)
+      yield* store.upsertSource({ id: "web", writeKey: "wk_usage_rows" }, now)
+      yield* store.enqueue("web", [entry("first")], now)
+
+      // Another session holds shard 0 of the day's usage row in an open transaction.
+      const holding = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(
+        Effect.gen(function*() {
+          const sql = yield* PgClient.PgClient
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const held = yield* sql`UPDATE ${sql(schema)}.usage_daily SET api_calls = api_calls
+            WHERE source_id = 'web' AND day = ${utcDay(now)} AND shard = 0 RETURNING shard`
+            assert.strictEqual(held.length, 1, "the first commit's usage row is locked")
+            yield* Deferred.succeed(holding, undefined)
+            yield* Deferred.await(release)
+          }))
+        }).pipe(Effect.provide(admin(url)))
+      )
+      yield* Deferred.await(holding)
+
+      let committed = 0
+      const ingests = yield* Effect.forEach(
+        Array.from({ length: 8 }, (_, i) => i),
+        (i) =>
+          Effect.fork(Effect.tap(store.enqueue("web", [entry(`m${i}`)], now), () => Effect.sync(() => committed++))),
+        { concurrency: "unbounded" }
+      )
+      yield* Effect.sleep("3 seconds").pipe(
+        Effect.race(Effect.repeat(Effect.sleep("20 millis"), { until: () => committed >= 7 }))
+      )
+      const whileHeld = committed
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      yield* Fiber.joinAll(ingests)
+      // Eight commits take eight consecutive shards: at most one of them is the held one.
+      assert.isAtLeast(whileHeld, 7, `${whileHeld} of 8 commits went through while another session held one usage row`)
+      const [day] = yield* store.usage("web", now, 1)
+      assert.deepStrictEqual([day!.apiCalls, day!.messages], [9, 9])
+    }))
 })
