@@ -177,16 +177,28 @@ describe("operations: backlog gauge", () => {
       yield* outbox.enqueue("web", entries(["a", "b"]), 0)
 
       const asked: Array<BacklogOptions | undefined> = []
+      let answered = 0
       const recording = Context.add(
         context,
         Store,
         Store.of({
           ...outbox,
-          backlog: (options) => Effect.zipRight(Effect.sync(() => asked.push(options)), outbox.backlog(options))
+          backlog: (options) =>
+            Effect.zipRight(Effect.sync(() => asked.push(options)), outbox.backlog(options)).pipe(
+              Effect.tap(() => Effect.sync(() => answered++))
+            )
         })
       )
+      // The count's answer comes from the SQLite thread, in real time: wait for it (the gauge is set in the same step).
+      const counted = (n: number) =>
+        Effect.promise(async () => {
+          for (let waited = 0; answered < n && waited < 5_000; waited += 5) {
+            await new Promise((resolve) => setTimeout(resolve, 5))
+          }
+        })
       yield* Layer.build(BacklogGauge.layer()).pipe(Effect.provide(recording))
       yield* TestClock.adjust("0 millis")
+      yield* counted(1)
       // Never the delivered jobs: retention keeps them all, and the count would grow with every day of traffic.
       expect(asked).toStrictEqual([{ delivered: false }])
       expect(yield* gaugeValue("pending")).toBe(2)
@@ -197,13 +209,16 @@ describe("operations: backlog gauge", () => {
       yield* outbox.enqueue("web", entries(["c", "d", "e"]), 0)
       const [claimed] = yield* outbox.claimDue("owner-1", 0, 2, 60_000)
       yield* TestClock.adjust("4999 millis")
+      expect(answered).toBe(1)
       expect(yield* gaugeValue("pending")).toBe(2)
       yield* TestClock.adjust("1 millis")
+      yield* counted(2)
       expect(yield* gaugeValue("pending")).toBe(3)
       expect(yield* gaugeValue("delivering")).toBe(2)
 
       yield* outbox.markDead("owner-1", claimed!.id, 5_000, "410 Gone")
       yield* TestClock.adjust("5 seconds")
+      yield* counted(3)
       expect(yield* gaugeValue("delivering")).toBe(1)
       expect(yield* gaugeValue("dead")).toBe(1)
       expect(yield* gaugeValue("pending")).toBe(3)
