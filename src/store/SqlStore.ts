@@ -184,12 +184,12 @@ const toAttempt = (row: AttemptRow): StoredAttempt => ({
 
 // --- the store -------------------------------------------------------------------------------
 
+const backlogStatuses = ["pending", "delivering", "delivered", "dead"] as const
+
 /**
  * Builds the store over the `SqlClient` in context: applies SQLite connection settings, runs the
  * migrations, and returns the operations.
  */
-const backlogStatuses = ["pending", "delivering", "delivered", "dead"] as const
-
 export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // Reads that need no transaction and can be long (counts, admin lookups) go to SQLite's read-only connection when
@@ -337,11 +337,15 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   // concurrent commits do not queue for one row's lock (see the migration). Rows in key order: two transactions on
   // one shard lock them in the same order.
   let nextShard = 0
+  const takeShard = (): number => {
+    const shard = nextShard
+    nextShard = (nextShard + 1) % usageShards
+    return shard
+  }
   const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
     rows.length === 0 ? Effect.void : Effect.asVoid(sql.onDialectOrElse({
       pg: () => {
-        const shard = nextShard
-        nextShard = (nextShard + 1) % usageShards
+        const shard = takeShard()
         const sharded = [...rows].sort(byUsageKey).map((row) => ({ ...row, shard }))
         return sql`INSERT INTO usage_daily ${sql.insert(sharded)} ${sql.literal(usageOnShardConflict)}`
       },
@@ -504,8 +508,6 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       const inputs = Array.from(unique.values())
       const ids = newJobIds(now, inputs.length)
-      const shard = nextShard
-      nextShard = (nextShard + 1) % usageShards
       const rows = yield* sql<{ message_id: string }>`
         WITH input AS (
           SELECT * FROM unnest(
@@ -530,11 +532,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
             message_type, event)
           SELECT id, ${sourceId}, message_id, user_id, 'message', body, 'pending', ${now}, ${now}, message_type, event
           FROM accepted WHERE has_body
-          RETURNING id
         ),
         usage AS (
           INSERT INTO usage_daily (source_id, day, shard, api_calls, messages, filtered)
-          SELECT ${sourceId}, ${utcDay(now)}, ${shard}, ${options?.countApiCall === false ? 0 : 1},
+          SELECT ${sourceId}, ${utcDay(now)}, ${takeShard()}, ${options?.countApiCall === false ? 0 : 1},
             (SELECT count(*) FROM accepted), (SELECT count(*) FROM accepted WHERE NOT has_body AND filtered)
           ${sql.literal(usageOnShardConflict)}
         )
