@@ -11,7 +11,7 @@ export interface BacklogGaugeOptions {
 export const updateBacklog = Effect.gen(function*() {
   const store = yield* Store
   // Not the delivered jobs: the gauge does not show them, and counting every one retention keeps, every period, would
-  // hold the store (SQLite's one connection) for longer the longer the server runs.
+  // hold the store (SQLite's one writing connection) for longer the longer the server runs.
   const backlog = yield* store.backlog({ delivered: false })
   yield* Metric.set(backlogWithStatus("pending"), backlog.pending)
   yield* Metric.set(backlogWithStatus("delivering"), backlog.delivering)

@@ -1055,7 +1055,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   /**
    * Deletes finished jobs in chunks, each chunk its own short transaction, so that a large purge
-   * never blocks ingest on SQLite's single connection for long.
+   * never blocks ingest for long where connections are shared (SQLite's thread has `purgeJobsOnThread`).
    */
   const purgeJobsSql = (status: "delivered" | "dead", olderThan: number, sourceId: string | undefined) =>
     Effect.gen(function*() {

@@ -56,8 +56,9 @@ type Request = ThreadRequest extends infer R ? R extends { readonly id: number }
  * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
  * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
  *
- * As `@effect/sql-sqlite-node`'s `SqliteClient`, one connection serves everything. The thread runs
- * what it receives in order; a transaction holds a one-permit lock for its scope, so nothing else is
+ * As `@effect/sql-sqlite-node`'s `SqliteClient`, one connection serves every write (the long reads have a
+ * connection of their own, `SqliteReader`). The thread runs what it receives in order; a transaction
+ * holds a first-in-first-out, one-permit lock for its scope, so nothing else is
  * sent between its BEGIN and its COMMIT. Waits for answers are not interruptible: what was sent runs
  * to its end either way, and a claim's or a commit's answer must not be lost.
  */
