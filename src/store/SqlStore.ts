@@ -437,10 +437,22 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           RETURNING message_id`
     })
 
+  const enqueueResult = (
+    accepted: ReadonlySet<string>,
+    jobIds: ReadonlyArray<string>,
+    duplicateMessageIds: ReadonlyArray<string>
+  ): EnqueueResult => ({
+    accepted: accepted.size,
+    duplicates: duplicateMessageIds.length,
+    jobsCreated: jobIds.length,
+    jobIds,
+    duplicateMessageIds
+  })
+
   const enqueueSql = Effect.fn("Store.enqueue")(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
-      // Sorted keys: concurrent PostgreSQL requests lock seen rows in one order (no deadlock).
+      // Sorted keys: concurrent transactions lock seen rows in one order (no deadlock).
       const messageIds = Array.from(unique.keys()).sort()
       const cutoff = now - dedupeWindowMs
 
@@ -473,14 +485,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           messages: accepted.size,
           filtered
         })])
-        const result: EnqueueResult = {
-          accepted: accepted.size,
-          duplicates: duplicateMessageIds.length,
-          jobsCreated: jobIds.length,
-          jobIds,
-          duplicateMessageIds
-        }
-        return result
+        return enqueueResult(accepted, jobIds, duplicateMessageIds)
       }))
     },
     untraced,
@@ -546,14 +551,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
         else if (entry.body !== undefined) jobIds.push(ids[i]!)
       })
-      const result: EnqueueResult = {
-        accepted: accepted.size,
-        duplicates: duplicateMessageIds.length,
-        jobsCreated: jobIds.length,
-        jobIds,
-        duplicateMessageIds
-      }
-      return result
+      return enqueueResult(accepted, jobIds, duplicateMessageIds)
     },
     untraced,
     fail("enqueue")
@@ -1053,42 +1051,40 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   // --- retention -------------------------------------------------------------------------------
 
+  /** Runs `chunk(size)` until it deletes fewer than `size` rows; answers the total. */
+  const inChunks = <E>(size: number, chunk: (limit: number) => Effect.Effect<number, E>) =>
+    Effect.gen(function*() {
+      let total = 0
+      while (true) {
+        const deleted = yield* chunk(size)
+        total += deleted
+        if (deleted < size) return total
+      }
+    })
+
   /**
    * Deletes finished jobs in chunks, each chunk its own short transaction, so that a large purge
    * never blocks ingest for long where connections are shared (SQLite's thread has `purgeJobsOnThread`).
    */
   const purgeJobsSql = (status: "delivered" | "dead", olderThan: number, sourceId: string | undefined) =>
-    Effect.gen(function*() {
-      let total = 0
-      while (true) {
-        const deleted = yield* sql.withTransaction(Effect.gen(function*() {
-          const conditions = [sql`status = ${status}`, sql`finished_at < ${olderThan}`]
-          if (sourceId !== undefined) conditions.push(sql`source_id = ${sourceId}`)
-          const ids = (yield* sql<{ id: string }>`
-            SELECT id FROM jobs WHERE ${sql.and(conditions)} ORDER BY finished_at LIMIT ${purgeChunk}`)
-            .map((row) => row.id)
-          if (ids.length === 0) return 0
-          yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", ids)}`
-          yield* sql`DELETE FROM jobs WHERE ${sql.in("id", ids)}`
-          return ids.length
-        }))
-        total += deleted
-        if (deleted < purgeChunk) return total
-      }
-    })
+    inChunks(purgeChunk, (limit) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const conditions = [sql`status = ${status}`, sql`finished_at < ${olderThan}`]
+        if (sourceId !== undefined) conditions.push(sql`source_id = ${sourceId}`)
+        const ids = (yield* sql<{ id: string }>`
+          SELECT id FROM jobs WHERE ${sql.and(conditions)} ORDER BY finished_at LIMIT ${limit}`)
+          .map((row) => row.id)
+        if (ids.length === 0) return 0
+        yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", ids)}`
+        yield* sql`DELETE FROM jobs WHERE ${sql.in("id", ids)}`
+        return ids.length
+      })))
 
   // On SQLite's thread each chunk is one call, and the lock is held only to send it: an ingest commit waits for at
   // most the chunk's own run (`bench/support/retentionStall.ts`).
   const purgeJobsOnThread =
     (hot: SqliteHotPaths["Type"]) => (status: "delivered" | "dead", olderThan: number, sourceId: string | undefined) =>
-      Effect.gen(function*() {
-        let total = 0
-        while (true) {
-          const deleted = yield* hot.purge({ status, olderThan, sourceId, limit: purgeChunkOnThread })
-          total += deleted
-          if (deleted < purgeChunkOnThread) return total
-        }
-      })
+      inChunks(purgeChunkOnThread, (limit) => hot.purge({ status, olderThan, sourceId, limit }))
   const purgeJobs = Option.match(hotPaths, { onNone: () => purgeJobsSql, onSome: purgeJobsOnThread })
 
   const purgeDelivered = Effect.fn("Store.purgeDelivered")(
@@ -1107,16 +1103,14 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   const purgeSeen = Effect.fn("Store.purgeSeen")(
     function*(olderThan: number) {
-      const chunk = purgeChunk * 5
-      let total = 0
-      while (true) {
-        const rows = yield* sql<{ source_id: string }>`
-          DELETE FROM seen_messages WHERE (source_id, message_id) IN (
-            SELECT source_id, message_id FROM seen_messages WHERE seen_at < ${olderThan} LIMIT ${chunk})
-          RETURNING source_id`
-        total += rows.length
-        if (rows.length < chunk) return total
-      }
+      return yield* inChunks(purgeChunk * 5, (limit) =>
+        Effect.map(
+          sql<{ source_id: string }>`
+            DELETE FROM seen_messages WHERE (source_id, message_id) IN (
+              SELECT source_id, message_id FROM seen_messages WHERE seen_at < ${olderThan} LIMIT ${limit})
+            RETURNING source_id`,
+          (rows) => rows.length
+        ))
     },
     fail("purgeSeen")
   )
