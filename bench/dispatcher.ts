@@ -6,6 +6,7 @@
  * jobs with the receiver down.
  *
  *   node --expose-gc --import tsx bench/dispatcher.ts [--jobs 20000] [--pending 200000] [--only sqlite,pg,backlog]
+ *     [--rounds 3]
  *
  * `--fake sqlite|pg [--rounds 3]`: the dispatcher's own cost instead. A transport that answers 200 on the next turn
  * of the event loop (no socket), the same filled outbox; prints CPU µs per job (user + system of this process, from
@@ -345,53 +346,95 @@ const fakeMain = async (kind: "sqlite" | "pg") => {
   console.log(`fake transport, ${kind}: median ${cpu[Math.floor(cpu.length / 2)]!.toFixed(1)} µs CPU/job`)
 }
 
+type DispatcherRun = Awaited<ReturnType<typeof runDispatcher>>
+
+/** One round: a dispatcher run and its baseline, the mean of the raw runs just before and just after it. */
+interface Round {
+  readonly raw: number
+  readonly rawCpu: CpuPerJob
+  readonly run: DispatcherRun
+  readonly ratio: number
+}
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** The round whose ratio is the median (the lower middle one of an even count). */
+const medianRound = (rounds: ReadonlyArray<Round>): Round | undefined =>
+  [...rounds].sort((a, b) => a.ratio - b.ratio)[(rounds.length - 1) >> 1]
+
 const main = async () => {
   const fakeIndex = process.argv.indexOf("--fake")
   if (fakeIndex !== -1) return fakeMain(process.argv[fakeIndex + 1] === "pg" ? "pg" : "sqlite")
+  // This machine's speed drifts by a third between runs of the same code (other tenants): each store runs `rounds`
+  // times between raw runs, and the median round is reported with every round's ratio.
+  const rounds = Math.max(1, arg("rounds", 3))
   const sink = await startSink()
   const receiver = `${sink.url}/hook`
   try {
     // Warm the receiver and this process's JIT once, unmeasured.
     await rawUndici(receiver)
     sink.reset()
-    const [raw, rawCpu] = await cpuOf(sink, jobs, () => rawUndici(receiver))
-    sink.reset()
-    const sqlite = runs("sqlite") ? await runDispatcher("sqlite", receiver, sink.stats) : undefined
-    sink.reset()
-    const pg = process.env.DATABASE_URL === undefined || !runs("pg")
-      ? undefined
-      : await runDispatcher("pg", receiver, sink.stats)
-    sink.reset()
-    // The raw figure again after the dispatcher runs: the machine's load drifts, the ratio uses the mean of both.
-    const [rawAfter, rawAfterCpu] = await cpuOf(sink, jobs, () => rawUndici(receiver))
-    sink.reset()
+    const measureRaw = async () => {
+      const measured = await cpuOf(sink, jobs, () => rawUndici(receiver))
+      sink.reset()
+      return measured
+    }
+    const measureStore = async (kind: "sqlite" | "pg") => {
+      const run = await runDispatcher(kind, receiver, sink.stats)
+      sink.reset()
+      return run
+    }
+    const withPg = process.env.DATABASE_URL !== undefined && runs("pg")
+    const raws: Array<readonly [number, CpuPerJob]> = [await measureRaw()]
+    const pending: Array<{ readonly kind: "sqlite" | "pg"; readonly run: DispatcherRun; readonly after: number }> = []
+    for (let round = 0; round < rounds; round++) {
+      if (runs("sqlite")) pending.push({ kind: "sqlite", run: await measureStore("sqlite"), after: raws.length - 1 })
+      if (withPg) pending.push({ kind: "pg", run: await measureStore("pg"), after: raws.length - 1 })
+      raws.push(await measureRaw())
+    }
+    const roundsOf = (kind: "sqlite" | "pg"): Array<Round> =>
+      pending.filter((entry) => entry.kind === kind).map(({ after, run }) => {
+        const [before, beforeCpu] = raws[after]!
+        const [next, nextCpu] = raws[after + 1]!
+        const raw = (before + next) / 2
+        return {
+          raw,
+          rawCpu: { own: (beforeCpu.own + nextCpu.own) / 2, receiver: (beforeCpu.receiver + nextCpu.receiver) / 2 },
+          run,
+          ratio: run.jobsPerSecond / raw
+        }
+      })
+    const sqliteRounds = roundsOf("sqlite")
+    const pgRounds = roundsOf("pg")
+    const sqlite = medianRound(sqliteRounds)
+    const pg = medianRound(pgRounds)
     const backlog = runs("backlog") ? await runBacklog() : undefined
 
-    const baseline = (raw + rawAfter) / 2
-    const rawCpuMean = {
-      own: (rawCpu.own + rawAfterCpu.own) / 2,
-      receiver: (rawCpu.receiver + rawAfterCpu.receiver) / 2
-    }
     const cpuCells = (cpu: CpuPerJob) =>
       `${cpu.own.toFixed(0)} | ${cpu.receiver.toFixed(0)} | ${(cpu.own + cpu.receiver).toFixed(0)}`
-    const row = (label: string, run: { jobsPerSecond: number; peakRssBytes: number; cpu: CpuPerJob }) =>
-      `| ${label} | ${Math.round(run.jobsPerSecond)} | ${(run.jobsPerSecond / baseline).toFixed(2)}× | ${
-        cpuCells(run.cpu)
-      } | ${mb(run.peakRssBytes)} |`
-    const rows = [
-      `| raw undici request, C=${concurrency} (baseline: mean of before and after) | ${
-        Math.round(baseline)
-      } | 1.00× | ${cpuCells(rawCpuMean)} | |`,
-      `| (raw before / after the dispatcher runs) | ${Math.round(raw)} / ${Math.round(rawAfter)} | | | | | |`,
-      ...(sqlite === undefined ? [] : [row("dispatcher, SQLite outbox", sqlite)]),
-      ...(pg === undefined ? [] : [row("dispatcher, PostgreSQL outbox", pg)])
-    ]
-    const threadLine = (label: string, run: { perThread: ReturnType<typeof perJobByThread> } | undefined) =>
-      run === undefined ? [] : [`- ${label}: ${formatPerThread(run.perThread)}`]
+    const storeRows = (label: string, round: Round | undefined, all: ReadonlyArray<Round>) =>
+      round === undefined ? [] : [
+        `| raw undici request, C=${concurrency} (baseline of the ${label} round) | ${Math.round(round.raw)} | 1.00× | ${
+          cpuCells(round.rawCpu)
+        } | |`,
+        `| dispatcher, ${label} outbox | ${Math.round(round.run.jobsPerSecond)} | ${round.ratio.toFixed(2)}× | ${
+          cpuCells(round.run.cpu)
+        } | ${mb(round.run.peakRssBytes)} |`,
+        `| ${label}: every round's ratio (median ${median(all.map((r) => r.ratio)).toFixed(2)}×) | ${
+          all.map((r) => `${r.ratio.toFixed(2)}×`).join(", ")
+        } | | | | | |`
+      ]
+    const rows = [...storeRows("SQLite", sqlite, sqliteRounds), ...storeRows("PostgreSQL", pg, pgRounds)]
+    const threadLine = (label: string, round: Round | undefined) =>
+      round === undefined ? [] : [`- ${label}: ${formatPerThread(round.run.perThread)}`]
     const threadSplit = [...threadLine("SQLite outbox", sqlite), ...threadLine("PostgreSQL outbox", pg)]
     const threadLines = threadSplit.length === 0 ? "" : `
-CPU µs per job of the dispatcher process's threads (\`/proc/self/task\`; of the other threads, the largest is
-SQLite's on the SQLite outbox, the rest are mostly V8's GC helpers):
+CPU µs per job of the dispatcher process's threads in the median round (\`/proc/self/task\`; of the other threads, the
+largest is SQLite's on the SQLite outbox, the rest are mostly V8's GC helpers):
 ${threadSplit.join("\n")}
 `
     const optionsLine = optionsIndex === -1 ? "" : `
@@ -414,10 +457,12 @@ ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run benc
 ${jobs} jobs (track bodies of ~${bodies[0]!.length} bytes) already in the outbox, one source, one webhook URL on a
 loopback receiver in its own process; time from the dispatcher's start until the receiver has every message id.
 The baseline POSTs the same bodies to the same receiver with undici's \`request\` at the dispatcher's per-endpoint
-concurrency (${concurrency}), in the same process and run, before and after the dispatcher runs. Peak RSS of the
-dispatcher runs is this process's (it includes what earlier phases left). CPU is µs per job: this process (all its
-threads: the SQLite thread, GC), the receiver process, and both; on this 2-core machine the phases are bound by the
-CPU they share, so CPU per job is the steadier figure when the machine's speed drifts.
+concurrency (${concurrency}), in the same process. Each store ran ${rounds} rounds, a raw run before and after each
+round (the round's baseline is their mean): the machine's speed drifts between runs, so the round with the median ratio
+is shown in full and every round's ratio is listed. Peak RSS of the dispatcher runs is this process's (it includes what
+earlier phases left). CPU is µs per job: this process (all its threads: the SQLite thread, GC), the receiver process,
+and both; on this 2-core machine the phases are bound by the CPU they share, so CPU per job is the steadier figure when
+the machine's speed drifts.
 
 | path | jobs/s | ratio to raw | CPU µs/job, dispatcher process | CPU µs/job, receiver | CPU µs/job, both | peak RSS (MB) |
 |---|---:|---:|---:|---:|---:|---:|
@@ -427,15 +472,18 @@ Target: SQLite ≥ 0.5× the raw figure.
 ${threadLines}${optionsLine}${memory}`
     // A partial run (--only) is printed, not written over the full results.
     if (only === undefined) {
+      const summary = (all: ReadonlyArray<Round>) =>
+        all.length === 0 ? undefined : {
+          medianRatio: median(all.map((r) => r.ratio)),
+          rounds: all.map(({ ratio, raw, rawCpu, run }) => ({ ratio, raw, rawCpu, ...run }))
+        }
       writeResults("dispatcher", markdown, {
         jobs,
         concurrency,
-        raw,
-        rawAfter,
-        rawCpu,
-        rawAfterCpu,
-        sqlite,
-        pg,
+        rounds,
+        raws: raws.map(([jobsPerSecond, cpu]) => ({ jobsPerSecond, cpu })),
+        sqlite: summary(sqliteRounds),
+        pg: summary(pgRounds),
         backlog
       })
     }
