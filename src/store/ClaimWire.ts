@@ -1,5 +1,5 @@
 import type { ClaimedJob, JobKind } from "./Model.js"
-import { type ClaimTuple, num, numOrNull } from "./Rows.js"
+import { type ClaimTuple, jobsInDueOrder } from "./Rows.js"
 
 /**
  * A claim's jobs as they cross from the SQLite thread: their fields as one JSON text and their bodies
@@ -7,69 +7,58 @@ import { type ClaimTuple, num, numOrNull } from "./Rows.js"
  * own to copy and to collect.
  */
 export interface ClaimWire {
-  /** Per job: id, source, message id, user id, kind, created, first attempt, due, attempts, endpoint state (JSON
-   * text or null), lease end, and where its body ends in `bodies`. */
+  /** A JSON array of each job's fields as SQLite wrote them (`ClaimTuple`); the bodies follow each other in `bodies`
+   * in the same order, each as long as its last field says. */
   readonly fields: string
   readonly bodies: Uint8Array<ArrayBuffer>
 }
 
 type WireRow = [
-  string,
-  string,
-  string,
-  string | null,
-  string,
-  number,
-  number | null,
-  number,
-  number,
-  string | null,
-  number,
-  number
+  id: string,
+  sourceId: string,
+  messageId: string,
+  userId: string | null,
+  kind: string,
+  createdAt: number,
+  firstAttemptAt: number | null,
+  nextDueAt: number,
+  attempts: number,
+  endpointState: string | null,
+  leaseExpiresAt: number,
+  bodyLength: number
 ]
 
 /** Encodes claimed rows (in the SQLite thread); transfer `bodies.buffer` with the message. */
 export const encodeClaim = (rows: ReadonlyArray<ClaimTuple>): ClaimWire => {
   let size = 0
-  for (const row of rows) size += row[5].byteLength
+  for (const row of rows) size += row[1].byteLength
   const bodies = new Uint8Array(size)
-  const fields: Array<WireRow> = []
+  const fields = new Array<string>(rows.length)
   let end = 0
-  for (const [id, sourceId, messageId, userId, kind, body, createdAt, first, due, attempts, state, lease] of rows) {
+  for (let i = 0; i < rows.length; i++) {
+    const [text, body] = rows[i]!
     bodies.set(body, end)
     end += body.byteLength
-    fields.push([
-      id,
-      sourceId,
-      messageId,
-      userId,
-      kind,
-      num(createdAt),
-      numOrNull(first),
-      num(due),
-      num(attempts),
-      state,
-      num(lease),
-      end
-    ])
+    fields[i] = text
   }
-  return { fields: JSON.stringify(fields), bodies }
+  return { fields: `[${fields.join(",")}]`, bodies }
 }
 
-/** The claimed jobs of a wire (in the main thread), in the order they were encoded; bodies are views of one buffer. */
+/** The claimed jobs of a wire (in the main thread), in due order; bodies are views of one buffer. */
 export const decodeClaim = (wire: ClaimWire): Array<ClaimedJob> => {
   const rows = JSON.parse(wire.fields) as Array<WireRow>
   const jobs = new Array<ClaimedJob>(rows.length)
   let start = 0
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!
+    const end = start + row[11]
     jobs[i] = {
       id: row[0],
       sourceId: row[1],
       messageId: row[2],
       userId: row[3],
       kind: row[4] as JobKind,
-      body: wire.bodies.subarray(start, row[11]),
+      body: wire.bodies.subarray(start, end),
       createdAt: row[5],
       firstAttemptAt: row[6],
       nextDueAt: row[7],
@@ -77,7 +66,7 @@ export const decodeClaim = (wire: ClaimWire): Array<ClaimedJob> => {
       endpointState: row[9] === null ? null : JSON.parse(row[9]),
       leaseExpiresAt: row[10]
     }
-    start = row[11]
+    start = end
   }
-  return jobs
+  return jobsInDueOrder(jobs)
 }

@@ -120,26 +120,20 @@ export interface ClaimRow {
 }
 
 /**
- * A claimed row as the SQLite thread reads it: `claimColumns` in order, a statement in raw mode (measured: 10.7
- * against 15 µs a claimed row for objects).
+ * A claimed row as the SQLite thread reads it (`claimTupleColumns`, a statement in raw mode): its fields as one JSON
+ * array text, `[id, source, message id, user id, kind, created, first attempt, due, attempts, endpoint state (JSON text
+ * or null), lease end, body length]`, and its body. better-sqlite3 builds each raw row with one generic property store
+ * per column (~1 000 instructions each, measured with callgrind): two columns instead of twelve cut the claim's
+ * instructions by about a third, and the wire's JSON is the rows' texts joined.
  */
-export type ClaimTuple = readonly [
-  id: string,
-  sourceId: string,
-  messageId: string,
-  userId: string | null,
-  kind: string,
-  body: Uint8Array,
-  createdAt: unknown,
-  firstAttemptAt: unknown,
-  nextDueAt: unknown,
-  attempts: unknown,
-  endpointState: string | null,
-  leaseExpiresAt: unknown
-]
+export type ClaimTuple = readonly [fields: string, body: Uint8Array]
 
 export const claimColumns =
   "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"
+
+/** What the SQLite thread's claim returns per row: see `ClaimTuple`. */
+export const claimTupleColumns = `json_array(id, source_id, message_id, user_id, kind, created_at, first_attempt_at,
+    next_due_at, attempts, endpoint_state, lease_expires_at, length(body)), body`
 
 export const toClaimed = (row: ClaimRow): ClaimedJob => ({
   id: row.id,
@@ -163,9 +157,9 @@ const dueThenId = (dueA: unknown, idA: string, dueB: unknown, idB: string) =>
 export const rowsInDueOrder = (rows: Array<ClaimRow>): Array<ClaimRow> =>
   rows.sort((a, b) => dueThenId(a.next_due_at, a.id, b.next_due_at, b.id))
 
-/** `rowsInDueOrder` for the SQLite thread's tuples. */
-export const tuplesInDueOrder = (rows: Array<ClaimTuple>): Array<ClaimTuple> =>
-  rows.sort((a, b) => dueThenId(a[8], a[0], b[8], b[0]))
+/** `rowsInDueOrder` for claimed jobs. */
+export const jobsInDueOrder = (jobs: Array<ClaimedJob>): Array<ClaimedJob> =>
+  jobs.sort((a, b) => dueThenId(a.nextDueAt, a.id, b.nextDueAt, b.id))
 
 // --- completions ------------------------------------------------------------------------------
 

@@ -819,7 +819,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           RETURNING j.id, j.source_id, j.finished_at, j.created_at`,
       orElse: () =>
         sql.unsafe<{ id: string; source_id: string; finished_at: unknown; created_at: unknown }>(
-          sqliteCompleteDelivered,
+          sqliteCompleteDelivered(),
           [json, owner]
         )
     })

@@ -13,6 +13,8 @@ export interface PreparedStatement {
   readonly all: (...params: ReadonlyArray<unknown>) => Array<any>
   readonly run: (...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: unknown }
   readonly raw: (on: boolean) => PreparedStatement
+  /** Rows as their first column's value alone. */
+  readonly pluck: (on: boolean) => PreparedStatement
 }
 
 /**

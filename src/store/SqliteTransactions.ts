@@ -5,6 +5,7 @@ import {
   chunksOf,
   claimColumns,
   type ClaimTuple,
+  claimTupleColumns,
   type CompletedRow,
   completionRows,
   firstOfEachMessageId,
@@ -13,7 +14,6 @@ import {
   type makeJobIds,
   makeTally,
   sortOutSeen,
-  tuplesInDueOrder,
   utcDay
 } from "./Rows.js"
 import type { Database } from "./SqliteDriver.js"
@@ -27,8 +27,15 @@ export const sqliteInsertAttempts = `
     value ->> 8
   FROM json_each(?)`
 
+/** What a completion returns per job: read as `CompletedRow` objects through the SqlClient. */
+const completedColumns = "jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at, " +
+  "jobs.created_at AS created_at"
+
+/** `completedColumns` as one JSON array text per row, for the SQLite thread (see `ClaimTuple` on raw rows' cost). */
+const completedJson = "json_array(jobs.id, jobs.source_id, jobs.finished_at, jobs.created_at)"
+
 /** Plain deliveries, rows `[id, at, first, inc]`, lease-guarded. Parameters: the JSON, the owner. */
-export const sqliteCompleteDelivered = `
+export const sqliteCompleteDelivered = (returning: string = completedColumns) => `
   UPDATE jobs SET
     status = 'delivered',
     finished_at = v.value ->> 1,
@@ -39,8 +46,7 @@ export const sqliteCompleteDelivered = `
     lease_expires_at = NULL
   FROM json_each(?) AS v
   WHERE jobs.id = v.value ->> 0 AND jobs.status = 'delivering' AND jobs.lease_owner = ?
-  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at,
-    jobs.created_at AS created_at`
+  RETURNING ${returning}`
 
 /** Any completion, rows as `CompletionRow` objects, lease-guarded. Parameters: the JSON, the owner. */
 export const sqliteComplete = `
@@ -87,20 +93,23 @@ export const byUsageKey = (a: { source_id: string; day: number }, b: { source_id
 /** Sources left out of a claim, as one JSON array parameter (the text stays the same whatever their number). */
 const notExcluded = (excluding: boolean) => excluding ? " AND source_id NOT IN (SELECT value FROM json_each(?))" : ""
 
-// Each UPDATE is atomic on its own (SQLite runs one statement at a time). Parameters: `claimParameters`.
-export const sqliteClaimExpired = (excluding: boolean) => `
+// Each UPDATE is atomic on its own (SQLite runs one statement at a time). Parameters: `claimParameters`. The rows are
+// chosen by rowid: the due index holds it, so the subquery reads no table row and the UPDATE needs no look-up of the
+// text key (measured with callgrind: ~9 % fewer SQLite instructions per claimed row). `returning`: the SqlClient path
+// reads `claimColumns` as objects, the SQLite thread `claimTupleColumns`.
+export const sqliteClaimExpired = (excluding: boolean, returning: string = claimColumns) => `
   UPDATE jobs SET lease_owner = ?, lease_expires_at = ?
-  WHERE id IN (
-    SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ?${notExcluded(excluding)}
+  WHERE rowid IN (
+    SELECT rowid FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ?${notExcluded(excluding)}
     ORDER BY lease_expires_at LIMIT ?)
-  RETURNING ${claimColumns}`
+  RETURNING ${returning}`
 
-export const sqliteClaimPending = (excluding: boolean) => `
+export const sqliteClaimPending = (excluding: boolean, returning: string = claimColumns) => `
   UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
-  WHERE id IN (
-    SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ?${notExcluded(excluding)}
+  WHERE rowid IN (
+    SELECT rowid FROM jobs WHERE status = 'pending' AND next_due_at <= ?${notExcluded(excluding)}
     ORDER BY next_due_at LIMIT ?)
-  RETURNING ${claimColumns}`
+  RETURNING ${returning}`
 
 export interface ClaimRequest {
   readonly owner: string
@@ -147,7 +156,7 @@ export interface PurgeRequest {
 export interface Transactions {
   /** One request's dedupe, job rows and usage count. */
   readonly enqueue: (request: EnqueueRequest) => EnqueueResult
-  /** Due jobs (expired leases first when asked), leased to the owner, as rows in due order. */
+  /** Due jobs (expired leases first when asked), leased to the owner, as rows in no particular order. */
   readonly claim: (request: ClaimRequest) => Array<ClaimTuple>
   /** A batch of finished jobs, their attempts and usage, lease-guarded. */
   readonly complete: (request: CompleteRequest) => CompleteResult
@@ -163,7 +172,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     SELECT ?, value, ? FROM json_each(?) WHERE true
     ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
     WHERE seen_messages.seen_at <= ?
-    RETURNING message_id`)
+    RETURNING message_id`).pluck(true)
   const job = db.prepare(`
     INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
     VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
@@ -177,10 +186,8 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     if (unique.size > 0) {
       // Sorted, as on PostgreSQL (where concurrent requests must lock seen rows in one order).
       const messageIds = Array.from(unique.keys()).sort()
-      const rows = seen.all(sourceId, now, JSON.stringify(messageIds), now - dedupeWindowMs) as Array<
-        { readonly message_id: string }
-      >
-      for (const row of rows) accepted.add(row.message_id)
+      const ids = seen.all(sourceId, now, JSON.stringify(messageIds), now - dedupeWindowMs) as Array<string>
+      for (const id of ids) accepted.add(id)
     }
     const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
     const jobIds = newJobIds(now, withBody.length)
@@ -209,8 +216,15 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
   })
 
   const tuples = (text: string) => db.prepare(text).raw(true)
-  const claimExpired = [tuples(sqliteClaimExpired(false)), tuples(sqliteClaimExpired(true))] as const
-  const claimPending = [tuples(sqliteClaimPending(false)), tuples(sqliteClaimPending(true))] as const
+  const claimExpired = [
+    tuples(sqliteClaimExpired(false, claimTupleColumns)),
+    tuples(sqliteClaimExpired(true, claimTupleColumns))
+  ] as const
+  const claimPending = [
+    tuples(sqliteClaimPending(false, claimTupleColumns)),
+    tuples(sqliteClaimPending(true, claimTupleColumns))
+  ] as const
+  // Rows in no particular order: the main thread sorts the decoded jobs (`decodeClaim`).
   const claim = db.transaction((request: ClaimRequest): Array<ClaimTuple> => {
     const { limit } = request
     if (limit <= 0) return []
@@ -221,7 +235,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
       : []
     const room = limit - expired.length
     const pending = room <= 0 ? [] : claimPending[excluding].all(...claimParameters(request, room)) as Array<ClaimTuple>
-    return tuplesInDueOrder(expired.length === 0 ? pending : expired.concat(pending))
+    return expired.length === 0 ? pending : expired.concat(pending)
   })
 
   // One prepared INSERT per attempt, not `sqliteInsertAttempts`' JSON: on this thread there is no round trip to save,
@@ -229,7 +243,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
   const insertAttempt = db.prepare(`
     INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-  const delivered = db.prepare(sqliteCompleteDelivered)
+  const delivered = db.prepare(sqliteCompleteDelivered(completedJson)).pluck(true)
   const general = db.prepare(sqliteComplete)
   const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
   const complete = db.transaction(({ attempts, completions, owner }: CompleteRequest): CompleteResult => {
@@ -237,8 +251,11 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     for (const record of attempts) insertAttempt.run(...attemptRow(record))
     const tally = makeTally()
     for (const chunk of chunksOf(plain, jsonChunk)) {
-      for (const row of delivered.all(JSON.stringify(chunk), owner) as Array<CompletedRow>) {
-        tally.count(row, "delivered")
+      const texts = delivered.all(JSON.stringify(chunk), owner) as Array<string>
+      if (texts.length === 0) continue
+      const rows = JSON.parse(`[${texts.join(",")}]`) as Array<[string, string, number, number]>
+      for (const [id, source_id, finished_at, created_at] of rows) {
+        tally.count({ id, source_id, finished_at, created_at }, "delivered")
       }
     }
     for (const chunk of chunksOf(other, idChunk)) {

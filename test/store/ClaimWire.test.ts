@@ -2,7 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { decodeClaim, encodeClaim } from "../../src/store/ClaimWire.js"
 import type { ClaimRow, ClaimTuple } from "../../src/store/Rows.js"
 
-/** A claimed row as the SQLite thread's raw statement returns it: `claimColumns` in order. */
+/** A claimed row as the SQLite thread's raw statement returns it (`claimTupleColumns`): SQLite's `json_array` of the
+ * fields, then the body. */
 const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): ClaimTuple => {
   const columns: ClaimRow = {
     id,
@@ -19,20 +20,21 @@ const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): Claim
     lease_expires_at: 62_000,
     ...overrides
   }
-  return [
+  const fields = JSON.stringify([
     columns.id,
     columns.source_id,
     columns.message_id,
     columns.user_id,
     columns.kind,
-    columns.body,
     columns.created_at,
     columns.first_attempt_at,
     columns.next_due_at,
     columns.attempts,
     columns.endpoint_state,
-    columns.lease_expires_at
-  ]
+    columns.lease_expires_at,
+    columns.body.byteLength
+  ])
+  return [fields, columns.body]
 }
 
 describe("ClaimWire", () => {
@@ -92,6 +94,23 @@ describe("ClaimWire", () => {
         }
       ]
     )
+  })
+
+  it("hands the jobs over in due order, ties by id, each with its own body", () => {
+    const wire = encodeClaim([
+      row("c", "third", { next_due_at: 3000 }),
+      row("b", "second", { next_due_at: 2000 }),
+      row("a", "first", { next_due_at: 2000 }),
+      row("d", "fourth", { next_due_at: 4000 })
+    ])
+    const jobs = decodeClaim(wire)
+    assert.deepStrictEqual(jobs.map((job) => job.id), ["a", "b", "c", "d"])
+    assert.deepStrictEqual(jobs.map((job) => Buffer.from(job.body).toString("utf8")), [
+      "first",
+      "second",
+      "third",
+      "fourth"
+    ])
   })
 
   it("an empty claim is an empty list", () => {
