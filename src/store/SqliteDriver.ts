@@ -11,6 +11,8 @@ export interface Database {
 export interface PreparedStatement {
   readonly reader: boolean
   readonly all: (...params: ReadonlyArray<unknown>) => Array<any>
+  /** The first row, or `undefined`. */
+  readonly get: (...params: ReadonlyArray<unknown>) => any
   readonly run: (...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: unknown }
   readonly raw: (on: boolean) => PreparedStatement
   /** Rows as their first column's value alone. */

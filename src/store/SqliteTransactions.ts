@@ -220,10 +220,38 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     tuples(sqliteClaimExpired(false, claimTupleColumns)),
     tuples(sqliteClaimExpired(true, claimTupleColumns))
   ] as const
-  const claimPending = [
-    tuples(sqliteClaimPending(false, claimTupleColumns)),
-    tuples(sqliteClaimPending(true, claimTupleColumns))
-  ] as const
+  const claimPending = tuples(sqliteClaimPending(false, claimTupleColumns))
+
+  // A claim that leaves sources out takes the other sources' due jobs one source at a time through
+  // `jobs_pending_source` (migration 7): the sources with pending jobs one index seek each, then each included source's
+  // earliest `room` due jobs, of which the `room` earliest of all are leased. The same jobs the due index gives in due
+  // order, without walking the left-out sources' rows (see the migration).
+  const sourceAfter = db.prepare(`
+    SELECT source_id FROM jobs WHERE status = 'pending' AND source_id > ? ORDER BY source_id LIMIT 1`).pluck(true)
+  const dueOfSource = db.prepare(`
+    SELECT rowid, next_due_at FROM jobs WHERE status = 'pending' AND source_id = ? AND next_due_at <= ?
+    ORDER BY next_due_at LIMIT ?`).raw(true)
+  const leaseRows = tuples(`
+    UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
+    WHERE rowid IN (SELECT value FROM json_each(?)) AND status = 'pending'
+    RETURNING ${claimTupleColumns}`)
+  const claimPendingExcluding = (request: ClaimRequest, room: number): Array<ClaimTuple> => {
+    const excluded = new Set(request.excludeSourceIds)
+    const due: Array<readonly [rowid: number, nextDueAt: number]> = []
+    for (
+      let source = sourceAfter.get("") as string | undefined;
+      source !== undefined;
+      source = sourceAfter.get(source) as string | undefined
+    ) {
+      if (excluded.has(source)) continue
+      for (const row of dueOfSource.all(source, request.now, room)) due.push(row as [number, number])
+    }
+    if (due.length === 0) return []
+    due.sort((a, b) => a[1] - b[1] || a[0] - b[0])
+    const rowids = due.length > room ? due.slice(0, room).map((row) => row[0]) : due.map((row) => row[0])
+    return leaseRows.all(request.owner, request.now + request.leaseMs, JSON.stringify(rowids)) as Array<ClaimTuple>
+  }
+
   // Rows in no particular order: the main thread sorts the decoded jobs (`decodeClaim`).
   const claim = db.transaction((request: ClaimRequest): Array<ClaimTuple> => {
     const { limit } = request
@@ -234,7 +262,11 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
       ? claimExpired[excluding].all(...claimParameters(request, limit)) as Array<ClaimTuple>
       : []
     const room = limit - expired.length
-    const pending = room <= 0 ? [] : claimPending[excluding].all(...claimParameters(request, room)) as Array<ClaimTuple>
+    const pending = room <= 0
+      ? []
+      : excluding === 1
+      ? claimPendingExcluding(request, room)
+      : claimPending.all(...claimParameters(request, room)) as Array<ClaimTuple>
     return expired.length === 0 ? pending : expired.concat(pending)
   })
 

@@ -343,6 +343,27 @@ export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>, options: Su
     )
 
     test(
+      "a claim that leaves a source out takes the earliest due jobs of all the others, in due order",
+      Effect.gen(function*() {
+        const store = yield* Store
+        // The left-out source's due jobs come first in due order, as a full mailbox's backlog does.
+        yield* store.enqueue("web", Array.from({ length: 50 }, (_, i) => entry(`w${i}`)), T0)
+        yield* store.enqueue("cli", [entry("c1"), entry("c2")], T0 + 1)
+        yield* store.enqueue("app", [entry("a1"), entry("a2"), entry("a3")], T0 + 3)
+        yield* store.enqueue("cli", [entry("c3")], T0 + 5)
+        yield* store.enqueue("app", [entry("a4")], T0 + 100)
+        const first = yield* store.claimDue("w", T0 + 10, 4, second, { excludeSourceIds: ["web"] })
+        assert.deepStrictEqual(first.map((job) => job.messageId), ["c1", "c2", "a1", "a2"])
+        // a4 is not due yet.
+        const second_ = yield* store.claimDue("w", T0 + 10, 10, second, { excludeSourceIds: ["web"] })
+        assert.deepStrictEqual(second_.map((job) => job.messageId), ["a3", "c3"])
+        assert.deepStrictEqual(yield* store.claimDue("w", T0 + 10, 10, second, { excludeSourceIds: ["web"] }), [])
+        const web = yield* store.claimDue("w", T0 + 10, 100, second, { excludeSourceIds: ["app"] })
+        assert.deepStrictEqual(web.map((job) => job.messageId), Array.from({ length: 50 }, (_, i) => `w${i}`))
+      })
+    )
+
+    test(
       options.shared
         ? "leases are not recovered at start on a shared database"
         : "at start, jobs a dead process left delivering go back to pending",
