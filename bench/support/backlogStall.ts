@@ -4,10 +4,13 @@
  * mailbox fills, so its claims leave that source out), then for 10 s enqueues 10 messages every 20 ms and prints the
  * enqueues' p50/p99/max, the time of one claim that leaves the backlog's source out, and each busy thread's CPU share.
  *
- *   npx tsx bench/support/backlogStall.ts [pending=200000]
+ *   npx tsx bench/support/backlogStall.ts [pending=200000] [--pg]
+ *
+ * `--pg`: the same on PostgreSQL at DATABASE_URL (a schema of its own, dropped after), with the CPU share of every
+ * `postgres` process of this machine in that time.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
@@ -16,18 +19,40 @@ import * as Transport from "../../src/delivery/Transport.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
+import { dropPgSchema } from "./processes.js"
 import { threadTimes } from "./threads.js"
 
 const pending = Number(process.argv[2] ?? 200_000)
+const onPg = process.argv.includes("--pg")
+const schema = `backlog_stall_${process.pid}`
 const directory = mkdtempSync(join(tmpdir(), "hookrelay-backlog-stall-"))
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", event: "Order Completed", userId: "u" }))
+
+/** CPU time of every `postgres` process of this machine, in µs (clock ticks of 10 ms). */
+const postgresMicros = (): number => {
+  let ticks = 0
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== "postgres") continue
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return ticks * 10_000
+}
 
 const percentile = (values: Array<number>, p: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
 
 const stores = ManagedRuntime.make(
   Layer.mergeAll(Transport.layer({ allowPrivateNetworks: true }), OutboxSignal.layer, Outcomes.layer).pipe(
-    Layer.provideMerge(StoreLayers.layerSqlite({ directory }))
+    Layer.provideMerge(
+      onPg ? StoreLayers.layerPg({ url: process.env.DATABASE_URL!, schema }) : StoreLayers.layerSqlite({ directory })
+    )
   )
 )
 const withStore = <A>(f: (store: Store["Type"]) => Effect.Effect<A, unknown>) =>
@@ -58,6 +83,7 @@ try {
   await dispatcher.runtime()
   await new Promise((resolve) => setTimeout(resolve, 2000))
   const before = threadTimes()
+  const postgresBefore = onPg ? postgresMicros() : 0
   const started = performance.now()
   const times: Array<number> = []
   for (let n = 0; performance.now() - started < 10_000; n += 10) {
@@ -69,6 +95,7 @@ try {
   }
   const seconds = (performance.now() - started) / 1000
   const after = threadTimes()
+  const postgresShare = onPg ? (postgresMicros() - postgresBefore) / 1e4 / seconds : 0
   await dispatcher.dispose()
   const shares: Array<string> = []
   for (const [tid, { micros, name }] of after) {
@@ -76,12 +103,15 @@ try {
     if (share >= 1) shares.push(`${name === "main" ? "main" : tid} ${share.toFixed(1)} %`)
   }
   console.log(
-    `${pending} pending jobs of a down endpoint. A claim leaving their source out: ${claimMs.toFixed(1)} ms. ` +
+    `${onPg ? "PostgreSQL" : "SQLite"}: ${pending} pending jobs of a down endpoint. A claim leaving their source out: ${
+      claimMs.toFixed(1)
+    } ms. ` +
       `Enqueue of 10 every 20 ms (${times.length}): p50 ${percentile(times, 50).toFixed(2)} ms, ` +
       `p99 ${percentile(times, 99).toFixed(2)} ms, max ${Math.max(...times).toFixed(2)} ms. ` +
-      `CPU of the busy threads: ${shares.join(", ")}.`
+      `CPU of the busy threads: ${shares.join(", ")}${onPg ? `; of PostgreSQL: ${postgresShare.toFixed(1)} %` : ""}.`
   )
 } finally {
   await stores.dispose()
   rmSync(directory, { recursive: true, force: true })
+  if (onPg) await dropPgSchema(schema)
 }
