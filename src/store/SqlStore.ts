@@ -646,9 +646,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
             SELECT due.id FROM included CROSS JOIN LATERAL (
               SELECT id, next_due_at FROM jobs
               WHERE status = 'pending' AND source_id = included.source_id AND next_due_at <= ${now}
-              ORDER BY next_due_at LIMIT ${room} FOR UPDATE SKIP LOCKED
+              ORDER BY next_due_at, id LIMIT ${room} FOR UPDATE SKIP LOCKED
             ) AS due
-            ORDER BY due.next_due_at LIMIT ${room})
+            ORDER BY due.next_due_at, due.id LIMIT ${room})
           RETURNING ${columns}`
       const claimPending = (room: number) =>
         sql.onDialectOrElse({
