@@ -632,8 +632,9 @@ export const make = (options: DispatcherOptions = {}) =>
     // costs as much as a small claim and almost always finds nothing.
     const expiredEvery = Math.max(1, Math.min(1000, Math.floor(leaseMillis / 4)))
     let expiredCheckedAt = -Infinity
-    // The last claim that left saturated sources out and found nothing: the same claim is not sent again (it walks
-    // the saturated sources' due rows to find none) until `idlePoll` later or until the saturated sources change. A
+    // The last claim that left saturated sources out and found nothing: the same claim is not sent again until
+    // `idlePoll` later or until the saturated sources change, so that a full mailbox does not turn every doorbell ring
+    // (every ingest commit of its source) into a claim (one index probe per source with pending jobs, migration 7). A
     // claim without exclusions in between does not forget it (it would have found the other sources' due jobs too).
     let emptyExclusion: { readonly key: string; readonly until: number } | undefined
 
