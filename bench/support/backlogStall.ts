@@ -10,7 +10,7 @@
  * `postgres` process of this machine in that time.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
@@ -19,34 +19,15 @@ import * as Transport from "../../src/delivery/Transport.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
+import { percentile } from "./percentile.js"
 import { dropPgSchema } from "./processes.js"
-import { threadTimes } from "./threads.js"
+import { processesMicros, threadTimes } from "./threads.js"
 
 const pending = Number(process.argv[2] ?? 200_000)
 const onPg = process.argv.includes("--pg")
 const schema = `backlog_stall_${process.pid}`
 const directory = mkdtempSync(join(tmpdir(), "hookrelay-backlog-stall-"))
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", event: "Order Completed", userId: "u" }))
-
-/** CPU time of every `postgres` process of this machine, in µs (clock ticks of 10 ms). */
-const postgresMicros = (): number => {
-  let ticks = 0
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== "postgres") continue
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-      ticks += Number(fields[11]) + Number(fields[12])
-    } catch {
-      // The process ended between the listing and the read.
-    }
-  }
-  return ticks * 10_000
-}
-
-const percentile = (values: Array<number>, p: number) =>
-  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
 
 const stores = ManagedRuntime.make(
   Layer.mergeAll(Transport.layer({ allowPrivateNetworks: true }), OutboxSignal.layer, Outcomes.layer).pipe(
@@ -83,7 +64,7 @@ try {
   await dispatcher.runtime()
   await new Promise((resolve) => setTimeout(resolve, 2000))
   const before = threadTimes()
-  const postgresBefore = onPg ? postgresMicros() : 0
+  const postgresBefore = onPg ? processesMicros("postgres") : 0
   const started = performance.now()
   const times: Array<number> = []
   for (let n = 0; performance.now() - started < 10_000; n += 10) {
@@ -95,7 +76,7 @@ try {
   }
   const seconds = (performance.now() - started) / 1000
   const after = threadTimes()
-  const postgresShare = onPg ? (postgresMicros() - postgresBefore) / 1e4 / seconds : 0
+  const postgresShare = onPg ? (processesMicros("postgres") - postgresBefore) / 1e4 / seconds : 0
   await dispatcher.dispose()
   const shares: Array<string> = []
   for (const [tid, { micros, name }] of after) {

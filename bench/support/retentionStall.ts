@@ -11,13 +11,11 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { layerSqlite, Store } from "../../src/store/Store.js"
+import { percentile } from "./percentile.js"
 
 const jobs = Number(process.argv[2] ?? 100_000)
 const directory = mkdtempSync(join(tmpdir(), "hookrelay-retention-stall-"))
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", event: "Order Completed", userId: "u" }))
-
-const percentile = (values: Array<number>, p: number) =>
-  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
 
 const program = Effect.gen(function*() {
   const store = yield* Store

@@ -18,19 +18,39 @@ export const threadTimes = (): ThreadTimes => {
     return times
   }
   for (const tid of tasks) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8")
-      const nameEnd = stat.lastIndexOf(")")
-      const fields = stat.slice(nameEnd + 2).split(" ")
-      // Fields 14 and 15 of proc(5) (utime, stime) are the 12th and 13th after the name.
-      const ticks = Number(fields[11]) + Number(fields[12])
-      const name = tid === String(process.pid) ? "main" : stat.slice(stat.indexOf("(") + 1, nameEnd)
-      times.set(tid, { name, micros: ticks * microsPerTick })
-    } catch {
-      // The thread ended between the listing and the read.
+    const read = cpuOfStat(`/proc/self/task/${tid}/stat`)
+    // Undefined: the thread ended between the listing and the read.
+    if (read !== undefined) {
+      times.set(tid, { name: tid === String(process.pid) ? "main" : read.name, micros: read.micros })
     }
   }
   return times
+}
+
+/** The command name and CPU time (user + system, µs) in a proc(5) `stat` file; `undefined` once it is gone. */
+const cpuOfStat = (path: string): { readonly name: string; readonly micros: number } | undefined => {
+  let stat: string
+  try {
+    stat = readFileSync(path, "utf8")
+  } catch {
+    return undefined
+  }
+  const nameEnd = stat.lastIndexOf(")")
+  const fields = stat.slice(nameEnd + 2).split(" ")
+  // Fields 14 and 15 of proc(5) (utime, stime) are the 12th and 13th after the name.
+  const ticks = Number(fields[11]) + Number(fields[12])
+  return { name: stat.slice(stat.indexOf("(") + 1, nameEnd), micros: ticks * microsPerTick }
+}
+
+/** CPU time (µs) of every process of this machine named `name` (a database server's processes, say). */
+export const processesMicros = (name: string): number => {
+  let micros = 0
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue
+    const read = cpuOfStat(`/proc/${pid}/stat`)
+    if (read?.name === name) micros += read.micros
+  }
+  return micros
 }
 
 /**
