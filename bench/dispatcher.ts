@@ -328,6 +328,12 @@ const runBacklog = async () => {
   }
 }
 
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
 const fakeMain = async (kind: "sqlite" | "pg") => {
   const rounds = arg("rounds", 3)
   const noSink = () => Promise.resolve({ distinct: 0, cpuMicros: 0 })
@@ -342,8 +348,7 @@ const fakeMain = async (kind: "sqlite" | "pg") => {
       } jobs/s`
     )
   }
-  cpu.sort((a, b) => a - b)
-  console.log(`fake transport, ${kind}: median ${cpu[Math.floor(cpu.length / 2)]!.toFixed(1)} µs CPU/job`)
+  console.log(`fake transport, ${kind}: median ${median(cpu).toFixed(1)} µs CPU/job`)
 }
 
 type DispatcherRun = Awaited<ReturnType<typeof runDispatcher>>
@@ -354,12 +359,6 @@ interface Round {
   readonly rawCpu: CpuPerJob
   readonly run: DispatcherRun
   readonly ratio: number
-}
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 /** The round whose ratio is the median (the lower middle one of an even count). */
@@ -390,14 +389,14 @@ const main = async () => {
     }
     const withPg = process.env.DATABASE_URL !== undefined && runs("pg")
     const raws: Array<readonly [number, CpuPerJob]> = [await measureRaw()]
-    const pending: Array<{ readonly kind: "sqlite" | "pg"; readonly run: DispatcherRun; readonly after: number }> = []
+    const storeRuns: Array<{ readonly kind: "sqlite" | "pg"; readonly run: DispatcherRun; readonly after: number }> = []
     for (let round = 0; round < rounds; round++) {
-      if (runs("sqlite")) pending.push({ kind: "sqlite", run: await measureStore("sqlite"), after: raws.length - 1 })
-      if (withPg) pending.push({ kind: "pg", run: await measureStore("pg"), after: raws.length - 1 })
+      if (runs("sqlite")) storeRuns.push({ kind: "sqlite", run: await measureStore("sqlite"), after: raws.length - 1 })
+      if (withPg) storeRuns.push({ kind: "pg", run: await measureStore("pg"), after: raws.length - 1 })
       raws.push(await measureRaw())
     }
     const roundsOf = (kind: "sqlite" | "pg"): Array<Round> =>
-      pending.filter((entry) => entry.kind === kind).map(({ after, run }) => {
+      storeRuns.filter((entry) => entry.kind === kind).map(({ after, run }) => {
         const [before, beforeCpu] = raws[after]!
         const [next, nextCpu] = raws[after + 1]!
         const raw = (before + next) / 2
