@@ -5,6 +5,7 @@ import type { WebhookSettings } from "../domain/Settings.js"
 import { signingSecret } from "../domain/Settings.js"
 import { KeyedSlots } from "../domain/Slots.js"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../metrics/Metrics.js"
+import { IngestPressure } from "../overload/IngestPressure.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { makeSourceCache } from "../store/SourceCache.js"
@@ -44,6 +45,12 @@ export interface DispatcherOptions {
   readonly flushDelay?: Duration.DurationInput | undefined
   /** Finished jobs that are written at once, without waiting for `flushDelay`: a bound on one transaction. Default 512. */
   readonly flushSize?: number | undefined
+  /**
+   * How long a claim may be held back while ingest saturates this process (`IngestPressure`, when the context has
+   * it); after that one claim goes out anyway, so that a sustained load slows delivery but never stops it. `false`:
+   * never held back. Default 500 ms.
+   */
+  readonly maxIngestYield?: Duration.DurationInput | false | undefined
 }
 
 const storedOutcome = (outcome: AttemptRecord["outcome"]): StoredAttemptRecord["outcome"] => {
@@ -142,6 +149,11 @@ export const make = (options: DispatcherOptions = {}) =>
     const maxInlineMillis = Duration.toMillis(Duration.decode(maxInlineDelay))
     const flushDelay = options.flushDelay ?? Duration.millis(20)
     const flushSize = Math.max(1, options.flushSize ?? 512)
+    const maxIngestYield = options.maxIngestYield ?? Duration.millis(500)
+    const pressure = yield* Effect.serviceOption(IngestPressure)
+    const yieldToIngest = maxIngestYield === false || Option.isNone(pressure)
+      ? Effect.void
+      : pressure.value.yieldToIngest(maxIngestYield)
 
     const held = new KeyedSlots<string, Held>()
     const heldPerSource = new Map<string, number>()
@@ -642,6 +654,7 @@ export const make = (options: DispatcherOptions = {}) =>
       while (true) {
         // The doorbell is reset before looking, so a ring that comes while we claim is not lost.
         yield* signal.reset
+        yield* yieldToIngest
         const room = maxJobsInMemory - held.size
         if (room < claimThreshold) {
           yield* signal.wait(idlePoll)

@@ -5,6 +5,7 @@ import * as Transport from "../delivery/Transport.js"
 import * as BacklogGauge from "../metrics/BacklogGauge.js"
 import * as EgressPolicy from "../network/EgressPolicy.js"
 import * as IngestAdmission from "../overload/IngestAdmission.js"
+import * as IngestPressure from "../overload/IngestPressure.js"
 import type { OverloadOptions } from "../overload/OverloadConfig.js"
 import * as OutboxSignal from "../store/OutboxSignal.js"
 import { layerRetention } from "../store/Retention.js"
@@ -46,7 +47,12 @@ export const layerEngine = <E, R>(
   const egress = EgressPolicy.layer({
     allowPrivateNetworks: options.allowPrivateNetworks ?? options.transport?.allowPrivateNetworks
   })
-  const services = Layer.mergeAll(Transport.layerWithPolicy(options.transport), OutboxSignal.layer, Outcomes.layer)
+  const services = Layer.mergeAll(
+    Transport.layerWithPolicy(options.transport),
+    OutboxSignal.layer,
+    Outcomes.layer,
+    IngestPressure.layer()
+  )
     .pipe(
       Layer.provideMerge(egress),
       Layer.provideMerge(store)

@@ -12,6 +12,7 @@ import { stampMessage } from "../domain/Stamp.js"
 import { messagesIngested } from "../metrics/Metrics.js"
 import { checkSource, currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
 import { IngestAdmission } from "../overload/IngestAdmission.js"
+import { IngestPressure } from "../overload/IngestPressure.js"
 import type { EnqueueEntry } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { makeSourceCache } from "../store/SourceCache.js"
@@ -24,6 +25,11 @@ export const make = Effect.gen(function*() {
   const signal = yield* OutboxSignal
   const deliveryOutcomes = yield* DeliveryOutcomes
   const admission = yield* IngestAdmission
+  // Tells the dispatcher (when the engine has one in this process) that ingest is busy; see `IngestPressure`.
+  const ingesting = Option.match(yield* Effect.serviceOption(IngestPressure), {
+    onNone: () => Effect.void,
+    onSome: (pressure) => pressure.ingesting
+  })
   const sources = makeSourceCache(store)
   const audiences = yield* Audiences.make()
 
@@ -65,6 +71,7 @@ export const make = Effect.gen(function*() {
           filtered: skipped === "filtered"
         }
       })
+      yield* ingesting
       // Refused (503) before the transaction starts when overloaded; never after it committed.
       const result = yield* admission.admit(
         store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false })

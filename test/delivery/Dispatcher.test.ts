@@ -6,6 +6,8 @@ import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import { deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
+import { IngestPressure } from "../../src/overload/IngestPressure.js"
+import * as IngestPressures from "../../src/overload/IngestPressure.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
@@ -296,6 +298,60 @@ describe("Dispatcher", () => {
         // At +1 s the expired leases are looked for again: taken over and delivered.
         yield* adjustUntil(() => receiver.requests.length === 1, "the orphan delivered", "100 millis", 5)
         expect(receiver.requests[0]!.body.toString()).toContain("orphan")
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("holds its claims back while ingest saturates the process, at most maxIngestYield, and goes on once it eases", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
+      // The event loop as busy as the test says: each 50 ms sample adds 50 ms, `busy` of it active.
+      const loop = { busy: 1, active: 0, idle: 0 }
+      const loopTimes = () => {
+        loop.active += 50 * loop.busy
+        loop.idle += 50 * (1 - loop.busy)
+        return { active: loop.active, idle: loop.idle }
+      }
+      const context = yield* Layer.build(
+        Layer.merge(baseLayer(directory), Layer.scoped(IngestPressure, IngestPressures.make({ loopTimes })))
+      )
+      yield* Effect.gen(function*() {
+        const pressure = yield* IngestPressure
+        /** Ingest commits every 10 ms of Clock while it runs. */
+        const ingestFor = (millis: number) =>
+          Effect.gen(function*() {
+            for (let step = 0; step < millis / 10; step++) {
+              yield* pressure.ingesting
+              yield* TestClock.adjust("10 millis")
+              yield* realWait(2)
+            }
+          })
+        yield* source("s1", receiver.url)
+        yield* enqueue("s1", ["held-1"])
+        yield* ingestFor(50)
+        expect(yield* pressure.saturated).toBe(true)
+        yield* Layer.build(Dispatcher.layer({ maxIngestYield: "300 millis" }))
+        yield* ingestFor(280)
+        expect(receiver.handlerCalls).toBe(0)
+        // However long ingest stays saturated, one claim goes out after 300 ms.
+        yield* ingestFor(20)
+        yield* waitUntil(() => receiver.requests.length === 1, "the first job delivered after the longest hold")
+
+        // The claimer finds nothing else and polls again 200 ms later; the saturation holds it back again from there.
+        yield* enqueue("s1", ["held-2"])
+        yield* ingestFor(250)
+        expect(receiver.requests).toHaveLength(1)
+        // The event loop gets room (ingest still committing): the next sample (≤ 50 ms) lets the claim go, long before
+        // the 300 ms hold would have ended.
+        loop.busy = 0.5
+        for (let step = 0; step < 8 && receiver.requests.length < 2; step++) {
+          yield* pressure.ingesting
+          yield* TestClock.adjust("10 millis")
+          yield* realWait(10)
+        }
+        expect(receiver.requests).toHaveLength(2)
+        expect(receiver.requests[1]!.body.toString()).toContain("held-2")
       }).pipe(Effect.provide(context))
     }))
 

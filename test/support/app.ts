@@ -13,6 +13,7 @@ import * as Server from "../../src/ingest/Server.js"
 import * as BacklogGauge from "../../src/metrics/BacklogGauge.js"
 import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
+import * as IngestPressure from "../../src/overload/IngestPressure.js"
 import type { OverloadOptions } from "../../src/overload/OverloadConfig.js"
 import { Relay } from "../../src/relay/Relay.js"
 import * as RelayLive from "../../src/relay/RelayLive.js"
@@ -50,7 +51,9 @@ export const startApp = (options: AppOptions = {}) =>
     const directory = yield* tempDirectory
     const store = options.store ?? StoreLayers.layerSqlite({ directory })
     const base = IngestAdmission.layer(options.overload).pipe(
-      Layer.provideMerge(Layer.mergeAll(Transport.layerWithPolicy(), OutboxSignal.layer, Outcomes.layer)),
+      Layer.provideMerge(
+        Layer.mergeAll(Transport.layerWithPolicy(), OutboxSignal.layer, Outcomes.layer, IngestPressure.layer())
+      ),
       Layer.provideMerge(options.egress ?? EgressPolicy.layer()),
       Layer.provideMerge(store)
     )

@@ -1,0 +1,95 @@
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { performance } from "node:perf_hooks"
+
+/** Cumulative time the event loop spent working and waiting (ms), as `performance.eventLoopUtilization` counts it. */
+export interface LoopTimes {
+  readonly active: number
+  readonly idle: number
+}
+
+export interface IngestPressureShape {
+  /** Ingest commits a request now: every tracking request calls it before its transaction. */
+  readonly ingesting: Effect.Effect<void>
+  /**
+   * Ingest saturates this process: it committed a request within the last two samples and the event loop was busy
+   * at least `busyThreshold` of the last sample.
+   */
+  readonly saturated: Effect.Effect<boolean>
+  /** Returns once ingest no longer saturates this process, or after `maxHold` at the latest (at once if it does not). */
+  readonly yieldToIngest: (maxHold: Duration.DurationInput) => Effect.Effect<void>
+}
+
+/**
+ * Ingest and delivery share one event loop. When they compete for it, ingest goes first: a client waits on its request,
+ * a delivery only on the outbox, where its job is safe. The dispatcher asks here before each claim and holds its claims
+ * back (jobs already in memory go on) while ingest saturates the process, for a bounded time, so that delivery never
+ * stops under a sustained load. Measured on 2 cores, 50 000 messages posted as fast as 8 senders could: with delivery
+ * running alongside, 31 000–34 000 accepted a second; with claims held back while ingest was busy, 50 000, and the last
+ * message delivered no later (the deliveries started during ingest had only slowed it: 1 700 of 50 000 in 1.5 s).
+ */
+export class IngestPressure extends Context.Tag("hookrelay/IngestPressure")<IngestPressure, IngestPressureShape>() {}
+
+export interface IngestPressureOptions {
+  /** Share of a sample the event loop must be busy for ingest to count as saturating it. Default 0.85. */
+  readonly busyThreshold?: number | undefined
+  /** How often the event loop's busy share is read. Default 50 ms. */
+  readonly sampleEvery?: Duration.DurationInput | undefined
+  /** How often a held claim looks again. Default 10 ms. */
+  readonly recheckEvery?: Duration.DurationInput | undefined
+  /** The event loop's cumulative times; default `performance.eventLoopUtilization()` of this thread. */
+  readonly loopTimes?: (() => LoopTimes) | undefined
+}
+
+export const pressureDefaults = {
+  busyThreshold: 0.85,
+  sampleEvery: Duration.millis(50),
+  recheckEvery: Duration.millis(10)
+} as const
+
+const nodeLoopTimes = (): LoopTimes => performance.eventLoopUtilization()
+
+/** The pressure gauge; its sampler runs on Effect's Clock for the life of the scope. */
+export const make = (options: IngestPressureOptions = {}) =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const busyThreshold = options.busyThreshold ?? pressureDefaults.busyThreshold
+    const sampleEvery = Duration.decode(options.sampleEvery ?? pressureDefaults.sampleEvery)
+    const recheckEvery = options.recheckEvery ?? pressureDefaults.recheckEvery
+    const loopTimes = options.loopTimes ?? nodeLoopTimes
+    const recentMillis = 2 * Duration.toMillis(sampleEvery)
+
+    let lastIngestAt = -Infinity
+    let busyShare = 0
+    let previous = loopTimes()
+    const sample = Effect.sync(() => {
+      const current = loopTimes()
+      const active = current.active - previous.active
+      const total = active + current.idle - previous.idle
+      busyShare = total > 0 ? active / total : 0
+      previous = current
+    })
+    yield* sample.pipe(Effect.repeat(Schedule.spaced(sampleEvery)), Effect.delay(sampleEvery), Effect.forkScoped)
+
+    const isSaturated = () =>
+      busyShare >= busyThreshold && clock.unsafeCurrentTimeMillis() - lastIngestAt <= recentMillis
+
+    const yieldToIngest = (maxHold: Duration.DurationInput) =>
+      Effect.suspend(() => {
+        if (!isSaturated()) return Effect.void
+        const until = clock.unsafeCurrentTimeMillis() + Duration.toMillis(Duration.decode(maxHold))
+        return Effect.sleep(recheckEvery).pipe(
+          Effect.repeat({ until: () => !isSaturated() || clock.unsafeCurrentTimeMillis() >= until })
+        )
+      })
+
+    return IngestPressure.of({
+      ingesting: Effect.sync(() => {
+        lastIngestAt = clock.unsafeCurrentTimeMillis()
+      }),
+      saturated: Effect.sync(isSaturated),
+      yieldToIngest
+    })
+  })
+
+export const layer = (options: IngestPressureOptions = {}): Layer.Layer<IngestPressure> =>
+  Layer.scoped(IngestPressure, make(options))

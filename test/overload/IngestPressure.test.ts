@@ -1,0 +1,95 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, TestClock } from "effect"
+import * as IngestPressure from "../../src/overload/IngestPressure.js"
+
+/** Lets forked fibers run up to their next wait (TestClock does not move). */
+const settle = Effect.yieldNow().pipe(Effect.repeatN(20))
+
+/**
+ * An event loop whose busy share is set by the test: each reading (one per 50 ms sample) adds 50 ms, `busy` of it
+ * active.
+ */
+const scriptedLoop = () => {
+  const loop = { busy: 0, active: 0, idle: 0 }
+  const loopTimes = () => {
+    loop.active += 50 * loop.busy
+    loop.idle += 50 * (1 - loop.busy)
+    return { active: loop.active, idle: loop.idle }
+  }
+  return { loop, loopTimes }
+}
+
+describe("IngestPressure", () => {
+  it.scoped("counts as saturated only while the loop is busy past the threshold and ingest committed lately", () =>
+    Effect.gen(function*() {
+      const { loop, loopTimes } = scriptedLoop()
+      const pressure = yield* IngestPressure.make({ loopTimes })
+      // Busy, but nothing ingested: the dispatcher's own work never holds it back.
+      loop.busy = 1
+      yield* TestClock.adjust("50 millis")
+      expect(yield* pressure.saturated).toBe(false)
+      yield* pressure.ingesting
+      expect(yield* pressure.saturated).toBe(true)
+      // Ingesting, but the loop has room (80 % busy under the 85 % threshold).
+      loop.busy = 0.8
+      yield* TestClock.adjust("50 millis")
+      yield* pressure.ingesting
+      expect(yield* pressure.saturated).toBe(false)
+      loop.busy = 0.9
+      yield* TestClock.adjust("50 millis")
+      expect(yield* pressure.saturated).toBe(true)
+      // Two samples (100 ms) after the last commit, ingest no longer counts as busy, however busy the loop.
+      yield* TestClock.adjust("50 millis")
+      expect(yield* pressure.saturated).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      expect(yield* pressure.saturated).toBe(false)
+    }))
+
+  it.scoped("holds a caller while ingest saturates the loop and lets it go within 10 ms of the sample that shows room", () =>
+    Effect.gen(function*() {
+      const { loop, loopTimes } = scriptedLoop()
+      const pressure = yield* IngestPressure.make({ loopTimes })
+      // Not saturated: returns at once, without a tick of the clock.
+      yield* pressure.yieldToIngest("500 millis")
+
+      loop.busy = 1
+      yield* pressure.ingesting
+      yield* TestClock.adjust("50 millis")
+      const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
+      for (let step = 0; step < 10; step++) {
+        yield* pressure.ingesting
+        yield* TestClock.adjust("10 millis")
+        yield* settle
+      }
+      expect(held.unsafePoll()).toBeNull()
+      // The loop gets room again (ingest still committing): the sample at +200 ms shows it, the next look lets the
+      // caller go.
+      loop.busy = 0.5
+      yield* TestClock.adjust("49 millis")
+      yield* settle
+      expect(held.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("11 millis")
+      yield* Fiber.join(held)
+    }))
+
+  it.scoped("lets a caller go after maxHold however long ingest stays saturated", () =>
+    Effect.gen(function*() {
+      const { loop, loopTimes } = scriptedLoop()
+      const pressure = yield* IngestPressure.make({ loopTimes })
+      loop.busy = 1
+      yield* pressure.ingesting
+      yield* TestClock.adjust("50 millis")
+      const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
+      for (let step = 0; step < 49; step++) {
+        yield* pressure.ingesting
+        yield* TestClock.adjust("10 millis")
+        yield* settle
+      }
+      expect(yield* pressure.saturated).toBe(true)
+      expect(held.unsafePoll()).toBeNull()
+      yield* pressure.ingesting
+      yield* TestClock.adjust("10 millis")
+      yield* Fiber.join(held)
+      expect(yield* pressure.saturated).toBe(true)
+    }))
+})
