@@ -8,10 +8,10 @@ export interface LoopTimes {
 }
 
 export interface IngestPressureShape {
-  /** Ingest commits a request now: every tracking request calls it before its transaction. */
-  readonly ingesting: Effect.Effect<void>
+  /** Runs one ingest commit, counted as ingest at work while it runs (every tracking request's transaction). */
+  readonly ingesting: <A, E, R>(commit: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
-   * Ingest saturates this process: it committed a request within the last two samples and the event loop was busy
+   * Ingest saturates this process: a commit is running or ended within the last sample, and the event loop was busy
    * at least `busyThreshold` of the last sample.
    */
   readonly saturated: Effect.Effect<boolean>
@@ -56,9 +56,10 @@ export const make = (options: IngestPressureOptions = {}) =>
     const sampleEvery = Duration.decode(options.sampleEvery ?? pressureDefaults.sampleEvery)
     const recheckEvery = options.recheckEvery ?? pressureDefaults.recheckEvery
     const loopTimes = options.loopTimes ?? nodeLoopTimes
-    const recentMillis = 2 * Duration.toMillis(sampleEvery)
+    const sampleMillis = Duration.toMillis(sampleEvery)
 
-    let lastIngestAt = -Infinity
+    let running = 0
+    let lastEndedAt = -Infinity
     let busyShare = 0
     let previous = loopTimes()
     const sample = Effect.sync(() => {
@@ -70,8 +71,16 @@ export const make = (options: IngestPressureOptions = {}) =>
     })
     yield* sample.pipe(Effect.repeat(Schedule.spaced(sampleEvery)), Effect.delay(sampleEvery), Effect.forkScoped)
 
+    // A sender's next request comes a moment after its last answer: the sample after a commit ended still counts.
     const isSaturated = () =>
-      busyShare >= busyThreshold && clock.unsafeCurrentTimeMillis() - lastIngestAt <= recentMillis
+      busyShare >= busyThreshold && (running > 0 || clock.unsafeCurrentTimeMillis() - lastEndedAt <= sampleMillis)
+    const started = Effect.sync(() => {
+      running += 1
+    })
+    const ended = Effect.sync(() => {
+      running -= 1
+      lastEndedAt = clock.unsafeCurrentTimeMillis()
+    })
 
     const yieldToIngest = (maxHold: Duration.DurationInput) =>
       Effect.suspend(() => {
@@ -83,9 +92,7 @@ export const make = (options: IngestPressureOptions = {}) =>
       })
 
     return IngestPressure.of({
-      ingesting: Effect.sync(() => {
-        lastIngestAt = clock.unsafeCurrentTimeMillis()
-      }),
+      ingesting: (commit) => Effect.zipRight(started, Effect.ensuring(commit, ended)),
       saturated: Effect.sync(isSaturated),
       yieldToIngest
     })

@@ -27,7 +27,7 @@ export const make = Effect.gen(function*() {
   const admission = yield* IngestAdmission
   // Tells the dispatcher (when the engine has one in this process) that ingest is busy; see `IngestPressure`.
   const ingesting = Option.match(yield* Effect.serviceOption(IngestPressure), {
-    onNone: () => Effect.void,
+    onNone: () => <A, E, R>(commit: Effect.Effect<A, E, R>) => commit,
     onSome: (pressure) => pressure.ingesting
   })
   const sources = makeSourceCache(store)
@@ -71,10 +71,9 @@ export const make = Effect.gen(function*() {
           filtered: skipped === "filtered"
         }
       })
-      yield* ingesting
       // Refused (503) before the transaction starts when overloaded; never after it committed.
       const result = yield* admission.admit(
-        store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false })
+        ingesting(store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false }))
       )
       if (result.jobsCreated > 0) yield* signal.notify
       yield* Metric.incrementBy(messagesIngested, result.accepted)

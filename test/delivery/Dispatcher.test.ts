@@ -322,7 +322,7 @@ describe("Dispatcher", () => {
         const ingestFor = (millis: number) =>
           Effect.gen(function*() {
             for (let step = 0; step < millis / 10; step++) {
-              yield* pressure.ingesting
+              yield* pressure.ingesting(Effect.void)
               yield* TestClock.adjust("10 millis")
               yield* realWait(2)
             }
@@ -346,7 +346,7 @@ describe("Dispatcher", () => {
         // the 300 ms hold would have ended.
         loop.busy = 0.5
         for (let step = 0; step < 8 && receiver.requests.length < 2; step++) {
-          yield* pressure.ingesting
+          yield* pressure.ingesting(Effect.void)
           yield* TestClock.adjust("10 millis")
           yield* realWait(10)
         }

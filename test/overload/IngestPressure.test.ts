@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Fiber, TestClock } from "effect"
 import * as IngestPressure from "../../src/overload/IngestPressure.js"
 
 /** Lets forked fibers run up to their next wait (TestClock does not move). */
@@ -20,7 +20,7 @@ const scriptedLoop = () => {
 }
 
 describe("IngestPressure", () => {
-  it.scoped("counts as saturated only while the loop is busy past the threshold and ingest committed lately", () =>
+  it.scoped("counts as saturated only while the loop is busy past the threshold and ingest commits", () =>
     Effect.gen(function*() {
       const { loop, loopTimes } = scriptedLoop()
       const pressure = yield* IngestPressure.make({ loopTimes })
@@ -28,17 +28,21 @@ describe("IngestPressure", () => {
       loop.busy = 1
       yield* TestClock.adjust("50 millis")
       expect(yield* pressure.saturated).toBe(false)
-      yield* pressure.ingesting
+      const committed = yield* Deferred.make<void>()
+      const commit = yield* Effect.fork(pressure.ingesting(Deferred.await(committed)))
+      yield* settle
       expect(yield* pressure.saturated).toBe(true)
       // Ingesting, but the loop has room (80 % busy under the 85 % threshold).
       loop.busy = 0.8
       yield* TestClock.adjust("50 millis")
-      yield* pressure.ingesting
       expect(yield* pressure.saturated).toBe(false)
       loop.busy = 0.9
       yield* TestClock.adjust("50 millis")
       expect(yield* pressure.saturated).toBe(true)
-      // Two samples (100 ms) after the last commit, ingest no longer counts as busy, however busy the loop.
+      // The commit ends; for one sample (50 ms) more ingest still counts as busy (a sender's next request is on its
+      // way), then no longer, however busy the loop.
+      yield* Deferred.succeed(committed, undefined)
+      yield* Fiber.join(commit)
       yield* TestClock.adjust("50 millis")
       expect(yield* pressure.saturated).toBe(true)
       yield* TestClock.adjust("1 millis")
@@ -53,11 +57,11 @@ describe("IngestPressure", () => {
       yield* pressure.yieldToIngest("500 millis")
 
       loop.busy = 1
-      yield* pressure.ingesting
+      yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("50 millis")
       const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
       for (let step = 0; step < 10; step++) {
-        yield* pressure.ingesting
+        yield* pressure.ingesting(Effect.void)
         yield* TestClock.adjust("10 millis")
         yield* settle
       }
@@ -77,17 +81,17 @@ describe("IngestPressure", () => {
       const { loop, loopTimes } = scriptedLoop()
       const pressure = yield* IngestPressure.make({ loopTimes })
       loop.busy = 1
-      yield* pressure.ingesting
+      yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("50 millis")
       const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
       for (let step = 0; step < 49; step++) {
-        yield* pressure.ingesting
+        yield* pressure.ingesting(Effect.void)
         yield* TestClock.adjust("10 millis")
         yield* settle
       }
       expect(yield* pressure.saturated).toBe(true)
       expect(held.unsafePoll()).toBeNull()
-      yield* pressure.ingesting
+      yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("10 millis")
       yield* Fiber.join(held)
       expect(yield* pressure.saturated).toBe(true)
