@@ -11,6 +11,7 @@ import * as IngestPressures from "../../src/overload/IngestPressure.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
+import { commitEvery10Millis, scriptedLoop } from "../overload/support.js"
 import { tempDirectory } from "../support/app.js"
 import { adjustUntil, closedPort, realWait, startServer, waitUntil } from "./support.js"
 
@@ -306,27 +307,14 @@ describe("Dispatcher", () => {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const directory = yield* tempDirectory
       const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
-      // The event loop as busy as the test says: each 50 ms sample adds 50 ms, `busy` of it active.
-      const loop = { busy: 1, active: 0, idle: 0 }
-      const loopTimes = () => {
-        loop.active += 50 * loop.busy
-        loop.idle += 50 * (1 - loop.busy)
-        return { active: loop.active, idle: loop.idle }
-      }
+      const { loop, loopTimes } = scriptedLoop()
+      loop.busy = 1
       const context = yield* Layer.build(
         Layer.merge(baseLayer(directory), Layer.scoped(IngestPressure, IngestPressures.make({ loopTimes })))
       )
       yield* Effect.gen(function*() {
         const pressure = yield* IngestPressure
-        /** Ingest commits every 10 ms of Clock while it runs. */
-        const ingestFor = (millis: number) =>
-          Effect.gen(function*() {
-            for (let step = 0; step < millis / 10; step++) {
-              yield* pressure.ingesting(Effect.void)
-              yield* TestClock.adjust("10 millis")
-              yield* realWait(2)
-            }
-          })
+        const ingestFor = (millis: number) => commitEvery10Millis(pressure, millis / 10, realWait(2))
         yield* source("s1", receiver.url)
         yield* enqueue("s1", ["held-1"])
         yield* ingestFor(50)

@@ -1,23 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, TestClock } from "effect"
 import * as IngestPressure from "../../src/overload/IngestPressure.js"
+import { commitEvery10Millis, scriptedLoop } from "./support.js"
 
 /** Lets forked fibers run up to their next wait (TestClock does not move). */
 const settle = Effect.yieldNow().pipe(Effect.repeatN(20))
-
-/**
- * An event loop whose busy share is set by the test: each reading (one per 50 ms sample) adds 50 ms, `busy` of it
- * active.
- */
-const scriptedLoop = () => {
-  const loop = { busy: 0, active: 0, idle: 0 }
-  const loopTimes = () => {
-    loop.active += 50 * loop.busy
-    loop.idle += 50 * (1 - loop.busy)
-    return { active: loop.active, idle: loop.idle }
-  }
-  return { loop, loopTimes }
-}
 
 describe("IngestPressure", () => {
   it.scoped("counts as saturated only while the loop is busy past the threshold and ingest commits", () =>
@@ -60,11 +47,7 @@ describe("IngestPressure", () => {
       yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("50 millis")
       const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
-      for (let step = 0; step < 10; step++) {
-        yield* pressure.ingesting(Effect.void)
-        yield* TestClock.adjust("10 millis")
-        yield* settle
-      }
+      yield* commitEvery10Millis(pressure, 10, settle)
       expect(held.unsafePoll()).toBeNull()
       // The loop gets room again (ingest still committing): the sample at +200 ms shows it, the next look lets the
       // caller go.
@@ -84,11 +67,7 @@ describe("IngestPressure", () => {
       yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("50 millis")
       const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
-      for (let step = 0; step < 49; step++) {
-        yield* pressure.ingesting(Effect.void)
-        yield* TestClock.adjust("10 millis")
-        yield* settle
-      }
+      yield* commitEvery10Millis(pressure, 49, settle)
       expect(yield* pressure.saturated).toBe(true)
       expect(held.unsafePoll()).toBeNull()
       yield* pressure.ingesting(Effect.void)
