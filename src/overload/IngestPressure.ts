@@ -93,7 +93,9 @@ export const make = (options: IngestPressureOptions = {}) =>
       })
 
     return IngestPressure.of({
-      ingesting: (commit) => Effect.zipRight(started, Effect.ensuring(commit, ended)),
+      // Uninterruptible between the count and its finalizer: an interruption there would leave the commit counted.
+      ingesting: (commit) =>
+        Effect.uninterruptibleMask((restore) => Effect.zipRight(started, Effect.ensuring(restore(commit), ended))),
       saturated: Effect.sync(isSaturated),
       yieldToIngest
     })

@@ -36,6 +36,22 @@ describe("IngestPressure", () => {
       expect(yield* pressure.saturated).toBe(false)
     }))
 
+  it.scoped("stops counting a commit that failed or was interrupted", () =>
+    Effect.gen(function*() {
+      const { loop, loopTimes } = scriptedLoop()
+      const pressure = yield* IngestPressure.make({ loopTimes })
+      loop.busy = 1
+      yield* TestClock.adjust("50 millis")
+      expect(yield* Effect.either(pressure.ingesting(Effect.fail("store down")))).toMatchObject({ _tag: "Left" })
+      const stuck = yield* Effect.fork(pressure.ingesting(Effect.never))
+      yield* settle
+      yield* Fiber.interrupt(stuck)
+      yield* TestClock.adjust("50 millis")
+      expect(yield* pressure.saturated).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      expect(yield* pressure.saturated).toBe(false)
+    }))
+
   it.scoped("holds a caller while ingest saturates the loop and lets it go within 10 ms of the sample that shows room", () =>
     Effect.gen(function*() {
       const { loop, loopTimes } = scriptedLoop()
