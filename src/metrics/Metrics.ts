@@ -32,6 +32,12 @@ const attemptsByOutcome = Object.fromEntries(
 
 export const attemptsWithOutcome = (outcome: (typeof attemptOutcomes)[number]) => attemptsByOutcome[outcome]
 
+/** Time the dispatcher held its claims back while ingest saturated the process (`IngestPressure`). */
+export const claimsHeldForIngest = Metric.counter("hookrelay_delivery_held_for_ingest_seconds_total", {
+  description: "Seconds the dispatcher held its claims back while ingest saturated the event loop",
+  incremental: true
+})
+
 /** Seconds from ingest to the receiver's 2xx. */
 export const deliveryLatency = Metric.histogram(
   "hookrelay_delivery_latency_seconds",

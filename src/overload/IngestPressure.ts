@@ -1,5 +1,6 @@
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Metric, Schedule } from "effect"
 import { performance } from "node:perf_hooks"
+import { claimsHeldForIngest } from "../metrics/Metrics.js"
 
 /** Cumulative time the event loop spent working and waiting (ms), as `performance.eventLoopUtilization` counts it. */
 export interface LoopTimes {
@@ -86,16 +87,22 @@ export const make = (options: IngestPressureOptions = {}) =>
     const yieldToIngest = (maxHold: Duration.DurationInput) =>
       Effect.suspend(() => {
         if (!isSaturated()) return Effect.void
-        const until = clock.unsafeCurrentTimeMillis() + Duration.toMillis(Duration.decode(maxHold))
+        const since = clock.unsafeCurrentTimeMillis()
+        const until = since + Duration.toMillis(Duration.decode(maxHold))
         return Effect.sleep(recheckEvery).pipe(
-          Effect.repeat({ until: () => !isSaturated() || clock.unsafeCurrentTimeMillis() >= until })
+          Effect.repeat({ until: () => !isSaturated() || clock.unsafeCurrentTimeMillis() >= until }),
+          Effect.ensuring(Effect.suspend(() =>
+            Metric.incrementBy(claimsHeldForIngest, (clock.unsafeCurrentTimeMillis() - since) / 1000)
+          ))
         )
       })
 
     return IngestPressure.of({
       // Uninterruptible between the count and its finalizer: an interruption there would leave the commit counted.
       ingesting: (commit) =>
-        Effect.uninterruptibleMask((restore) => Effect.zipRight(started, Effect.ensuring(restore(commit), ended))),
+        Effect.uninterruptibleMask((restore) =>
+          Effect.zipRight(started, Effect.ensuring(restore(commit), ended))
+        ),
       saturated: Effect.sync(isSaturated),
       yieldToIngest
     })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Metric, TestClock } from "effect"
+import { claimsHeldForIngest } from "../../src/metrics/Metrics.js"
 import * as IngestPressure from "../../src/overload/IngestPressure.js"
 import { commitEvery10Millis, scriptedLoop } from "./support.js"
 
@@ -86,9 +87,12 @@ describe("IngestPressure", () => {
       yield* commitEvery10Millis(pressure, 49, settle)
       expect(yield* pressure.saturated).toBe(true)
       expect(held.unsafePoll()).toBeNull()
+      const heldBefore = (yield* Metric.value(claimsHeldForIngest)).count
       yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("10 millis")
       yield* Fiber.join(held)
       expect(yield* pressure.saturated).toBe(true)
+      // /metrics counts the hold.
+      expect((yield* Metric.value(claimsHeldForIngest)).count - heldBefore).toBeCloseTo(0.5, 6)
     }))
 })
