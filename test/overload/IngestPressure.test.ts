@@ -7,6 +7,15 @@ import { commitEvery10Millis, scriptedLoop } from "./support.js"
 /** Lets forked fibers run up to their next wait (TestClock does not move). */
 const settle = Effect.yieldNow().pipe(Effect.repeatN(20))
 
+/** The last commit just ended, on a busy loop: ingest counts as saturating for 50 ms more, and no longer. */
+const lastSampleOfIngest = (pressure: IngestPressure.IngestPressureShape) =>
+  Effect.gen(function*() {
+    yield* TestClock.adjust("50 millis")
+    expect(yield* pressure.saturated).toBe(true)
+    yield* TestClock.adjust("1 millis")
+    expect(yield* pressure.saturated).toBe(false)
+  })
+
 describe("IngestPressure", () => {
   it.scoped("counts as saturated only while the loop is busy past the threshold and ingest commits", () =>
     Effect.gen(function*() {
@@ -31,10 +40,7 @@ describe("IngestPressure", () => {
       // way), then no longer, however busy the loop.
       yield* Deferred.succeed(committed, undefined)
       yield* Fiber.join(commit)
-      yield* TestClock.adjust("50 millis")
-      expect(yield* pressure.saturated).toBe(true)
-      yield* TestClock.adjust("1 millis")
-      expect(yield* pressure.saturated).toBe(false)
+      yield* lastSampleOfIngest(pressure)
     }))
 
   it.scoped("stops counting a commit that failed or was interrupted", () =>
@@ -47,10 +53,7 @@ describe("IngestPressure", () => {
       const stuck = yield* Effect.fork(pressure.ingesting(Effect.never))
       yield* settle
       yield* Fiber.interrupt(stuck)
-      yield* TestClock.adjust("50 millis")
-      expect(yield* pressure.saturated).toBe(true)
-      yield* TestClock.adjust("1 millis")
-      expect(yield* pressure.saturated).toBe(false)
+      yield* lastSampleOfIngest(pressure)
     }))
 
   it.scoped("holds a caller while ingest saturates the loop and lets it go within 10 ms of the sample that shows room", () =>
