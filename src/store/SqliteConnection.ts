@@ -8,6 +8,7 @@ import { Worker } from "node:worker_threads"
 import { FifoGate } from "../domain/FifoGate.js"
 import { Slots } from "../domain/Slots.js"
 import { type ClaimWire, decodeClaim } from "./ClaimWire.js"
+import { encodeComplete } from "./CompleteWire.js"
 import { encodeEnqueue } from "./EnqueueWire.js"
 import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
@@ -193,7 +194,11 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
           return sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>
         }),
       claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
-      complete: (request) => sendOutside({ op: "complete", request }) as Effect.Effect<CompleteResult, SqlError>,
+      complete: (request) =>
+        Effect.suspend(() => {
+          const wire = encodeComplete(request)
+          return sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
+        }),
       purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>
     }
     return { sql, hot }

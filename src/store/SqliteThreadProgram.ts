@@ -7,11 +7,12 @@
 import { createRequire } from "node:module"
 import { parentPort, workerData } from "node:worker_threads"
 import { encodeClaim } from "./ClaimWire.js"
+import { type CompleteWire, decodeComplete } from "./CompleteWire.js"
 import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
 import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, CompleteRequest, PurgeRequest } from "./SqliteTransactions.js"
+import type { ClaimRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string
@@ -33,7 +34,7 @@ export type ThreadRequest =
   }
   | { readonly id: number; readonly op: "enqueue"; readonly wire: EnqueueWire }
   | { readonly id: number; readonly op: "claim"; readonly request: ClaimRequest }
-  | { readonly id: number; readonly op: "complete"; readonly request: CompleteRequest }
+  | { readonly id: number; readonly op: "complete"; readonly wire: CompleteWire }
   | { readonly id: number; readonly op: "purge"; readonly request: PurgeRequest }
   | { readonly op: "close" }
 
@@ -112,7 +113,7 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
         ? hot().enqueue(decodeEnqueue(message.wire))
         : message.op === "purge"
         ? hot().purge(message.request)
-        : hot().complete(message.request)
+        : hot().complete(decodeComplete(message.wire))
       port.postMessage({ id: message.id, ok: true, value } satisfies ThreadReply)
     } catch (error) {
       port.postMessage({ id: message.id, ok: false, ...failure(error) } satisfies ThreadReply)
