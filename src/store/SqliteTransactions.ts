@@ -10,7 +10,6 @@ import {
   completionRows,
   firstOfEachMessageId,
   idChunk,
-  jsonChunk,
   type makeJobIds,
   makeTally,
   sortOutSeen,
@@ -30,9 +29,6 @@ export const sqliteInsertAttempts = `
 /** What a completion returns per job: read as `CompletedRow` objects through the SqlClient. */
 const completedColumns = "jobs.id AS id, jobs.source_id AS source_id, jobs.finished_at AS finished_at, " +
   "jobs.created_at AS created_at"
-
-/** `completedColumns` as one JSON array text per row, for the SQLite thread (see `ClaimTuple` on raw rows' cost). */
-const completedJson = "json_array(jobs.id, jobs.source_id, jobs.finished_at, jobs.created_at)"
 
 /** Plain deliveries, rows `[id, at, first, inc]`, lease-guarded. Parameters: the JSON, the owner. */
 export const sqliteCompleteDelivered = (returning: string = completedColumns) => `
@@ -275,20 +271,30 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
   const insertAttempt = db.prepare(`
     INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-  const delivered = db.prepare(sqliteCompleteDelivered(completedJson)).pluck(true)
+  // Plain deliveries one row at a time, as the attempts: on this thread the JSON of `sqliteCompleteDelivered` (written,
+  // walked by json_each, joined, and its RETURNING rows written as JSON texts and parsed again) cost more than binding
+  // five values and reading two. Measured in one process on two copies of an outbox, batches of 200 alternating:
+  // 8.6–9.1 µs a job for the whole completion before, 7.4–7.6 after.
+  const delivered = db.prepare(`
+    UPDATE jobs SET
+      status = 'delivered',
+      finished_at = ?,
+      attempts = attempts + ?,
+      first_attempt_at = coalesce(first_attempt_at, ?),
+      body = X'',
+      lease_owner = NULL,
+      lease_expires_at = NULL
+    WHERE id = ? AND status = 'delivering' AND lease_owner = ?
+    RETURNING source_id, created_at`).raw(true)
   const general = db.prepare(sqliteComplete)
   const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
   const complete = db.transaction(({ attempts, completions, owner }: CompleteRequest): CompleteResult => {
     const { increments, other, plain, rows } = completionRows(completions, attempts)
     for (const record of attempts) insertAttempt.run(...attemptRow(record))
     const tally = makeTally()
-    for (const chunk of chunksOf(plain, jsonChunk)) {
-      const texts = delivered.all(JSON.stringify(chunk), owner) as Array<string>
-      if (texts.length === 0) continue
-      const rows = JSON.parse(`[${texts.join(",")}]`) as Array<[string, string, number, number]>
-      for (const [id, source_id, finished_at, created_at] of rows) {
-        tally.count({ id, source_id, finished_at, created_at }, "delivered")
-      }
+    for (const [id, at, first, inc] of plain) {
+      const row = delivered.get(at, inc, first, id, owner) as [string, number] | undefined
+      if (row !== undefined) tally.count({ id, source_id: row[0], finished_at: at, created_at: row[1] }, "delivered")
     }
     for (const chunk of chunksOf(other, idChunk)) {
       for (const row of general.all(JSON.stringify(chunk), owner) as Array<CompletedRow & { status: string }>) {
