@@ -124,10 +124,9 @@ export interface ClaimRow {
  * array text, `[id, source, message id, user id, kind, created, first attempt, due, attempts, endpoint state (JSON text
  * or null), lease end, body length]`, and its body. better-sqlite3 builds each raw row with one generic property store
  * per column (~1 000 instructions each, measured with callgrind): two columns instead of twelve cut the claim's
- * instructions by about a third, and the wire's JSON is the rows' texts joined. A statement may read more columns after
- * these two (the claim reads each row's rowid, to lease it); they stay on the thread.
+ * instructions by about a third, and the wire's JSON is the rows' texts joined.
  */
-export type ClaimTuple = readonly [fields: string, body: Uint8Array, ...more: ReadonlyArray<unknown>]
+export type ClaimTuple = readonly [fields: string, body: Uint8Array]
 
 export const claimColumns =
   "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"

@@ -216,25 +216,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     tuples(sqliteClaimExpired(false, claimTupleColumns)),
     tuples(sqliteClaimExpired(true, claimTupleColumns))
   ] as const
-  // The due jobs are read first, then leased one rowid at a time, inside the claim's one transaction (nothing else
-  // writes on this connection in between). As one `UPDATE … WHERE rowid IN (SELECT …) RETURNING` (`sqliteClaimPending`),
-  // SQLite first gathered the rowids and then every returned row, body included, in temporary tables: measured in one
-  // process on two copies of an outbox, claims of 128 alternating, 16.8–17.1 µs a job before, 9.8–10.2 after (and
-  // 10.9–13.8 against 6.9–7.2 in a quieter hour). The lease end the row would have returned is the statement's
-  // parameter; the rowid follows the tuple.
-  const duePending = db.prepare(`
-    SELECT json_array(id, source_id, message_id, user_id, kind, created_at, first_attempt_at, next_due_at, attempts,
-      endpoint_state, CAST(? AS INTEGER), length(body)), body, rowid
-    FROM jobs WHERE status = 'pending' AND next_due_at <= ?
-    ORDER BY next_due_at LIMIT ?`).raw(true)
-  const lease = db.prepare(`
-    UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ? WHERE rowid = ? AND status = 'pending'`)
-  const claimPending = (request: ClaimRequest, room: number): Array<ClaimTuple> => {
-    const until = request.now + request.leaseMs
-    const rows = duePending.all(until, request.now, room) as Array<readonly [string, Uint8Array, number]>
-    for (const row of rows) lease.run(request.owner, until, row[2])
-    return rows
-  }
+  const claimPending = tuples(sqliteClaimPending(false, claimTupleColumns))
 
   // A claim that leaves sources out takes the other sources' due jobs one source at a time through
   // `jobs_pending_source` (migration 7): the sources with pending jobs one index seek each, then each included source's
@@ -245,11 +227,9 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
   const dueOfSource = db.prepare(`
     SELECT rowid, next_due_at FROM jobs WHERE status = 'pending' AND source_id = ? AND next_due_at <= ?
     ORDER BY next_due_at LIMIT ?`).raw(true)
-  // One rowid at a time, as `claimPending`: with the lease's RETURNING per row, 8.3–9.1 µs a job against 12.3–13.8 for
-  // the rowids through json_each (measured as `claimPending`, on the claim without exclusions).
-  const leaseRow = tuples(`
+  const leaseRows = tuples(`
     UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
-    WHERE rowid = ? AND status = 'pending'
+    WHERE rowid IN (SELECT value FROM json_each(?)) AND status = 'pending'
     RETURNING ${claimTupleColumns}`)
   const claimPendingExcluding = (request: ClaimRequest, room: number): Array<ClaimTuple> => {
     const excluded = new Set(request.excludeSourceIds)
@@ -265,13 +245,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     if (due.length === 0) return []
     due.sort((a, b) => a[1] - b[1] || a[0] - b[0])
     const rowids = due.length > room ? due.slice(0, room).map((row) => row[0]) : due.map((row) => row[0])
-    const until = request.now + request.leaseMs
-    const leased: Array<ClaimTuple> = []
-    for (const rowid of rowids) {
-      const row = leaseRow.get(request.owner, until, rowid) as ClaimTuple | undefined
-      if (row !== undefined) leased.push(row)
-    }
-    return leased
+    return leaseRows.all(request.owner, request.now + request.leaseMs, JSON.stringify(rowids)) as Array<ClaimTuple>
   }
 
   // Rows in no particular order: the main thread sorts the decoded jobs (`decodeClaim`).
@@ -288,7 +262,7 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
       ? []
       : excluding === 1
       ? claimPendingExcluding(request, room)
-      : claimPending(request, room)
+      : claimPending.all(...claimParameters(request, room)) as Array<ClaimTuple>
     return expired.length === 0 ? pending : expired.concat(pending)
   })
 
