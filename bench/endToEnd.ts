@@ -8,15 +8,17 @@
  * to the same receiver with undici as the baseline. A probe preloaded into the server
  * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
- *   npx tsx bench/endToEnd.ts [--messages 50000] [--server path/to/main.js] [--skip-raw] [--sqlite-only]
+ *   npx tsx bench/endToEnd.ts [--messages 50000] [--server path/to/main.js] [--skip-raw] [--sqlite-only] [--random-ids]
  *
  * `--server` runs another compiled server (e.g. a build of an older commit) instead of `dist/main.js`, so that two
  * builds can be measured alternately on the same, shared machine; `--skip-raw` leaves the baseline out and
- * `--sqlite-only` the PostgreSQL run. Such partial runs print their table without writing bench/results.
+ * `--sqlite-only` the PostgreSQL run; `--random-ids` sends random UUIDs as message ids. Such partial or variant runs print
+ * their table without writing bench/results.
  * Environment: SERVER_NODE_OPTIONS (node flags of the server, e.g. `--cpu-prof --cpu-prof-dir=…`), SERVER_STDOUT=file
  * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase).
  */
 import { spawn, spawnSync } from "node:child_process"
+import { randomUUID } from "node:crypto"
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -39,11 +41,18 @@ const batchSize = 100
 const senders = 8
 const writeKey = "wk_bench_end_to_end"
 
+/**
+ * `--random-ids`: random UUIDs as message ids, as Segment's Python, Go, Ruby, Java and mobile libraries send them.
+ * By default the ids are time-ordered, as analytics-node's (`node-next-<ms>-<uuid>`), analytics.js's and our own
+ * uuidv7: with random ids every ingest transaction writes random pages of the dedupe and message-id indexes.
+ */
+const randomIds = flag("random-ids")
+
 const message = (run: string, i: number) => ({
   type: "track",
   userId: `user-${i % 1000}`,
   event: "Order Completed",
-  messageId: `${run}-${i}`,
+  messageId: randomIds ? randomUUID() : `${run}-${i}`,
   properties: { orderId: `order-${i}`, revenue: 12.5, currency: "EUR" },
   context: { ip: "203.0.113.7", library: { name: "bench", version: "1" } }
 })
@@ -395,7 +404,7 @@ ${pg === undefined ? "" : gcRow("PostgreSQL", pg)}
 Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.
 `
   // A partial run (another server, no baseline, no PostgreSQL) is printed only, never written over the results.
-  if (raw > 0 && serverIndex === -1 && !flag("sqlite-only")) {
+  if (raw > 0 && serverIndex === -1 && !flag("sqlite-only") && !randomIds) {
     writeResults("end-to-end", markdown, { totalMessages, batchSize, senders, raw, rawBefore, rawAfter, sqlite, pg })
   }
   console.log(markdown)
