@@ -194,11 +194,17 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
           return sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>
         }),
       claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
+      // An endpoint state that is not JSON (a BigInt from a caller outside the types) fails the batch as the thread's
+      // own encoding of it did, a SqlError, not a defect of the caller's fiber.
       complete: (request) =>
-        Effect.suspend(() => {
-          const wire = encodeComplete(request)
-          return sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
-        }),
+        Effect.flatMap(
+          Effect.try({
+            try: () => encodeComplete(request),
+            catch: (cause) => new SqlError({ cause, message: "Failed to encode a completion batch" })
+          }),
+          (wire) =>
+            sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
+        ),
       purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>
     }
     return { sql, hot }

@@ -93,6 +93,37 @@ describe("SqliteConnection (the SQLite thread)", () => {
       assert.deepStrictEqual([jobs[0]!.n, seen[0]!.n], [0, 0])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
+  it.scoped("a completion batch that cannot be encoded fails with a SqlError, writes nothing, and the thread goes on", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const hot = yield* SqliteHotPaths
+      yield* migrate
+      yield* sql`
+        INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at, lease_owner)
+        VALUES ('j1', 's1', 'm1', 'message', ${new Uint8Array([123, 125])}, 'delivering', 1000, 1000, 'me')`
+      const error = yield* hot.complete({
+        owner: "me",
+        completions: [{ _tag: "Delivered", jobId: "j1", at: 2000, endpointState: { failures: 1n } }],
+        attempts: []
+      }).pipe(Effect.flip)
+      assert.strictEqual(error._tag, "SqlError")
+      const result = yield* hot.complete({
+        owner: "me",
+        completions: [{ _tag: "Delivered", jobId: "j1", at: 2000 }],
+        attempts: [{
+          jobId: "j1",
+          url: "https://a.test/",
+          attempt: 1,
+          startedAt: 1500,
+          durationMs: 3,
+          outcome: "success"
+        }]
+      })
+      assert.deepStrictEqual(result, { applied: ["j1"], refused: [] })
+      const rows = yield* sql<{ status: string; attempts: number }>`SELECT status, attempts FROM jobs`
+      assert.deepStrictEqual(rows.map((row) => [row.status, row.attempts]), [["delivered", 1]])
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+
   it.scoped("blobs come back as Buffers", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
