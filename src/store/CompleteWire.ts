@@ -95,8 +95,8 @@ export const decodeComplete = (wire: CompleteWire): CompleteRequest => {
     const time = numbers[n++]!
     const first = numbers[n++]!
     const jobId = texts[t++]!
-    const lastError = texts[t++]!
-    const endpointState = decodeState(texts[t++]!)
+    const lastError = texts[t++] ?? null
+    const endpointState = decodeState(texts[t++] ?? null)
     completions[i] = kind === delivered
       ? { _tag: "Delivered", jobId, at: time, firstAttemptAt: numberOrUndefined(first), endpointState }
       : kind === retry
@@ -111,9 +111,9 @@ export const decodeComplete = (wire: CompleteWire): CompleteRequest => {
       statusCode: numberOrNull(numbers[n++]!),
       jobId: texts[t++]!,
       url: texts[t++]!,
-      error: texts[t++]!,
+      error: texts[t++] ?? null,
       outcome: texts[t++] as AttemptRecord["outcome"],
-      responseSnippet: texts[t++]!
+      responseSnippet: texts[t++] ?? null
     }
   }
   return { owner: wire.owner, completions, attempts }
