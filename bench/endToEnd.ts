@@ -18,7 +18,7 @@
  * Environment: SERVER_NODE_OPTIONS (node flags of the server, e.g. `--cpu-prof --cpu-prof-dir=…`), SERVER_STDOUT=file
  * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase).
  */
-import { spawn, spawnSync } from "node:child_process"
+import { fork, spawn, spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -235,6 +235,65 @@ const throughputPhase = async (label: string, agent: Agent, server: Server, sink
   }
 }
 
+/**
+ * The steady load: 1 000 messages/s as 100 requests/s of 10 messages, for 10 s, each request timed from its send to
+ * its answer. Also the load generator's own event-loop delay meanwhile: a request's latency is timed here, so a stall
+ * of this process (its GC, the machine's other work) is in the accept p99 too.
+ */
+const steadyLoad = async (agent: Agent, url: string, run: string) => {
+  const latencies: Array<number> = []
+  const ownLoop = monitorEventLoopDelay({ resolution: 1 })
+  ownLoop.enable()
+  const started = performance.now()
+  const pending: Array<Promise<void>> = []
+  let failure: unknown = undefined
+  for (let i = 0; i < 1000; i++) {
+    const wait = started + i * 10 - performance.now()
+    if (wait > 0) await sleep(wait)
+    const batch = Array.from({ length: 10 }, (_, k) => message(run, i * 10 + k))
+    // Awaited all together below; a failure is kept until then, so that it ends the run through the caller's cleanup
+    // (an unhandled rejection would exit at once and leave the server running).
+    pending.push(
+      post(agent, url, JSON.stringify({ batch })).then(
+        (ms) => void latencies.push(ms),
+        (error: unknown) => void (failure ??= error)
+      )
+    )
+  }
+  await Promise.all(pending)
+  ownLoop.disable()
+  if (failure !== undefined) throw failure
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    generatorLoopDelayMs: {
+      p99: Math.round(ownLoop.percentile(99) / 1e4) / 100,
+      max: Math.round(ownLoop.max / 1e4) / 100
+    }
+  }
+}
+
+/**
+ * The floor of the accept latency: the steady load against a plain node:http server in its own process that parses
+ * each body and answers at once (`bench/support/plainServer.mjs`). What is left above it is the server's own work.
+ */
+const steadyFloor = async () => {
+  const child = fork(join(repoRoot, "bench/support/plainServer.mjs"), [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  const agent = new Agent({ keepAliveTimeout: 30_000 })
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once("error", reject)
+      child.once("message", (message: { port: number }) => resolve(message.port))
+    })
+    return await steadyLoad(agent, `http://127.0.0.1:${port}`, `floor-${Date.now()}`)
+  } finally {
+    await agent.close()
+    child.disconnect()
+  }
+}
+
 const runServer = async (label: string, storeEnv: Record<string, string>, sinkUrl: string) => {
   const sink = await startSink({ SINK_RECEIPTS: "1" })
   const directory = mkdtempSync(join(tmpdir(), "hookrelay-e2e-bench-"))
@@ -261,48 +320,19 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
     // timed here.
     collectGarbage?.()
 
-    // Steady load: 1 000 messages/s as 100 requests/s of 10 messages, for 10 s.
     await server.probe()
     refused = 0
-    const steadyLatencies: Array<number> = []
-    const steadyRun = `${label}-${Date.now()}-steady`
-    // The load generator's own event loop: a request's latency is timed here, so a stall of this process (its GC
-    // with the throughput phase's bodies still live, the machine's other work) is in the accept p99 too.
-    const ownLoop = monitorEventLoopDelay({ resolution: 1 })
-    ownLoop.enable()
-    const steadyStart = performance.now()
-    const pending: Array<Promise<void>> = []
-    let steadyFailure: unknown = undefined
-    for (let i = 0; i < 1000; i++) {
-      const due = steadyStart + i * 10
-      const wait = due - performance.now()
-      if (wait > 0) await sleep(wait)
-      const batch = Array.from({ length: 10 }, (_, k) => message(steadyRun, i * 10 + k))
-      // Awaited all together below; a failure is kept until then, so that it ends the run through the cleanup
-      // (an unhandled rejection would exit at once and leave the server running).
-      pending.push(
-        post(agent, server.url, JSON.stringify({ batch })).then(
-          (ms) => void steadyLatencies.push(ms),
-          (error: unknown) => void (steadyFailure ??= error)
-        )
-      )
-    }
-    await Promise.all(pending)
-    ownLoop.disable()
-    if (steadyFailure !== undefined) throw steadyFailure
+    const steady = await steadyLoad(agent, server.url, `${label}-${Date.now()}-steady`)
     const duringSteady = await server.probe()
 
     return {
       ...throughput,
-      acceptP99AtSteadyMs: percentile(steadyLatencies, 99),
-      acceptP50AtSteadyMs: percentile(steadyLatencies, 50),
+      acceptP99AtSteadyMs: steady.p99,
+      acceptP50AtSteadyMs: steady.p50,
       serverPeakRssBytes: server.peakRss(),
       duringSteady,
       refusedDuringSteady: refused,
-      generatorLoopDelayMs: {
-        p99: Math.round(ownLoop.percentile(99) / 1e4) / 100,
-        max: Math.round(ownLoop.max / 1e4) / 100
-      }
+      generatorLoopDelayMs: steady.generatorLoopDelayMs
     }
   } finally {
     await agent.close()
@@ -376,6 +406,7 @@ const main = async () => {
   // The machine's speed drifts between runs (other tenants): the baseline is the mean of a raw run before the servers
   // and one after them.
   const rawBefore = flag("skip-raw") ? 0 : await rawBaseline()
+  const floor = await steadyFloor()
   const sqlite = await runServer("sqlite", {}, "")
   const pg = flag("sqlite-only") || process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
     ? undefined
@@ -429,6 +460,13 @@ POSTed straight to a receiver with undici, 16 at a time, before and after the se
 ${row("SQLite", sqlite)}
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
 
+The floor of the accept latency: the same steady load against a plain \`node:http\` server in its own process that
+parses each body and answers at once (\`bench/support/plainServer.mjs\`, no store): p50 ${floor.p50.toFixed(1)} / p99 ${
+    floor.p99.toFixed(1)
+  } ms, the load generator's own event-loop delay p99 / max ${floor.generatorLoopDelayMs.p99} / ${floor.generatorLoopDelayMs.max} ms.
+What the server's accept latency has above it is the server's own work: parsing and validating, the commit, and the
+deliveries it runs at the same time.
+
 Where delivered/s comes from: while ingest saturates the server's event loop its claims are held back (README,
 "Ingest before delivery"); after the last accepted request the backlog drains. ${drainLine("SQLite", sqlite)}${
     pg === undefined ? "" : ` ${drainLine("PostgreSQL", pg)}`
@@ -459,7 +497,17 @@ Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; acc
 `
   // A partial run (another server, no baseline, no PostgreSQL) is printed only, never written over the results.
   if (raw > 0 && serverIndex === -1 && !flag("sqlite-only") && !randomIds) {
-    writeResults("end-to-end", markdown, { totalMessages, batchSize, senders, raw, rawBefore, rawAfter, sqlite, pg })
+    writeResults("end-to-end", markdown, {
+      totalMessages,
+      batchSize,
+      senders,
+      raw,
+      rawBefore,
+      rawAfter,
+      steadyFloor: floor,
+      sqlite,
+      pg
+    })
   }
   console.log(markdown)
 }
