@@ -274,11 +274,12 @@ const steadyLoad = async (agent: Agent, url: string, run: string) => {
 }
 
 /**
- * The floor of the accept latency: the steady load against a plain node:http server in its own process that parses
- * each body and answers at once (`bench/support/plainServer.mjs`). What is left above it is the server's own work.
+ * A floor of the accept latency: the steady load against a server in its own process that parses each body and
+ * answers at once, `bench/support/plainServer.mjs` (bare node:http) or `effectServer.mjs` (@effect/platform's
+ * HttpServer, as hookrelay serves). What is left above them is the framework's cost and the server's own work.
  */
-const steadyFloor = async () => {
-  const child = fork(join(repoRoot, "bench/support/plainServer.mjs"), [], {
+const steadyFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
+  const child = fork(join(repoRoot, "bench/support", script), [], {
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   const agent = new Agent({ keepAliveTimeout: 30_000 })
@@ -406,7 +407,8 @@ const main = async () => {
   // The machine's speed drifts between runs (other tenants): the baseline is the mean of a raw run before the servers
   // and one after them.
   const rawBefore = flag("skip-raw") ? 0 : await rawBaseline()
-  const floor = await steadyFloor()
+  const floor = await steadyFloor("plainServer.mjs")
+  const effectFloor = await steadyFloor("effectServer.mjs")
   const sqlite = await runServer("sqlite", {}, "")
   const pg = flag("sqlite-only") || process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
     ? undefined
@@ -460,12 +462,18 @@ POSTed straight to a receiver with undici, 16 at a time, before and after the se
 ${row("SQLite", sqlite)}
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
 
-The floor of the accept latency: the same steady load against a plain \`node:http\` server in its own process that
-parses each body and answers at once (\`bench/support/plainServer.mjs\`, no store): p50 ${floor.p50.toFixed(1)} / p99 ${
+The floors of the accept latency: the same steady load against a server in its own process that parses each body
+and answers at once, no store — bare \`node:http\` (\`bench/support/plainServer.mjs\`): p50 ${
+    floor.p50.toFixed(1)
+  } / p99 ${
     floor.p99.toFixed(1)
-  } ms, the load generator's own event-loop delay p99 / max ${floor.generatorLoopDelayMs.p99} / ${floor.generatorLoopDelayMs.max} ms.
-What the server's accept latency has above it is the server's own work: parsing and validating, the commit, and the
-deliveries it runs at the same time.
+  } ms; \`@effect/platform\`'s \`HttpServer\` with hookrelay's middleware (\`effectServer.mjs\`): p50 ${
+    effectFloor.p50.toFixed(1)
+  } / p99 ${
+    effectFloor.p99.toFixed(1)
+  } ms. The load generator's own event-loop delay p99 / max meanwhile: ${floor.generatorLoopDelayMs.p99} / ${floor.generatorLoopDelayMs.max} and ${effectFloor.generatorLoopDelayMs.p99} / ${effectFloor.generatorLoopDelayMs.max} ms.
+Between the floors is what the framework costs a request; above the second, the server's own work: validating and
+encoding the messages, the commit, and the deliveries it runs at the same time.
 
 Where delivered/s comes from: while ingest saturates the server's event loop its claims are held back (README,
 "Ingest before delivery"); after the last accepted request the backlog drains. ${drainLine("SQLite", sqlite)}${
@@ -505,6 +513,7 @@ Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; acc
       rawBefore,
       rawAfter,
       steadyFloor: floor,
+      steadyEffectFloor: effectFloor,
       sqlite,
       pg
     })

@@ -1,0 +1,40 @@
+/**
+ * The end-to-end benchmark's second floor for accept latency (`bench/endToEnd.ts`): the same work as
+ * `plainServer.mjs` — read the body, parse it as JSON, answer `200 {"success":true}` — served by `@effect/platform`'s
+ * `HttpServer` with hookrelay's middleware (`xForwardedHeaders`, no tracing on tracking routes) on
+ * `NodeHttpServer`, as hookrelay serves `/v1/batch`. Between the two floors is what the framework costs a request on
+ * this machine; above the second is hookrelay's own work. Plain JavaScript, started with plain `node`; sends its port
+ * to its parent over IPC and exits when the parent disconnects.
+ */
+/* global process */
+import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+
+const router = HttpRouter.empty.pipe(
+  HttpRouter.post(
+    "/v1/batch",
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => request.text).pipe(
+      Effect.flatMap((text) => Effect.try(() => JSON.parse(text))),
+      Effect.as(HttpServerResponse.unsafeJson({ success: true })),
+      Effect.orElseSucceed(() => HttpServerResponse.unsafeJson({ success: false }, { status: 400 }))
+    )
+  )
+)
+
+const listening = Effect.flatMap(HttpServer.HttpServer, (server) =>
+  Effect.sync(() => {
+    const address = server.address
+    process.send?.({ type: "listening", port: address._tag === "TcpAddress" ? address.port : 0 })
+  }))
+
+const app = Layer.mergeAll(
+  HttpServer.serve(router, HttpMiddleware.xForwardedHeaders).pipe(
+    HttpMiddleware.withTracerDisabledWhen(() => true)
+  ),
+  Layer.effectDiscard(listening)
+).pipe(Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
+
+process.on("disconnect", () => process.kill(process.pid, "SIGTERM"))
+NodeRuntime.runMain(Layer.launch(app))
