@@ -4,8 +4,9 @@
  * `src/` first when stale) on SQLite, then on PostgreSQL
  * when DATABASE_URL is set — which delivers to a loopback receiver in a third process. Reports
  * accepted and delivered messages/s, ingest→receipt p50/p99, the server's peak RSS, and the accept
- * latency p99 at a steady 1 000 messages/s. The same run POSTs the same delivered bodies straight
- * to the same receiver with undici as the baseline. A probe preloaded into the server
+ * latency p99 at a steady 1 000 messages/s, beside two floors measured in the same run under the same steady load (a
+ * bare node:http server and an `@effect/platform` one, each only parsing the body). The same run POSTs the same
+ * delivered bodies straight to the same receiver with undici as the baseline. A probe preloaded into the server
  * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
  *   npx tsx bench/endToEnd.ts [--messages 50000] [--server path/to/main.js] [--skip-raw] [--sqlite-only] [--random-ids]
