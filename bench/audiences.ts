@@ -20,7 +20,7 @@ import { OutboxSignal } from "../src/store/OutboxSignal.js"
 import * as OutboxSignalLayer from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
-import { dropPgSchema, mb, sampleRss, writeResults } from "./support/processes.js"
+import { dropPgSchema, mb, pgNotRun, pgUrl, sampleRss, writeResults } from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -80,7 +80,7 @@ const run = async (database: Run["database"]): Promise<Run> => {
   const schema = `bench_audiences_${process.pid}`
   const store = database === "sqlite"
     ? StoreLayers.layerSqlite({ directory })
-    : StoreLayers.layerPg({ url: process.env.DATABASE_URL!, schema })
+    : StoreLayers.layerPg({ url: pgUrl()!, schema })
   const runtime = ManagedRuntime.make(Layer.merge(store, OutboxSignalLayer.layer))
   try {
     await runtime.runPromise(Effect.gen(function*() {
@@ -143,7 +143,8 @@ const run = async (database: Run["database"]): Promise<Run> => {
 const main = async () => {
   const load = loadavg().map((value) => round(value, 1))
   const runs: Array<Run> = [await run("sqlite")]
-  if (process.env.DATABASE_URL?.startsWith("postgres")) runs.push(await run("postgresql"))
+  if (pgUrl() !== undefined) runs.push(await run("postgresql"))
+  else console.error(pgNotRun)
   const sqlite = runs[0]!
   const pass = {
     first: sqlite.first.seconds < targets.firstSeconds,
@@ -182,7 +183,7 @@ Targets (SQLite): first sync < ${targets.firstSeconds} s (${
     pass.first ? "met" : "MISSED"
   }), diff sync < ${targets.diffSeconds} s (${pass.diff ? "met" : "MISSED"}), peak RSS < ${targets.rssMb} MB (${
     pass.rss ? "met" : "MISSED"
-  }).
+  }).${runs.length === 1 ? `\n\n${pgNotRun}` : ""}
 `
   writeResults("audiences", markdown, {
     date: new Date().toISOString(),

@@ -32,7 +32,18 @@ import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
 import { transpileForNode } from "./support/compile.js"
-import { dropPgSchema, mb, sampleRss, type Sink, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import {
+  dropPgSchema,
+  mb,
+  pgNotRun,
+  pgUrl,
+  sampleRss,
+  type Sink,
+  sleep,
+  startSink,
+  waitFor,
+  writeResults
+} from "./support/processes.js"
 import { formatPerThread, perJobByThread, threadTimes } from "./support/threads.js"
 
 const arg = (name: string, fallback: number) => {
@@ -217,7 +228,7 @@ const runDispatcher = async (
   const schema = `bench_${process.pid}_${kind}`
   const store = kind === "sqlite"
     ? StoreLayers.layerSqlite({ directory })
-    : StoreLayers.layerPg({ url: process.env.DATABASE_URL!, schema })
+    : StoreLayers.layerPg({ url: pgUrl()!, schema })
   const transport = fake ? fakeTransport : Transport.layer({ allowPrivateNetworks: true })
   const base = Layer.mergeAll(transport, OutboxSignal.layer, Outcomes.layer).pipe(
     Layer.provideMerge(store)
@@ -394,7 +405,8 @@ const main = async () => {
       sink.reset()
       return run
     }
-    const withPg = process.env.DATABASE_URL !== undefined && runs("pg")
+    const withPg = pgUrl() !== undefined && runs("pg")
+    if (runs("pg") && !withPg) console.error(pgNotRun)
     // The dispatcher warms up the same way, one unmeasured run per store: a first run also pays V8's compiling (the
     // "other threads" of its per-thread split were TurboFan's), which the raw warm-up takes off the baseline.
     if (runs("sqlite")) await measureStore("sqlite")
@@ -479,7 +491,7 @@ the machine's speed drifts.
 |---|---:|---:|---:|---:|---:|---:|
 ${rows.join("\n")}
 
-Target: SQLite ≥ 0.5× the raw figure.
+Target: SQLite ≥ 0.5× the raw figure.${runs("pg") && !withPg ? `\n\n${pgNotRun}` : ""}
 ${threadLines}${optionsLine}${memory}`
     // A partial run (--only) or a variant (--body-pad) is printed, not written over the full results.
     if (only === undefined && bodyPad === 0) {

@@ -27,7 +27,18 @@ import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Agent } from "undici"
 import { freePort } from "../test/support/serverProcess.js"
-import { dropPgSchema, mb, repoRoot, type Sink, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import {
+  dropPgSchema,
+  mb,
+  pgNotRun,
+  pgUrl,
+  repoRoot,
+  type Sink,
+  sleep,
+  startSink,
+  waitFor,
+  writeResults
+} from "./support/processes.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -411,9 +422,9 @@ const main = async () => {
   const floor = await steadyFloor("plainServer.mjs")
   const effectFloor = await steadyFloor("effectServer.mjs")
   const sqlite = await runServer("sqlite", {}, "")
-  const pg = flag("sqlite-only") || process.env.DATABASE_URL === undefined || process.env.DATABASE_URL === ""
-    ? undefined
-    : await pgRun(process.env.DATABASE_URL)
+  const databaseUrl = pgUrl()
+  if (!flag("sqlite-only") && databaseUrl === undefined) console.error(pgNotRun)
+  const pg = flag("sqlite-only") || databaseUrl === undefined ? undefined : await pgRun(databaseUrl)
   const rawAfter = flag("skip-raw") ? 0 : await rawBaseline()
   const raw = (rawBefore + rawAfter) / 2
   const row = (name: string, r: Awaited<ReturnType<typeof runServer>>) =>
@@ -502,7 +513,9 @@ The server's GC pauses per phase (count / total ms / longest ms), young generati
 ${gcRow("SQLite", sqlite)}
 ${pg === undefined ? "" : gcRow("PostgreSQL", pg)}
 
-Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.
+Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.${
+    pg === undefined && !flag("sqlite-only") ? `\n\n${pgNotRun}` : ""
+  }
 `
   // A partial run (another server, no baseline, no PostgreSQL) is printed only, never written over the results.
   if (raw > 0 && serverIndex === -1 && !flag("sqlite-only") && !randomIds) {

@@ -20,11 +20,15 @@ import * as OutboxSignal from "../../src/store/OutboxSignal.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { percentile } from "./percentile.js"
-import { dropPgSchema } from "./processes.js"
+import { dropPgSchema, pgNotRun, pgUrl } from "./processes.js"
 import { processesMicros, threadTimes } from "./threads.js"
 
 const pending = Number(process.argv[2] ?? 200_000)
 const onPg = process.argv.includes("--pg")
+if (onPg && pgUrl() === undefined) {
+  console.error(pgNotRun)
+  process.exit(2)
+}
 const schema = `backlog_stall_${process.pid}`
 const directory = mkdtempSync(join(tmpdir(), "hookrelay-backlog-stall-"))
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", event: "Order Completed", userId: "u" }))
@@ -32,7 +36,7 @@ const body = new TextEncoder().encode(JSON.stringify({ type: "track", event: "Or
 const stores = ManagedRuntime.make(
   Layer.mergeAll(Transport.layer({ allowPrivateNetworks: true }), OutboxSignal.layer, Outcomes.layer).pipe(
     Layer.provideMerge(
-      onPg ? StoreLayers.layerPg({ url: process.env.DATABASE_URL!, schema }) : StoreLayers.layerSqlite({ directory })
+      onPg ? StoreLayers.layerPg({ url: pgUrl()!, schema }) : StoreLayers.layerSqlite({ directory })
     )
   )
 )

@@ -95,10 +95,20 @@ export const writeResults = (name: string, markdown: string, json: unknown) => {
   writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(json, null, 2)}\n`)
 }
 
+/** The PostgreSQL a benchmark runs against: DATABASE_URL when it is a postgres:// URL, else none (SQLite only). */
+export const pgUrl = (): string | undefined => {
+  const url = process.env.DATABASE_URL
+  return url !== undefined && /^postgres(ql)?:\/\//.test(url) ? url : undefined
+}
+
+/** Said in a benchmark's results, and printed, when its PostgreSQL run was left out for want of a database. */
+export const pgNotRun =
+  "PostgreSQL was not run: DATABASE_URL is not a postgres:// URL (e.g. `DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench`)."
+
 /** Drops a benchmark's PostgreSQL schema (at DATABASE_URL) with everything in it. */
 export const dropPgSchema = async (schema: string) => {
   const { default: pg } = await import("pg")
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL })
+  const client = new pg.Client({ connectionString: pgUrl() })
   await client.connect()
   await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
   await client.end()
