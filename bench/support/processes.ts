@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { isPostgresUrl } from "../../src/store/StoreConfig.js"
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 export const resultsDir = join(repoRoot, "bench", "results")
@@ -95,10 +96,13 @@ export const writeResults = (name: string, markdown: string, json: unknown) => {
   writeFileSync(join(resultsDir, `${name}.json`), `${JSON.stringify(json, null, 2)}\n`)
 }
 
-/** The PostgreSQL a benchmark runs against: DATABASE_URL when it is a postgres:// URL, else none (SQLite only). */
+/**
+ * The PostgreSQL a benchmark runs against: DATABASE_URL when the server would take it as one (`isPostgresUrl`), else
+ * none (SQLite only).
+ */
 export const pgUrl = (): string | undefined => {
   const url = process.env.DATABASE_URL
-  return url !== undefined && /^postgres(ql)?:\/\//.test(url) ? url : undefined
+  return url !== undefined && isPostgresUrl(url) ? url.trim() : undefined
 }
 
 /** Said in a benchmark's results, and printed, when its PostgreSQL run was left out for want of a database. */
