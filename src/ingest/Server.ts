@@ -1,11 +1,12 @@
-import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { Effect, type Option, type Redacted } from "effect"
 import { renderPrometheus } from "../metrics/Prometheus.js"
 import { adminRoutes } from "./AdminApi.js"
 import { audienceRoutes } from "./AudienceRoutes.js"
 import { consoleRoutes } from "./ConsoleRoutes.js"
 import { errorResponse } from "./ErrorBody.js"
-import { trackingRoutes } from "./TrackingApi.js"
+import { isTrackingRequest, trackingRoutes } from "./TrackingApi.js"
+import { trackingCors } from "./TrackingCors.js"
 
 export interface ServerOptions {
   /** `HOOKRELAY_ADMIN_TOKEN`; without it the admin API answers 404. */
@@ -36,18 +37,14 @@ export const router = (options: ServerOptions) =>
   )
 
 /**
- * The tracking API's requests get no server span: the span and its attributes (the URL parsed again, every header
- * copied for redaction) were a large share of what a request allocated, and the young-generation pauses that garbage
- * causes are the tail of the accept latency (measured at 1 000 messages/s: longest pause 11.6–12.8 → 7.4–7.7 ms).
- * Every other route keeps its span.
- */
-const isTrackingRequest = (request: HttpServerRequest.HttpServerRequest) => request.url.startsWith("/v1/")
-
-/**
  * The hookrelay HTTP app as a layer: mount it on any `HttpServer` (NodeHttpServer.layer in
  * main.ts, or the embedding service's own). Needs `Relay`.
  */
 export const layer = (options: ServerOptions) =>
-  HttpServer.serve(router(options), HttpMiddleware.xForwardedHeaders).pipe(
+  HttpServer.serve(trackingCors(router(options)), HttpMiddleware.xForwardedHeaders).pipe(
+    // The tracking API's requests get no server span: the span and its attributes (the URL parsed again, every header
+    // copied for redaction) were a large share of what a request allocated, and the young-generation pauses that
+    // garbage causes are the tail of the accept latency (measured at 1 000 messages/s: longest pause 11.6–12.8 →
+    // 7.4–7.7 ms). Every other route keeps its span.
     HttpMiddleware.withTracerDisabledWhen(isTrackingRequest)
   )

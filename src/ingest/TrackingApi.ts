@@ -116,11 +116,26 @@ const withoutWriteKey = (body: Record<string, unknown>): Record<string, unknown>
   return message
 }
 
-/** The Segment-compatible tracking API (SPEC §2). */
+/** The tracking API's paths, full and short: everything under `/v1/`. */
+export const isTrackingRequest = (request: HttpServerRequest.HttpServerRequest) => request.url.startsWith("/v1/")
+
+/**
+ * The short paths Segment's own API answers too: analytics.js posts each message to `/v1/` and its type's first letter
+ * (`/v1/t`, `/v1/p`, …) and its batching mode, like the mobile libraries (analytics-kotlin, analytics-swift,
+ * analytics-react-native), posts batches to `/v1/b`.
+ */
+const shortPath = (type: MessageType) => `/v1/${type.charAt(0)}` as const
+
+/** The Segment-compatible tracking API (SPEC §2), at its full and its short paths. */
 export const trackingRoutes = messageTypes.reduce(
-  (router, type) => router.pipe(HttpRouter.post(`/v1/${type}`, handle(type))),
+  (router, type) =>
+    router.pipe(
+      HttpRouter.post(`/v1/${type}`, handle(type)),
+      HttpRouter.post(shortPath(type), handle(type))
+    ),
   HttpRouter.empty.pipe(
     HttpRouter.post("/v1/batch", handle(undefined)),
-    HttpRouter.post("/v1/import", handle(undefined))
+    HttpRouter.post("/v1/import", handle(undefined)),
+    HttpRouter.post("/v1/b", handle(undefined))
   )
 )

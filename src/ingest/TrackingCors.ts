@@ -1,0 +1,47 @@
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { isTrackingRequest } from "./TrackingApi.js"
+
+/**
+ * Cross-origin access to the tracking API, for web sources: analytics.js runs on the customer's pages and posts to
+ * hookrelay's host. Its messages are simple requests (`text/plain`, no preflight), but without
+ * `Access-Control-Allow-Origin` the browser hides the answer and analytics.js takes every message as failed and sends
+ * it again, up to ten times. Clients that send `Authorization` or JSON ask first (`OPTIONS`), which is answered here.
+ *
+ * Any origin may send: a write key is public in every web page that embeds it, and it is all that authenticates the
+ * tracking API (no cookie, so `*` and no credentials). The admin API, the console and the metrics stay same-origin.
+ */
+const allowOrigin = { "access-control-allow-origin": "*" } as const
+
+/** What a 429 or 503 tells a browser client about when to come back. */
+const exposedHeaders = "retry-after, x-ratelimit-reset"
+
+const preflightMaxAgeSeconds = 86_400
+
+const preflight = (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse => {
+  // Whatever headers the client asks for: the handler reads the ones it knows (Authorization, Content-Encoding) and
+  // ignores the rest, as it does for same-origin requests.
+  const requested = request.headers["access-control-request-headers"]
+  return HttpServerResponse.empty({
+    status: 204,
+    headers: {
+      ...allowOrigin,
+      "access-control-allow-methods": "POST, OPTIONS",
+      ...(requested === undefined ?
+        {} :
+        { "access-control-allow-headers": requested, vary: "Access-Control-Request-Headers" }),
+      "access-control-max-age": String(preflightMaxAgeSeconds)
+    }
+  })
+}
+
+const withAllowedOrigin = (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeaders(response, { ...allowOrigin, "access-control-expose-headers": exposedHeaders })
+
+/** The app with CORS on the tracking API's paths (`/v1/…`): preflights answered, every answer readable cross-origin. */
+export const trackingCors = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    if (!isTrackingRequest(request)) return app
+    if (request.method === "OPTIONS") return Effect.succeed(preflight(request))
+    return Effect.map(app, withAllowedOrigin)
+  })
