@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { existsSync, mkdirSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { startServer } from "../delivery/support.js"
 import { adminToken, startApp } from "../support/app.js"
+import { chromiumAvailable, launchChromium } from "../support/chromium.js"
 import { basic, call } from "../support/http.js"
 import { repoRoot } from "../support/serverProcess.js"
 import { ensureConsoleBuilt } from "./build.js"
@@ -14,28 +15,9 @@ import { ensureConsoleBuilt } from "./build.js"
  * server on 127.0.0.1, two loopback receivers, messages sent through the tracking API.
  */
 
-const chromiumPath = "/usr/bin/chromium"
-const hasChromium = existsSync(chromiumPath)
-if (!hasChromium) {
-  console.log(`skipping the console's browser tests: ${chromiumPath} is missing (apt-get install chromium)`)
-}
+const hasChromium = chromiumAvailable("the console's browser tests")
 
 const screenshots = Path.join(repoRoot, "test-output", "console")
-
-const launch = () =>
-  chromium.launch({
-    executablePath: chromiumPath,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync"
-    ]
-  })
 
 const shot = (page: Page, name: string) =>
   page.screenshot({ path: Path.join(screenshots, `${name}.png`), fullPage: true })
@@ -93,7 +75,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
         const app = yield* startApp()
         const base = app.baseUrl
 
-        const browser = yield* Effect.acquireRelease(Effect.promise(launch), (b: Browser) =>
+        const browser = yield* Effect.acquireRelease(Effect.promise(launchChromium), (b: Browser) =>
           Effect.promise(() => b.close()))
         yield* Effect.promise(async () => {
           const context = await browser.newContext({ viewport: { width: 1366, height: 860 } })

@@ -1,0 +1,182 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { existsSync, readFileSync } from "node:fs"
+import * as Path from "node:path"
+import type { Browser } from "playwright-core"
+import { type ReceivedRequest, repoRoot, startServer, waitUntil } from "../delivery/support.js"
+import { type App, startApp } from "../support/app.js"
+import { chromiumAvailable, launchChromium } from "../support/chromium.js"
+import { basic, pollUntil, signatureOf } from "../support/http.js"
+
+/**
+ * The real analytics.js (`@segment/analytics-next`, its published browser bundle, unchanged) on a web page in headless
+ * Chromium, on an origin of its own, pointed at hookrelay as a user points it at any Segment-compatible host (its
+ * `Segment.io` settings: `apiHost`, `protocol`). It posts each message to `/v1/<first letter of the type>` with Basic
+ * auth, so the browser asks first (a CORS preflight): every call must arrive at the webhook once, signed, with the
+ * SPEC §3 body, and the browser must read each answer as a 200 (a failed request is sent again by analytics.js).
+ */
+
+const hasChromium = chromiumAvailable("the analytics.js browser test")
+
+const writeKey = "wk_analytics_js_e2e_01"
+const sharedSecret = "analytics-js-e2e-shared-secret"
+const bundleDirectory = Path.join(repoRoot, "node_modules/@segment/analytics-next/dist/umd")
+const isoWithMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/** The customer's web page and the library's bundle, served from another origin than hookrelay's. */
+const servePage = (request: ReceivedRequest, response: import("node:http").ServerResponse) => {
+  if (request.url === "/") {
+    response.writeHead(200, { "content-type": "text/html" })
+    return void response.end("<!doctype html><html><body><script src=\"/bundle/index.js\"></script></body></html>")
+  }
+  const file = Path.join(bundleDirectory, Path.basename(request.url))
+  if (request.url.startsWith("/bundle/") && existsSync(file)) {
+    response.writeHead(200, { "content-type": "text/javascript" })
+    return void response.end(readFileSync(file))
+  }
+  response.writeHead(404).end()
+}
+
+/**
+ * What the page runs (as text: the tests are compiled without DOM types). Settings given inline, as a self-hosted
+ * setup does, instead of fetched from Segment's CDN; no persistence, so nothing is left for a later page.
+ */
+const pageScript = (apiHost: string) =>
+  `(async () => {
+  const [analytics] = await window.AnalyticsNext.AnalyticsBrowser.load(
+    { writeKey: ${JSON.stringify(writeKey)}, cdnSettings: { integrations: { "Segment.io": {
+      apiKey: ${JSON.stringify(writeKey)}, apiHost: ${JSON.stringify(apiHost)}, protocol: "http" } } } },
+    { disableClientPersistence: true }
+  )
+  const sent = [
+    await analytics.identify("user-1", { email: "ada@example.com", plan: "pro" }),
+    await analytics.track("Order Completed", { orderId: "o-1", revenue: 39.95 }),
+    await analytics.page("Docs", "Pricing", { path: "/pricing" }),
+    await analytics.screen("Checkout", { step: 2 }),
+    await analytics.group("acme", { name: "Acme Inc" }),
+    await analytics.alias("user-2", "user-1")
+  ]
+  return sent.map((context) => context.event.messageId)
+})()`
+
+/** One message as analytics.js put it on the wire. */
+interface SentMessage {
+  readonly type: string
+  readonly messageId: string
+  readonly timestamp: string
+  readonly sentAt: string
+  readonly anonymousId: string
+  readonly userId?: string
+  readonly context: Record<string, unknown>
+  readonly [key: string]: unknown
+}
+
+/**
+ * The SPEC §3 body for a message analytics.js sent: its event time skew-corrected with its own `sentAt` (SPEC §2),
+ * the device's time kept as `originalTimestamp`, its context as it was; `writeKey`, `integrations` and `_metadata` are
+ * the library's envelope and are not delivered.
+ */
+const expectedBody = (sent: SentMessage, receivedAt: string) => {
+  const common = {
+    version: 1,
+    type: sent.type,
+    messageId: sent.messageId,
+    anonymousId: sent.anonymousId,
+    timestamp: new Date(Date.parse(receivedAt) - (Date.parse(sent.sentAt) - Date.parse(sent.timestamp))).toISOString(),
+    receivedAt,
+    sentAt: sent.sentAt,
+    originalTimestamp: sent.timestamp,
+    context: sent.context
+  }
+  switch (sent.type) {
+    case "identify":
+      return { ...common, userId: sent.userId, traits: sent.traits }
+    case "track":
+      return { ...common, userId: sent.userId, event: sent.event, properties: sent.properties }
+    case "page":
+    case "screen":
+      return {
+        ...common,
+        userId: sent.userId,
+        name: sent.name,
+        ...(sent.category !== undefined && { category: sent.category }),
+        properties: sent.properties
+      }
+    case "group":
+      return { ...common, userId: sent.userId, groupId: sent.groupId, traits: sent.traits }
+    case "alias":
+      return { ...common, "Previous ID": sent.previousId, "User ID": sent.userId }
+    default:
+      throw new Error(`unexpected type ${sent.type}`)
+  }
+}
+
+const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
+  pollUntil(
+    Effect.forEach(messageIds, (id) => app.relay.messageJobs(id)),
+    (jobs) => jobs.every((forMessage) => forMessage.length === 1 && forMessage[0]!.status === "delivered"),
+    "every job is delivered"
+  )
+
+describe.skipIf(!hasChromium)("analytics.js (@segment/analytics-next) in Chromium against hookrelay", () => {
+  it.scopedLive("a web page's identify, track, page, screen, group and alias arrive once each, signed, SPEC §3", () =>
+    Effect.gen(function*() {
+      const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
+      const app = yield* startApp()
+      yield* app.relay.putSource({
+        id: "web",
+        writeKey,
+        webhooks: { enabled: true, sharedSecret, endpoints: [{ url: `${receiver.url}/hook` }] }
+      })
+      const pages = yield* startServer(servePage)
+      const browser = yield* Effect.acquireRelease(
+        Effect.promise(launchChromium),
+        (opened: Browser) => Effect.promise(() => opened.close())
+      )
+      const page = yield* Effect.promise(() => browser.newPage())
+
+      // What the browser sent to hookrelay, what it read back, and what failed.
+      const posts: Array<{ path: string; authorization: string | undefined; message: SentMessage }> = []
+      const answers: Array<{ path: string; status: number }> = []
+      const failures: Array<string> = []
+      const pathOf = (url: string) => url.startsWith(app.baseUrl) ? new URL(url).pathname : undefined
+      page.on("request", (request) => {
+        const path = pathOf(request.url())
+        if (path === undefined || request.method() !== "POST") return
+        posts.push({ path, authorization: request.headers().authorization, message: request.postDataJSON() })
+      })
+      page.on("response", (response) => {
+        const path = pathOf(response.url())
+        if (path !== undefined) answers.push({ path, status: response.status() })
+      })
+      page.on("requestfailed", (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`))
+
+      // `localhost` for the page and 127.0.0.1 for hookrelay: another site, as a customer's page is.
+      yield* Effect.promise(() => page.goto(`http://localhost:${pages.port}/`))
+      const messageIds = (yield* Effect.promise(() =>
+        page.evaluate(pageScript(`${new URL(app.baseUrl).host}/v1`))
+      )) as ReadonlyArray<string>
+      expect(messageIds).toHaveLength(6)
+      yield* allDelivered(app, messageIds)
+      yield* waitUntil(() =>
+        receiver.requests.length >= 6, "six deliveries")
+
+      // One request per message, at Segment's short paths, with Basic auth (hence the preflights), each read as a 200.
+      expect(failures).toStrictEqual([])
+      expect(posts.map((post) => post.path)).toStrictEqual(["/v1/i", "/v1/t", "/v1/p", "/v1/s", "/v1/g", "/v1/a"])
+      expect(posts.every((post) => post.authorization === basic(writeKey))).toBe(true)
+      expect(answers).toStrictEqual(posts.map((post) => ({ path: post.path, status: 200 })))
+      expect(posts.map((post) => post.message.messageId)).toStrictEqual(messageIds)
+
+      const sentById = new Map(posts.map((post) => [post.message.messageId, post.message]))
+      expect(receiver.requests).toHaveLength(6)
+      for (const request of receiver.requests) {
+        const body = JSON.parse(request.body.toString("utf8")) as Record<string, unknown>
+        const sent = sentById.get(String(body.messageId))
+        expect(sent).toBeDefined()
+        expect(String(body.receivedAt)).toMatch(isoWithMillis)
+        expect(body).toStrictEqual(expectedBody(sent!, String(body.receivedAt)))
+        expect(request.headers["x-signature"]).toBe(signatureOf(sharedSecret, request.body))
+      }
+    }))
+})
