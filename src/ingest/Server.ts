@@ -3,6 +3,7 @@ import { Effect, type Option, type Redacted } from "effect"
 import { renderPrometheus } from "../metrics/Prometheus.js"
 import { adminRoutes } from "./AdminApi.js"
 import { audienceRoutes } from "./AudienceRoutes.js"
+import { browserSettingsRoutes } from "./BrowserSettings.js"
 import { consoleRoutes } from "./ConsoleRoutes.js"
 import { errorResponse } from "./ErrorBody.js"
 import { isTrackingRequest, trackingRoutes } from "./TrackingApi.js"
@@ -28,6 +29,7 @@ const operationalRoutes = HttpRouter.empty.pipe(
 export const router = (options: ServerOptions) =>
   HttpRouter.concatAll(
     trackingRoutes,
+    browserSettingsRoutes,
     adminRoutes(options.adminToken),
     audienceRoutes(options.adminToken),
     consoleRoutes(),

@@ -6,7 +6,8 @@ import { isTrackingRequest } from "./TrackingApi.js"
  * Cross-origin access to the tracking API, for web sources: analytics.js runs on the customer's pages and posts to
  * hookrelay's host. Its messages are simple requests (`text/plain`, no preflight), but without
  * `Access-Control-Allow-Origin` the browser hides the answer and analytics.js takes every message as failed and sends
- * it again, up to ten times. Clients that send `Authorization` or JSON ask first (`OPTIONS`), which is answered here.
+ * it again, up to ten times; it loads its settings from here too (`BrowserSettings.ts`). Clients that send
+ * `Authorization` or JSON ask first (`OPTIONS`), which is answered here.
  *
  * Any origin may send: a write key is public in every web page that embeds it, and it is all that authenticates the
  * tracking API (no cookie, so `*` and no credentials). The admin API, the console and the metrics stay same-origin.
@@ -26,7 +27,7 @@ const preflight = (request: HttpServerRequest.HttpServerRequest): HttpServerResp
     status: 204,
     headers: {
       ...allowOrigin,
-      "access-control-allow-methods": "POST, OPTIONS",
+      "access-control-allow-methods": "GET, POST, OPTIONS",
       ...(requested === undefined ?
         {} :
         { "access-control-allow-headers": requested, vary: "Access-Control-Request-Headers" }),

@@ -37,15 +37,30 @@ const servePage = (request: ReceivedRequest, response: import("node:http").Serve
   response.writeHead(404).end()
 }
 
+/** How the page points analytics.js at hookrelay. */
+type Pointing =
+  /** Settings given inline (the library then asks no CDN), with hookrelay as the `Segment.io` host. */
+  | { readonly _tag: "inline"; readonly apiHost: string }
+  /** hookrelay as the library's CDN: it loads its settings from `/v1/projects/<writeKey>/settings`. */
+  | { readonly _tag: "cdnURL"; readonly cdnURL: string }
+
 /**
- * What the page runs (as text: the tests are compiled without DOM types). Settings given inline, as a self-hosted
- * setup does, instead of fetched from Segment's CDN; no persistence, so nothing is left for a later page.
+ * What the page runs (as text: the tests are compiled without DOM types): the six calls, awaited one by one. No
+ * persistence, so nothing is left for a later page.
  */
-const pageScript = (apiHost: string) =>
-  `(async () => {
+const pageScript = (pointing: Pointing) => {
+  const settings = pointing._tag === "inline"
+    ? {
+      writeKey,
+      cdnSettings: {
+        integrations: { "Segment.io": { apiKey: writeKey, apiHost: pointing.apiHost, protocol: "http" } },
+        metrics: { sampleRate: 0 }
+      }
+    }
+    : { writeKey, cdnURL: pointing.cdnURL }
+  return `(async () => {
   const [analytics] = await window.AnalyticsNext.AnalyticsBrowser.load(
-    { writeKey: ${JSON.stringify(writeKey)}, cdnSettings: { integrations: { "Segment.io": {
-      apiKey: ${JSON.stringify(writeKey)}, apiHost: ${JSON.stringify(apiHost)}, protocol: "http" } } } },
+    ${JSON.stringify(settings)},
     { disableClientPersistence: true }
   )
   const sent = [
@@ -58,6 +73,7 @@ const pageScript = (apiHost: string) =>
   ]
   return sent.map((context) => context.event.messageId)
 })()`
+}
 
 /** One message as analytics.js put it on the wire. */
 interface SentMessage {
@@ -118,65 +134,92 @@ const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
     "every job is delivered"
   )
 
-describe.skipIf(!hasChromium)("analytics.js (@segment/analytics-next) in Chromium against hookrelay", () => {
-  it.scopedLive("a web page's identify, track, page, screen, group and alias arrive once each, signed, SPEC §3", () =>
-    Effect.gen(function*() {
-      const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
-      const app = yield* startApp()
-      yield* app.relay.putSource({
-        id: "web",
-        writeKey,
-        webhooks: { enabled: true, sharedSecret, endpoints: [{ url: `${receiver.url}/hook` }] }
-      })
-      const pages = yield* startServer(servePage)
-      const browser = yield* Effect.acquireRelease(
-        Effect.promise(launchChromium),
-        (opened: Browser) => Effect.promise(() => opened.close())
-      )
-      const page = yield* Effect.promise(() => browser.newPage())
+/**
+ * A page on another site than hookrelay's (`localhost` for the page, 127.0.0.1 for hookrelay) makes the six calls;
+ * resolves once every message is delivered, with what the browser sent and read.
+ */
+const runPage = (pointing: (app: App) => Pointing) =>
+  Effect.gen(function*() {
+    const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
+    const app = yield* startApp()
+    yield* app.relay.putSource({
+      id: "web",
+      writeKey,
+      webhooks: { enabled: true, sharedSecret, endpoints: [{ url: `${receiver.url}/hook` }] }
+    })
+    const pages = yield* startServer(servePage)
+    const pageOrigin = `http://localhost:${pages.port}`
+    const browser = yield* Effect.acquireRelease(
+      Effect.promise(launchChromium),
+      (opened: Browser) => Effect.promise(() => opened.close())
+    )
+    const page = yield* Effect.promise(() => browser.newPage())
 
-      // What the browser sent to hookrelay, what it read back, and what failed.
-      const posts: Array<{ path: string; authorization: string | undefined; message: SentMessage }> = []
-      const answers: Array<{ path: string; status: number }> = []
-      const failures: Array<string> = []
-      const pathOf = (url: string) => url.startsWith(app.baseUrl) ? new URL(url).pathname : undefined
-      page.on("request", (request) => {
-        const path = pathOf(request.url())
-        if (path === undefined || request.method() !== "POST") return
-        posts.push({ path, authorization: request.headers().authorization, message: request.postDataJSON() })
-      })
-      page.on("response", (response) => {
-        const path = pathOf(response.url())
-        if (path !== undefined) answers.push({ path, status: response.status() })
-      })
-      page.on("requestfailed", (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`))
-
-      // `localhost` for the page and 127.0.0.1 for hookrelay: another site, as a customer's page is.
-      yield* Effect.promise(() => page.goto(`http://localhost:${pages.port}/`))
-      const messageIds = (yield* Effect.promise(() =>
-        page.evaluate(pageScript(`${new URL(app.baseUrl).host}/v1`))
-      )) as ReadonlyArray<string>
-      expect(messageIds).toHaveLength(6)
-      yield* allDelivered(app, messageIds)
-      yield* waitUntil(() =>
-        receiver.requests.length >= 6, "six deliveries")
-
-      // One request per message, at Segment's short paths, with Basic auth (hence the preflights), each read as a 200.
-      expect(failures).toStrictEqual([])
-      expect(posts.map((post) => post.path)).toStrictEqual(["/v1/i", "/v1/t", "/v1/p", "/v1/s", "/v1/g", "/v1/a"])
-      expect(posts.every((post) => post.authorization === basic(writeKey))).toBe(true)
-      expect(answers).toStrictEqual(posts.map((post) => ({ path: post.path, status: 200 })))
-      expect(posts.map((post) => post.message.messageId)).toStrictEqual(messageIds)
-
-      const sentById = new Map(posts.map((post) => [post.message.messageId, post.message]))
-      expect(receiver.requests).toHaveLength(6)
-      for (const request of receiver.requests) {
-        const body = JSON.parse(request.body.toString("utf8")) as Record<string, unknown>
-        const sent = sentById.get(String(body.messageId))
-        expect(sent).toBeDefined()
-        expect(String(body.receivedAt)).toMatch(isoWithMillis)
-        expect(body).toStrictEqual(expectedBody(sent!, String(body.receivedAt)))
-        expect(request.headers["x-signature"]).toBe(signatureOf(sharedSecret, request.body))
+    // What the browser sent to hookrelay, what it read back, what failed, and whatever went elsewhere.
+    const posts: Array<{ path: string; authorization: string | undefined; message: SentMessage }> = []
+    const answers: Array<{ method: string; path: string; status: number }> = []
+    const failures: Array<string> = []
+    const elsewhere: Array<string> = []
+    const pathOf = (url: string) => url.startsWith(app.baseUrl) ? new URL(url).pathname : undefined
+    page.on("request", (request) => {
+      const path = pathOf(request.url())
+      if (path === undefined) {
+        if (!request.url().startsWith(pageOrigin)) elsewhere.push(request.url())
+        return
       }
+      if (request.method() !== "POST") return
+      posts.push({ path, authorization: request.headers().authorization, message: request.postDataJSON() })
+    })
+    page.on("response", (response) => {
+      const path = pathOf(response.url())
+      if (path !== undefined) answers.push({ method: response.request().method(), path, status: response.status() })
+    })
+    page.on("requestfailed", (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`))
+
+    yield* Effect.promise(() => page.goto(`${pageOrigin}/`))
+    const messageIds = (yield* Effect.promise(() => page.evaluate(pageScript(pointing(app))))) as ReadonlyArray<string>
+    expect(messageIds).toHaveLength(6)
+    yield* allDelivered(app, messageIds)
+    yield* waitUntil(() => receiver.requests.length >= 6, "six deliveries")
+    return { receiver, messageIds, posts, answers, failures, elsewhere }
+  })
+
+/** One request per message at Segment's short paths, each read as a 200, and each delivered once as SPEC §3 says. */
+const expectDeliveredOnce = (run: Effect.Effect.Success<ReturnType<typeof runPage>>) => {
+  const { answers, elsewhere, failures, messageIds, posts, receiver } = run
+  expect(failures).toStrictEqual([])
+  expect(elsewhere).toStrictEqual([])
+  expect(posts.map((post) => post.path)).toStrictEqual(["/v1/i", "/v1/t", "/v1/p", "/v1/s", "/v1/g", "/v1/a"])
+  // With Basic auth: the browser asks first (a CORS preflight, which it does not report as a request of its own).
+  expect(posts.every((post) => post.authorization === basic(writeKey))).toBe(true)
+  expect(answers.filter((answer) => answer.method === "POST")).toStrictEqual(
+    posts.map((post) => ({ method: "POST", path: post.path, status: 200 }))
+  )
+  expect(posts.map((post) => post.message.messageId)).toStrictEqual(messageIds)
+
+  const sentById = new Map(posts.map((post) => [post.message.messageId, post.message]))
+  expect(receiver.requests).toHaveLength(6)
+  for (const request of receiver.requests) {
+    const body = JSON.parse(request.body.toString("utf8")) as Record<string, unknown>
+    const sent = sentById.get(String(body.messageId))
+    expect(sent).toBeDefined()
+    expect(String(body.receivedAt)).toMatch(isoWithMillis)
+    expect(body).toStrictEqual(expectedBody(sent!, String(body.receivedAt)))
+    expect(request.headers["x-signature"]).toBe(signatureOf(sharedSecret, request.body))
+  }
+}
+
+describe.skipIf(!hasChromium)("analytics.js (@segment/analytics-next) in Chromium against hookrelay", () => {
+  it.scopedLive("with its settings inline: identify, track, page, screen, group, alias arrive once each, signed", () =>
+    Effect.gen(function*() {
+      const run = yield* runPage((app) => ({ _tag: "inline", apiHost: `${new URL(app.baseUrl).host}/v1` }))
+      expectDeliveredOnce(run)
+    }))
+
+  it.scopedLive("with hookrelay as its CDN: the settings come from hookrelay and send everything back to it", () =>
+    Effect.gen(function*() {
+      const run = yield* runPage((app) => ({ _tag: "cdnURL", cdnURL: app.baseUrl }))
+      expect(run.answers[0]).toStrictEqual({ method: "GET", path: `/v1/projects/${writeKey}/settings`, status: 200 })
+      expectDeliveredOnce(run)
     }))
 })

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as http from "node:http"
 import { gzipSync } from "node:zlib"
+import { browserSettings } from "../../src/ingest/BrowserSettings.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { adminToken, startApp } from "../support/app.js"
 import { basic } from "../support/http.js"
@@ -161,7 +162,7 @@ describe("tracking API: cross-origin requests from web pages", () => {
       expect(preflight.text).toBe("")
       expect(Object.fromEntries(preflight.headers)).toMatchObject({
         "access-control-allow-origin": "*",
-        "access-control-allow-methods": "POST, OPTIONS",
+        "access-control-allow-methods": "GET, POST, OPTIONS",
         "access-control-allow-headers": "authorization,content-type",
         "access-control-max-age": "86400"
       })
@@ -194,5 +195,42 @@ describe("tracking API: cross-origin requests from web pages", () => {
         expect({ path, status: answer.status }).toStrictEqual({ path, status: 200 })
         expect(answer.headers.get("access-control-allow-origin")).toBeNull()
       }
+    }))
+})
+
+describe("analytics.js settings: GET /v1/projects/:writeKey/settings", () => {
+  it.scopedLive("point the library back at the host and scheme the browser used, readable from any origin", () =>
+    Effect.gen(function*() {
+      const { app } = yield* setup
+      const direct = yield* send(`${app.baseUrl}/v1/projects/${writeKey}/settings`, { headers: { origin: pageOrigin } })
+      expect(direct.status).toBe(200)
+      expect(JSON.parse(direct.text)).toStrictEqual(
+        browserSettings(writeKey, { host: new URL(app.baseUrl).host, protocol: "http" })
+      )
+      expect(direct.headers.get("access-control-allow-origin")).toBe("*")
+      expect(direct.headers.get("cache-control")).toBe("private, max-age=60")
+
+      // Behind a TLS-terminating proxy: its forwarded host and scheme.
+      const proxied = yield* send(`${app.baseUrl}/v1/projects/${writeKey}/settings`, {
+        headers: { "x-forwarded-host": "track.shop.example.com", "x-forwarded-proto": "https" }
+      })
+      expect(JSON.parse(proxied.text)).toMatchObject({
+        integrations: { "Segment.io": { apiKey: writeKey, apiHost: "track.shop.example.com/v1", protocol: "https" } },
+        metrics: { sampleRate: 0 }
+      })
+    }))
+
+  it.scopedLive("answer 404 naming the write key for an unknown one", () =>
+    Effect.gen(function*() {
+      const { app } = yield* setup
+      const answer = yield* send(`${app.baseUrl}/v1/projects/not-a-key/settings`, { headers: { origin: pageOrigin } })
+      expect(answer.status).toBe(404)
+      expect(JSON.parse(answer.text)).toStrictEqual({
+        success: false,
+        code: "not_found",
+        message: "unknown write key",
+        errors: [{ path: "writeKey", message: "is not a known write key" }]
+      })
+      expect(answer.headers.get("access-control-allow-origin")).toBe("*")
     }))
 })
