@@ -8,14 +8,25 @@ import { basic } from "../support/http.js"
 
 /**
  * Fuzzed ingest (SPEC §8): arbitrary JSON, arbitrary bytes, arbitrary Content-Type / Content-Encoding /
- * Authorization headers and truncated gzip, posted to every tracking endpoint of one running app, never crash it and
+ * Authorization headers and truncated gzip, posted to every tracking path (full and short) of one running app, never crash it and
  * never get a 5xx: only 200, or a 4xx whose JSON body says what is wrong and names the field. Every message answered
  * 200 is then delivered exactly once (a loopback receiver counts deliveries by messageId).
  */
 
 const writeKey = "wk_fuzz_tests_0123"
-const endpoints = ["identify", "track", "page", "screen", "group", "alias", "batch", "import"] as const
 const singleTypes = ["identify", "track", "page", "screen", "group", "alias"] as const
+
+/** A tracking path under `/v1/` and the one message type it takes (`undefined`: a batch). */
+interface Endpoint {
+  readonly path: string
+  readonly type: (typeof singleTypes)[number] | undefined
+}
+
+/** Every tracking path: the full ones and Segment's short ones (`/v1/t`, …, `/v1/b`) that analytics.js and the mobile libraries post to. */
+const endpoints: ReadonlyArray<Endpoint> = [
+  ...singleTypes.flatMap((type) => [{ path: type, type }, { path: type.charAt(0), type }]),
+  ...["batch", "import", "b"].map((path) => ({ path, type: undefined }))
+]
 
 interface FuzzAppShape {
   readonly baseUrl: string
@@ -47,12 +58,12 @@ interface Answer {
 
 const post = (
   baseUrl: string,
-  endpoint: string,
+  endpoint: Endpoint,
   body: Uint8Array | string,
   headers: Record<string, string>
 ): Effect.Effect<Answer> =>
   Effect.promise(async () => {
-    const response = await fetch(`${baseUrl}/v1/${endpoint}`, { method: "POST", headers, body })
+    const response = await fetch(`${baseUrl}/v1/${endpoint.path}`, { method: "POST", headers, body })
     return { status: response.status, text: await response.text() }
   })
 
@@ -225,10 +236,10 @@ describe("fuzzed ingest", () => {
       ([endpoint, messages, keyInBody, batchContext, batchSentAt]) =>
         Effect.gen(function*() {
           const { accepted, baseUrl } = yield* FuzzApp
-          const isBatch = endpoint === "batch" || endpoint === "import"
+          const isBatch = endpoint.type === undefined
           // A single-message endpoint fixes the type: keep a drawn type only when it was mutated into something odd.
           const typed = messages.map((message) =>
-            !isBatch && singleTypes.includes(message.type as never) ? { ...message, type: endpoint } : message
+            !isBatch && singleTypes.includes(message.type as never) ? { ...message, type: endpoint.type } : message
           )
           const withIds = typed.map((message) => ({ ...message, messageId: freshId() }))
           const auth = keyInBody ? { writeKey } : {}
@@ -260,7 +271,7 @@ describe("fuzzed ingest", () => {
             "content-encoding": encoding,
             authorization: auth
           })
-          expectWellFormed(answer, { endpoint, bytes: bytes.length, type, encoding, auth })
+          expectWellFormed(answer, { endpoint: endpoint.path, bytes: bytes.length, type, encoding, auth })
         }),
       { fastCheck: { numRuns: 150 } }
     )
@@ -277,12 +288,12 @@ describe("fuzzed ingest", () => {
       ([endpoint, message, compression, label, cut]) =>
         Effect.gen(function*() {
           const { accepted, baseUrl } = yield* FuzzApp
-          const isBatch = endpoint === "batch" || endpoint === "import"
+          const isBatch = endpoint.type === undefined
           const typed = !isBatch && singleTypes.includes(message.type as never)
-            ? { ...message, type: endpoint }
+            ? { ...message, type: endpoint.type }
             : message
           const withId = { ...typed, messageId: freshId() }
-          const json = JSON.stringify(endpoint === "batch" || endpoint === "import" ? { batch: [withId] } : withId)
+          const json = JSON.stringify(isBatch ? { batch: [withId] } : withId)
           const compressed = compression === "gzip" ? gzipSync(json) : deflateSync(json)
           const body = compressed.subarray(0, Math.floor(compressed.length * cut))
           const answer = yield* post(baseUrl, endpoint, body, {
@@ -290,7 +301,7 @@ describe("fuzzed ingest", () => {
             "content-encoding": label,
             authorization: basic(writeKey)
           })
-          expectWellFormed(answer, { endpoint, cut, compression, label })
+          expectWellFormed(answer, { endpoint: endpoint.path, cut, compression, label })
           if (answer.status === 200) accepted.set(withId.messageId, (accepted.get(withId.messageId) ?? 0) + 1)
         }),
       { fastCheck: { numRuns: 100 } }
@@ -304,9 +315,9 @@ describe("fuzzed ingest", () => {
         // Real messages in the mix, so the happy path is never empty whatever the generators drew.
         for (const endpoint of endpoints) {
           const messageId = freshId()
-          const isBatch = endpoint === "batch" || endpoint === "import"
+          const isBatch = endpoint.type === undefined
           const message = {
-            type: isBatch ? "track" : endpoint,
+            type: endpoint.type ?? "track",
             userId: "u1",
             previousId: "u0",
             groupId: "g1",
