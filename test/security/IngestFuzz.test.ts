@@ -22,7 +22,10 @@ interface Endpoint {
   readonly type: (typeof singleTypes)[number] | undefined
 }
 
-/** Every tracking path: the full ones and Segment's short ones (`/v1/t`, …, `/v1/b`) that analytics.js and the mobile libraries post to. */
+/**
+ * Every tracking path: the full ones and Segment's short ones (`/v1/t`, …, `/v1/b`) that analytics.js and the mobile
+ * libraries post to.
+ */
 const endpoints: ReadonlyArray<Endpoint> = [
   ...singleTypes.flatMap((type) => [{ path: type, type }, { path: type.charAt(0), type }]),
   ...["batch", "import", "b"].map((path) => ({ path, type: undefined }))
