@@ -4,18 +4,18 @@ import { isTrackingRequest } from "./TrackingApi.js"
 
 /**
  * Cross-origin access to the tracking API, for web sources: analytics.js runs on the customer's pages and posts to
- * hookrelay's host. Its messages are simple requests (`text/plain`, no preflight), but without
- * `Access-Control-Allow-Origin` the browser hides the answer and analytics.js takes every message as failed and sends
- * it again, up to ten times; it loads its settings from here too (`BrowserSettings.ts`). Clients that send
- * `Authorization` or JSON ask first (`OPTIONS`), which is answered here.
+ * hookrelay's host, `text/plain` with the write key as Basic auth. The `Authorization` header makes the browser ask
+ * first (`OPTIONS`, answered here); without `Access-Control-Allow-Origin` on the answers it hides them, and analytics.js
+ * takes every message as failed and sends it again, up to ten times. It loads its settings from here too
+ * (`BrowserSettings.ts`).
  *
  * Any origin may send: a write key is public in every web page that embeds it, and it is all that authenticates the
  * tracking API (no cookie, so `*` and no credentials). The admin API, the console and the metrics stay same-origin.
  */
 const allowOrigin = { "access-control-allow-origin": "*" } as const
 
-/** What a 429 or 503 tells a browser client about when to come back. */
-const exposedHeaders = "retry-after, x-ratelimit-reset"
+/** When a refused client may come back (ingest's 503s). */
+const exposedHeaders = "retry-after"
 
 const preflightMaxAgeSeconds = 86_400
 
