@@ -9,8 +9,9 @@ import { basic } from "../support/http.js"
 
 /**
  * The requests of Segment's web and mobile libraries, as they send them: analytics.js posts each message to
- * `/v1/<first letter of its type>` as `text/plain` with the write key in the body (and as Basic auth), from another origin; its batching
- * mode and the mobile libraries post gzipped `text/plain` batches to `/v1/b` with Basic auth, in chunks.
+ * `/v1/<first letter of its type>` as `text/plain` with the write key in the body (and as Basic auth), from another
+ * origin; its batching mode and the mobile libraries post gzipped `text/plain` batches to `/v1/b` with Basic auth, in
+ * chunks.
  * The real analytics.js in Chromium: test/e2e/BrowserClient.test.ts.
  */
 
