@@ -1,7 +1,7 @@
 /**
  * The end-to-end benchmark's second floor for accept latency (`bench/endToEnd.ts`): the same work as
  * `plainServer.mjs` — read the body, parse it as JSON, answer `200 {"success":true}` — served by `@effect/platform`'s
- * `HttpServer` with hookrelay's middleware (`xForwardedHeaders`, no tracing on tracking routes) on
+ * `HttpServer` with hookrelay's middleware (`xForwardedHeaders`, CORS headers, no tracing on tracking routes) on
  * `NodeHttpServer`, as hookrelay serves `/v1/batch`. Between the two floors is what the framework costs a request on
  * this machine; above the second is hookrelay's own work. Plain JavaScript, started with plain `node`; sends its port
  * to its parent over IPC and exits when the parent disconnects.
@@ -23,6 +23,14 @@ const router = HttpRouter.empty.pipe(
   )
 )
 
+// As `src/ingest/TrackingCors.ts` does to every answer of the tracking API (this floor gets no preflights).
+const withCorsHeaders = (app) =>
+  Effect.map(app, (response) =>
+    HttpServerResponse.setHeaders(response, {
+      "access-control-allow-origin": "*",
+      "access-control-expose-headers": "retry-after"
+    }))
+
 const listening = Effect.flatMap(HttpServer.HttpServer, (server) =>
   Effect.sync(() => {
     const address = server.address
@@ -30,7 +38,7 @@ const listening = Effect.flatMap(HttpServer.HttpServer, (server) =>
   }))
 
 const app = Layer.mergeAll(
-  HttpServer.serve(router, HttpMiddleware.xForwardedHeaders).pipe(
+  HttpServer.serve(withCorsHeaders(router), HttpMiddleware.xForwardedHeaders).pipe(
     HttpMiddleware.withTracerDisabledWhen(() => true)
   ),
   Layer.effectDiscard(listening)
