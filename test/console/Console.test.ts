@@ -75,7 +75,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
         const app = yield* startApp()
         const base = app.baseUrl
 
-        const browser = yield* Effect.acquireRelease(Effect.promise(launchChromium), (b: Browser) =>
+        const browser = yield* Effect.acquireRelease(Effect.promise(() => launchChromium()), (b: Browser) =>
           Effect.promise(() => b.close()))
         yield* Effect.promise(async () => {
           const context = await browser.newContext({ viewport: { width: 1366, height: 860 } })

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import * as Path from "node:path"
 import type { Browser } from "playwright-core"
-import { type ReceivedRequest, repoRoot, startServer, waitUntil } from "../delivery/support.js"
+import { type ReceivedRequest, repoRoot, startServer, tlsFixture, waitUntil } from "../delivery/support.js"
 import { type App, startApp } from "../support/app.js"
 import { chromiumAvailable, launchChromium } from "../support/chromium.js"
 import { basic, pollUntil, signatureOf } from "../support/http.js"
@@ -43,6 +43,8 @@ type Pointing =
   | { readonly _tag: "inline"; readonly apiHost: string }
   /** hookrelay as the library's CDN: it loads its settings from `/v1/projects/<writeKey>/settings`. */
   | { readonly _tag: "cdnURL"; readonly cdnURL: string }
+  /** As `cdnURL`, in the library's batching mode: it posts batches to `https://<apiHost>/b`, always over HTTPS. */
+  | { readonly _tag: "batching"; readonly cdnURL: string }
 
 /**
  * What the page runs (as text: the tests are compiled without DOM types): the six calls, awaited one by one. No
@@ -58,10 +60,20 @@ const pageScript = (pointing: Pointing) => {
       }
     }
     : { writeKey, cdnURL: pointing.cdnURL }
+  const options = {
+    disableClientPersistence: true,
+    // A batch of all six: sent when the sixth call is made.
+    ...(pointing._tag === "batching" &&
+      {
+        integrations: {
+          "Segment.io": { deliveryStrategy: { strategy: "batching", config: { size: 6, timeout: 10_000 } } }
+        }
+      })
+  }
   return `(async () => {
   const [analytics] = await window.AnalyticsNext.AnalyticsBrowser.load(
     ${JSON.stringify(settings)},
-    { disableClientPersistence: true }
+    ${JSON.stringify(options)}
   )
   const sent = [
     await analytics.identify("user-1", { email: "ada@example.com", plan: "pro" }),
@@ -74,6 +86,35 @@ const pageScript = (pointing: Pointing) => {
   return sent.map((context) => context.event.messageId)
 })()`
 }
+
+/**
+ * A TLS-terminating proxy in front of hookrelay, as production runs it: forwards each request with
+ * `X-Forwarded-Host` and `X-Forwarded-Proto: https`. Its certificate is the tests' self-signed one.
+ */
+const startTlsProxy = (target: string) =>
+  startServer((request, response) => {
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value === undefined || ["host", "connection", "content-length", "transfer-encoding"].includes(name)) continue
+      headers[name] = Array.isArray(value) ? value.join(", ") : value
+    }
+    headers["x-forwarded-host"] = request.headers.host ?? ""
+    headers["x-forwarded-proto"] = "https"
+    fetch(`${target}${request.url}`, {
+      method: request.method,
+      headers,
+      ...(request.body.length > 0 && { body: request.body })
+    }).then(async (answer) => {
+      const body = Buffer.from(await answer.arrayBuffer())
+      const answerHeaders: Record<string, string> = {}
+      answer.headers.forEach((value, name) => {
+        if (name !== "content-length" && name !== "content-encoding" && name !== "transfer-encoding") {
+          answerHeaders[name] = value
+        }
+      })
+      response.writeHead(answer.status, answerHeaders).end(body)
+    }, () => response.writeHead(502).end())
+  }, { tls: tlsFixture })
 
 /** One message as analytics.js put it on the wire. */
 interface SentMessage {
@@ -136,9 +177,10 @@ const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
 
 /**
  * A page on another site than hookrelay's (`localhost` for the page, 127.0.0.1 for hookrelay) makes the six calls;
- * resolves once every message is delivered, with what the browser sent and read.
+ * resolves once every message is delivered, with what the browser sent and read. `behindTls`: the page reaches
+ * hookrelay through `startTlsProxy`.
  */
-const runPage = (pointing: (app: App) => Pointing) =>
+const runPage = (pointing: (hookrelayUrl: string) => Pointing, options: { readonly behindTls?: boolean } = {}) =>
   Effect.gen(function*() {
     const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
     const app = yield* startApp()
@@ -147,20 +189,21 @@ const runPage = (pointing: (app: App) => Pointing) =>
       writeKey,
       webhooks: { enabled: true, sharedSecret, endpoints: [{ url: `${receiver.url}/hook` }] }
     })
+    const hookrelayUrl = options.behindTls === true ? (yield* startTlsProxy(app.baseUrl)).url : app.baseUrl
     const pages = yield* startServer(servePage)
     const pageOrigin = `http://localhost:${pages.port}`
     const browser = yield* Effect.acquireRelease(
-      Effect.promise(launchChromium),
+      Effect.promise(() => launchChromium(options.behindTls === true ? ["--ignore-certificate-errors"] : [])),
       (opened: Browser) => Effect.promise(() => opened.close())
     )
     const page = yield* Effect.promise(() => browser.newPage())
 
     // What the browser sent to hookrelay, what it read back, what failed, and whatever went elsewhere.
-    const posts: Array<{ path: string; authorization: string | undefined; message: SentMessage }> = []
+    const posts: Array<{ path: string; authorization: string | undefined; body: Record<string, unknown> }> = []
     const answers: Array<{ method: string; path: string; status: number }> = []
     const failures: Array<string> = []
     const elsewhere: Array<string> = []
-    const pathOf = (url: string) => url.startsWith(app.baseUrl) ? new URL(url).pathname : undefined
+    const pathOf = (url: string) => url.startsWith(hookrelayUrl) ? new URL(url).pathname : undefined
     page.on("request", (request) => {
       const path = pathOf(request.url())
       if (path === undefined) {
@@ -168,7 +211,7 @@ const runPage = (pointing: (app: App) => Pointing) =>
         return
       }
       if (request.method() !== "POST") return
-      posts.push({ path, authorization: request.headers().authorization, message: request.postDataJSON() })
+      posts.push({ path, authorization: request.headers().authorization, body: request.postDataJSON() })
     })
     page.on("response", (response) => {
       const path = pathOf(response.url())
@@ -177,49 +220,71 @@ const runPage = (pointing: (app: App) => Pointing) =>
     page.on("requestfailed", (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`))
 
     yield* Effect.promise(() => page.goto(`${pageOrigin}/`))
-    const messageIds = (yield* Effect.promise(() => page.evaluate(pageScript(pointing(app))))) as ReadonlyArray<string>
+    const messageIds = (yield* Effect.promise(() =>
+      page.evaluate(pageScript(pointing(hookrelayUrl)))
+    )) as ReadonlyArray<
+      string
+    >
     expect(messageIds).toHaveLength(6)
     yield* allDelivered(app, messageIds)
     yield* waitUntil(() => receiver.requests.length >= 6, "six deliveries")
-    return { receiver, messageIds, posts, answers, failures, elsewhere }
+    // Each message as it was sent: a batch's messages carry the batch's `sentAt` (SPEC §2: it applies to each).
+    const sent = posts.flatMap(({ body }) =>
+      Array.isArray(body.batch)
+        ? (body.batch as Array<SentMessage>).map((message) => ({ ...message, sentAt: String(body.sentAt) }))
+        : [body as unknown as SentMessage]
+    )
+    return { receiver, messageIds, posts, sent, answers, failures, elsewhere }
   })
 
-/** One request per message at Segment's short paths, each read as a 200, and each delivered once as SPEC §3 says. */
-const expectDeliveredOnce = (run: Effect.Effect.Success<ReturnType<typeof runPage>>) => {
-  const { answers, elsewhere, failures, messageIds, posts, receiver } = run
+/** The requests to hookrelay at `paths`, each read as a 200, and every message delivered once as SPEC §3 says. */
+const expectDeliveredOnce = (
+  run: Effect.Effect.Success<ReturnType<typeof runPage>>,
+  paths: ReadonlyArray<string>
+) => {
+  const { answers, elsewhere, failures, messageIds, posts, receiver, sent } = run
   expect(failures).toStrictEqual([])
   expect(elsewhere).toStrictEqual([])
-  expect(posts.map((post) => post.path)).toStrictEqual(["/v1/i", "/v1/t", "/v1/p", "/v1/s", "/v1/g", "/v1/a"])
+  expect(posts.map((post) => post.path)).toStrictEqual(paths)
   // With Basic auth: the browser asks first (a CORS preflight, which it does not report as a request of its own).
   expect(posts.every((post) => post.authorization === basic(writeKey))).toBe(true)
   expect(answers.filter((answer) => answer.method === "POST")).toStrictEqual(
     posts.map((post) => ({ method: "POST", path: post.path, status: 200 }))
   )
-  expect(posts.map((post) => post.message.messageId)).toStrictEqual(messageIds)
+  expect(sent.map((message) => message.messageId)).toStrictEqual(messageIds)
 
-  const sentById = new Map(posts.map((post) => [post.message.messageId, post.message]))
+  const sentById = new Map(sent.map((message) => [message.messageId, message]))
   expect(receiver.requests).toHaveLength(6)
   for (const request of receiver.requests) {
     const body = JSON.parse(request.body.toString("utf8")) as Record<string, unknown>
-    const sent = sentById.get(String(body.messageId))
-    expect(sent).toBeDefined()
+    const message = sentById.get(String(body.messageId))
+    expect(message).toBeDefined()
     expect(String(body.receivedAt)).toMatch(isoWithMillis)
-    expect(body).toStrictEqual(expectedBody(sent!, String(body.receivedAt)))
+    expect(body).toStrictEqual(expectedBody(message!, String(body.receivedAt)))
     expect(request.headers["x-signature"]).toBe(signatureOf(sharedSecret, request.body))
   }
 }
 
+const oneRequestPerMessage = ["/v1/i", "/v1/t", "/v1/p", "/v1/s", "/v1/g", "/v1/a"]
+
 describe.skipIf(!hasChromium)("analytics.js (@segment/analytics-next) in Chromium against hookrelay", () => {
   it.scopedLive("with its settings inline: identify, track, page, screen, group, alias arrive once each, signed", () =>
     Effect.gen(function*() {
-      const run = yield* runPage((app) => ({ _tag: "inline", apiHost: `${new URL(app.baseUrl).host}/v1` }))
-      expectDeliveredOnce(run)
+      const run = yield* runPage((url) => ({ _tag: "inline", apiHost: `${new URL(url).host}/v1` }))
+      expectDeliveredOnce(run, oneRequestPerMessage)
     }))
 
   it.scopedLive("with hookrelay as its CDN: the settings come from hookrelay and send everything back to it", () =>
     Effect.gen(function*() {
-      const run = yield* runPage((app) => ({ _tag: "cdnURL", cdnURL: app.baseUrl }))
+      const run = yield* runPage((url) => ({ _tag: "cdnURL", cdnURL: url }))
       expect(run.answers[0]).toStrictEqual({ method: "GET", path: `/v1/projects/${writeKey}/settings`, status: 200 })
-      expectDeliveredOnce(run)
+      expectDeliveredOnce(run, oneRequestPerMessage)
+    }))
+
+  it.scopedLive("in batching mode behind a TLS proxy: the settings point at the proxy, one batch to /v1/b", () =>
+    Effect.gen(function*() {
+      const run = yield* runPage((url) => ({ _tag: "batching", cdnURL: url }), { behindTls: true })
+      expect(run.answers[0]).toStrictEqual({ method: "GET", path: `/v1/projects/${writeKey}/settings`, status: 200 })
+      expectDeliveredOnce(run, ["/v1/b"])
     }))
 })

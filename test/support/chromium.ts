@@ -15,10 +15,11 @@ export const chromiumAvailable = (what: string): boolean => {
  * Headless Chromium as this machine can run it: without the background-networking flags it tries to reach Google's
  * hosts at every start, and this machine's closed network refuses them.
  */
-export const launchChromium = () =>
+export const launchChromium = (extraArgs: ReadonlyArray<string> = []) =>
   chromium.launch({
     executablePath: chromiumPath,
     args: [
+      ...extraArgs,
       "--headless",
       "--no-sandbox",
       "--disable-gpu",
