@@ -19,14 +19,12 @@
  * Environment: SERVER_NODE_OPTIONS (node flags of the server, e.g. `--cpu-prof --cpu-prof-dir=…`), SERVER_STDOUT=file
  * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase).
  */
-import { fork, spawn, spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Agent } from "undici"
-import { freePort } from "../test/support/serverProcess.js"
 import {
   dropPgSchema,
   mb,
@@ -39,6 +37,7 @@ import {
   waitFor,
   writeResults
 } from "./support/processes.js"
+import { buildServer, peakRssOf, startFloor, startHookrelay } from "./support/servers.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -103,49 +102,26 @@ interface ProbeReport {
 }
 
 const startServer = async (env: Record<string, string>, probeFile: string) => {
-  const port = await freePort()
-  const child = spawn(process.execPath, [
-    ...(process.env.SERVER_NODE_OPTIONS ?? "").split(" ").filter(Boolean),
-    "--enable-source-maps",
-    "--import",
-    join(repoRoot, "bench/support/serverProbe.mjs"),
-    serverEntry
-  ], {
-    cwd: repoRoot,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), HOOKRELAY_PROBE_FILE: probeFile, ...env },
+  const server = await startHookrelay({
+    env: { HOOKRELAY_PROBE_FILE: probeFile, ...env },
+    entry: serverEntry,
+    nodeArgs: [
+      ...(process.env.SERVER_NODE_OPTIONS ?? "").split(" ").filter(Boolean),
+      "--import",
+      join(repoRoot, "bench/support/serverProbe.mjs")
+    ],
     // SERVER_STDOUT=file keeps what the server prints (its JSON logs, or V8's --trace-gc* output with SERVER_NODE_OPTIONS).
-    stdio: ["ignore", process.env.SERVER_STDOUT ? openSync(process.env.SERVER_STDOUT, "w") : "ignore", "inherit"]
+    stdout: process.env.SERVER_STDOUT
   })
-  const url = `http://127.0.0.1:${port}`
-  await waitFor(
-    async () => {
-      try {
-        return (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok
-      } catch {
-        return false
-      }
-    },
-    30_000,
-    50
-  )
-  const peakRss = () => {
-    const status = readFileSync(`/proc/${child.pid}/status`, "utf8")
-    return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
-  }
   /** What the server's probe saw since the last call (or its start). */
   const probe = async (): Promise<ProbeReport> => {
     const lines = () => existsSync(probeFile) ? readFileSync(probeFile, "utf8").trim().split("\n").filter(Boolean) : []
     const before = lines().length
-    child.kill("SIGUSR2")
+    server.child.kill("SIGUSR2")
     await waitFor(async () => lines().length > before, 10_000, 20)
     return JSON.parse(lines()[before]!) as ProbeReport
   }
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      child.once("exit", () => resolve())
-      child.kill("SIGTERM")
-    })
-  return { url, peakRss, probe, stop }
+  return { url: server.url, peakRss: () => peakRssOf(server.child.pid!), probe, stop: server.stop }
 }
 
 /** 503 answers (ingest overload, SPEC §8) seen by the load generator; each is retried after its Retry-After. */
@@ -291,19 +267,13 @@ const steadyLoad = async (agent: Agent, url: string, run: string) => {
  * HttpServer, as hookrelay serves). What is left above them is the framework's cost and the server's own work.
  */
 const steadyFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
-  const child = fork(join(repoRoot, "bench/support", script), [], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"]
-  })
+  const floor = await startFloor(script)
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once("error", reject)
-      child.once("message", (message: { port: number }) => resolve(message.port))
-    })
-    return await steadyLoad(agent, `http://127.0.0.1:${port}`, `floor-${Date.now()}`)
+    return await steadyLoad(agent, floor.url, `floor-${Date.now()}`)
   } finally {
     await agent.close()
-    child.disconnect()
+    floor.stop()
   }
 }
 
@@ -411,11 +381,7 @@ const pgRun = async (url: string) => {
 
 const main = async () => {
   // The server runs as `npm start` runs it: compiled (src → dist when stale), on plain node.
-  const build = spawnSync(process.execPath, ["--import", "tsx", join(repoRoot, "scripts/server-build.ts")], {
-    cwd: repoRoot,
-    stdio: "inherit"
-  })
-  if (build.status !== 0) throw new Error("the server build failed")
+  buildServer()
   // The machine's speed drifts between runs (other tenants): the baseline is the mean of a raw run before the servers
   // and one after them.
   const rawBefore = flag("skip-raw") ? 0 : await rawBaseline()

@@ -3,7 +3,7 @@
  * writing its results under bench/results/ as markdown and JSON. Loopback only; bounded in count.
  *
  *   npm run bench                 # all
- *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, client, audiences)
+ *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, web-sources, client, audiences)
  */
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
@@ -12,6 +12,7 @@ import { repoRoot } from "./support/processes.js"
 const benchmarks: Record<string, ReadonlyArray<string>> = {
   dispatcher: ["bench/dispatcher.ts"],
   "end-to-end": ["bench/endToEnd.ts"],
+  "web-sources": ["bench/webSources.ts"],
   client: ["bench/client/clientBench.ts"],
   audiences: ["bench/audiences.ts"]
 }

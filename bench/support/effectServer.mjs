@@ -1,10 +1,10 @@
 /**
- * The end-to-end benchmark's second floor for accept latency (`bench/endToEnd.ts`): the same work as
+ * The second floor of the ingest benchmarks (`bench/endToEnd.ts`, `bench/webSources.ts`): the same work as
  * `plainServer.mjs` — read the body, parse it as JSON, answer `200 {"success":true}` — served by `@effect/platform`'s
  * `HttpServer` with hookrelay's middleware (`xForwardedHeaders`, CORS headers, no tracing on tracking routes) on
- * `NodeHttpServer`, as hookrelay serves `/v1/batch`. Between the two floors is what the framework costs a request on
- * this machine; above the second is hookrelay's own work. Plain JavaScript, started with plain `node`; sends its port
- * to its parent over IPC and exits when the parent disconnects.
+ * `NodeHttpServer`, as hookrelay serves its tracking paths (any `POST /v1/…` here). Between the two floors is what the
+ * framework costs a request on this machine; above the second is hookrelay's own work. Plain JavaScript, started with
+ * plain `node`; sends its port to its parent over IPC and exits when the parent disconnects.
  */
 /* global process */
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
@@ -14,7 +14,7 @@ import { createServer } from "node:http"
 
 const router = HttpRouter.empty.pipe(
   HttpRouter.post(
-    "/v1/batch",
+    "/v1/*",
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => request.text).pipe(
       Effect.flatMap((text) => Effect.try(() => JSON.parse(text))),
       Effect.as(HttpServerResponse.unsafeJson({ success: true })),

@@ -1,8 +1,8 @@
 /**
- * The end-to-end benchmark's floor for accept latency (`bench/endToEnd.ts`): a plain `node:http` server that reads
- * each request's body, parses it as JSON and answers `200 {"success":true}` at once — no store, no validation. Timed
- * under the same steady load as the hookrelay server, it shows what a request's round trip between two processes
- * costs on this machine at that rate. Plain JavaScript, started with plain `node`. Listens on an ephemeral loopback
+ * The first floor of the ingest benchmarks (`bench/endToEnd.ts`, `bench/webSources.ts`): a plain `node:http` server
+ * that reads each request's body, parses it as JSON and answers `200 {"success":true}` at once — no store, no
+ * validation. Under the same load as the hookrelay server, it shows what a request costs between two processes on
+ * this machine. Plain JavaScript, started with plain `node`. Listens on an ephemeral loopback
  * port and sends it to its parent over IPC; exits when the parent disconnects.
  */
 /* global Buffer, process */
