@@ -36,8 +36,21 @@ const preflight = (request: HttpServerRequest.HttpServerRequest): HttpServerResp
   })
 }
 
-const withAllowedOrigin = (response: HttpServerResponse.HttpServerResponse) =>
-  HttpServerResponse.setHeaders(response, { ...allowOrigin, "access-control-expose-headers": exposedHeaders })
+// Responses are immutable: the tracking API answers every accepted request with one shared `{"success":true}`, whose
+// CORS copy is made once here instead of once a request (headers copied into a new object each time).
+const withHeaders = new WeakMap<HttpServerResponse.HttpServerResponse, HttpServerResponse.HttpServerResponse>()
+
+const withAllowedOrigin = (response: HttpServerResponse.HttpServerResponse) => {
+  let answer = withHeaders.get(response)
+  if (answer === undefined) {
+    answer = HttpServerResponse.setHeaders(response, {
+      ...allowOrigin,
+      "access-control-expose-headers": exposedHeaders
+    })
+    withHeaders.set(response, answer)
+  }
+  return answer
+}
 
 /** The app with CORS on the tracking API's paths (`/v1/…`): preflights answered, every answer readable cross-origin. */
 export const trackingCors = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
