@@ -31,3 +31,10 @@ export type {
   /** `adminToken`: the bearer token of the admin API; `Option.none()` disables it. */
   ServerOptions
 } from "./ingest/Server.js"
+export {
+  /**
+   * CORS on the tracking API's paths (`/v1/…`), for web sources (analytics.js on other origins): `layer` applies it;
+   * apply it to your app when you serve `router` yourself.
+   */
+  trackingCors
+} from "./ingest/TrackingCors.js"

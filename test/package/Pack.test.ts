@@ -83,7 +83,7 @@ describe("the published package", () => {
         }
       )
       expect(output.trim().split("\n").at(-2)).toBe(
-        JSON.stringify({ console: [200, "text/html; charset=utf-8", true] })
+        JSON.stringify({ console: [200, "text/html; charset=utf-8", true], preflight: [204, "*", "function"] })
       )
       expect(output.trim().split("\n").at(-1)).toBe(
         JSON.stringify([["via-client", "delivered"], ["via-relay", "delivered"]])

@@ -3,7 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Option, Stream } from "effect"
 import { type DeliveryOutcome, layerSqlite, Relay } from "hookrelay"
 import { createClient } from "hookrelay/client"
-import { layer as hookrelayServer } from "hookrelay/server"
+import { layer as hookrelayServer, trackingCors } from "hookrelay/server"
 import { createServer } from "node:http"
 
 const receiverPort = Number(process.env.RECEIVER_PORT)
@@ -28,7 +28,15 @@ const program = Effect.gen(function*() {
     const response = await fetch(`http://127.0.0.1:${serverPort}/console/sources`)
     return [response.status, response.headers.get("content-type"), (await response.text()).includes("<div id=\"app\">")]
   })
-  console.log(JSON.stringify({ console: page }))
+  // The tracking API answers a web page's CORS preflight (the layer applies `trackingCors`, exported for `router`).
+  const preflight = yield* Effect.promise(async () => {
+    const response = await fetch(`http://127.0.0.1:${serverPort}/v1/t`, {
+      method: "OPTIONS",
+      headers: { origin: "https://shop.example.com", "access-control-request-headers": "authorization" }
+    })
+    return [response.status, response.headers.get("access-control-allow-origin"), typeof trackingCors]
+  })
+  console.log(JSON.stringify({ console: page, preflight }))
   console.log(JSON.stringify(done.map((outcome) => [outcome.messageId, outcome.status]).sort()))
 })
 
