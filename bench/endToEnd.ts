@@ -20,8 +20,7 @@
  * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase).
  */
 import { randomUUID } from "node:crypto"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Agent } from "undici"
@@ -37,7 +36,7 @@ import {
   waitFor,
   writeResults
 } from "./support/processes.js"
-import { buildServer, peakRssOf, startFloor, startHookrelay } from "./support/servers.js"
+import { benchSetup, buildServer, peakRssOf, startFloor, startHookrelay } from "./support/servers.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -279,21 +278,8 @@ const steadyFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
 
 const runServer = async (label: string, storeEnv: Record<string, string>, sinkUrl: string) => {
   const sink = await startSink({ SINK_RECEIPTS: "1" })
-  const directory = mkdtempSync(join(tmpdir(), "hookrelay-e2e-bench-"))
-  const config = join(directory, "config.json")
-  writeFileSync(
-    config,
-    JSON.stringify({
-      sources: [{ id: "bench", writeKey, webhooks: { enabled: true, endpoints: [{ url: `${sink.url}/hook` }] } }]
-    })
-  )
-  const server = await startServer({
-    HOOKRELAY_CONFIG: config,
-    HOOKRELAY_DATA_DIR: join(directory, "data"),
-    HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
-    DATABASE_URL: "",
-    ...storeEnv
-  }, join(directory, "probe.jsonl"))
+  const setup = benchSetup({ sourceId: "bench", writeKey, hookUrl: `${sink.url}/hook` })
+  const server = await startServer({ ...setup.env, ...storeEnv }, join(setup.directory, "probe.jsonl"))
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
     await warmUp(label, warmUpMessages, agent, server, sink)
@@ -321,7 +307,7 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
     await agent.close()
     await server.stop()
     await sink.stop()
-    rmSync(directory, { recursive: true, force: true })
+    setup.remove()
     void sinkUrl
   }
 }

@@ -11,13 +11,10 @@
  *   node --expose-gc --import tsx bench/webSources.ts [--requests 20000] [--connections 64] [--warm-up 3000]
  */
 import { randomUUID } from "node:crypto"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Agent } from "undici"
 import { percentile } from "./support/percentile.js"
 import { mb, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
-import { buildServer, peakRssOf, processCpuMicros, startFloor, startHookrelay } from "./support/servers.js"
+import { benchSetup, buildServer, peakRssOf, processCpuMicros, startFloor, startHookrelay } from "./support/servers.js"
 
 const arg = (name: string, fallback: number) => {
   const index = process.argv.indexOf(`--${name}`)
@@ -146,22 +143,8 @@ const floorRun = async (script: "plainServer.mjs" | "effectServer.mjs") => {
  */
 const hookrelayRun = async (delivering: boolean) => {
   const sink = await startSink()
-  const directory = mkdtempSync(join(tmpdir(), "hookrelay-web-bench-"))
-  const config = join(directory, "config.json")
-  writeFileSync(
-    config,
-    JSON.stringify({
-      sources: [{ id: "web", writeKey, webhooks: { enabled: delivering, endpoints: [{ url: `${sink.url}/hook` }] } }]
-    })
-  )
-  const server = await startHookrelay({
-    env: {
-      HOOKRELAY_CONFIG: config,
-      HOOKRELAY_DATA_DIR: join(directory, "data"),
-      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
-      DATABASE_URL: ""
-    }
-  })
+  const setup = benchSetup({ sourceId: "web", writeKey, hookUrl: `${sink.url}/hook`, webhooksEnabled: delivering })
+  const server = await startHookrelay({ env: setup.env })
   try {
     refused = 0
     const measured = await measure(server.url, server.child.pid!, "hookrelay")
@@ -173,7 +156,7 @@ const hookrelayRun = async (delivering: boolean) => {
   } finally {
     await server.stop()
     await sink.stop()
-    rmSync(directory, { recursive: true, force: true })
+    setup.remove()
   }
 }
 

@@ -3,7 +3,8 @@
  * and the two floors (`plainServer.mjs`, `effectServer.mjs`) that read and parse a body and answer at once.
  */
 import { type ChildProcess, fork, spawn, spawnSync } from "node:child_process"
-import { openSync, readFileSync } from "node:fs"
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freePort } from "../../test/support/serverProcess.js"
 import { repoRoot, waitFor } from "./processes.js"
@@ -92,4 +93,38 @@ export const startFloor = async (script: "plainServer.mjs" | "effectServer.mjs")
     child.once("message", (message: { port: number }) => resolve(message.port))
   })
   return { url: `http://127.0.0.1:${port}`, child, stop: () => child.disconnect() }
+}
+
+/**
+ * A temporary directory holding hookrelay's SQLite data and a `HOOKRELAY_CONFIG` file with one source whose webhook
+ * is `hookUrl` (loopback, so private networks are allowed); `env` runs hookrelay on them, `remove` deletes them.
+ */
+export const benchSetup = (options: {
+  readonly sourceId: string
+  readonly writeKey: string
+  readonly hookUrl: string
+  readonly webhooksEnabled?: boolean | undefined
+}) => {
+  const directory = mkdtempSync(join(tmpdir(), `hookrelay-bench-${options.sourceId}-`))
+  const config = join(directory, "config.json")
+  writeFileSync(
+    config,
+    JSON.stringify({
+      sources: [{
+        id: options.sourceId,
+        writeKey: options.writeKey,
+        webhooks: { enabled: options.webhooksEnabled ?? true, endpoints: [{ url: options.hookUrl }] }
+      }]
+    })
+  )
+  return {
+    directory,
+    env: {
+      HOOKRELAY_CONFIG: config,
+      HOOKRELAY_DATA_DIR: join(directory, "data"),
+      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
+      DATABASE_URL: ""
+    },
+    remove: () => rmSync(directory, { recursive: true, force: true })
+  }
 }
