@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { existsSync, readFileSync } from "node:fs"
+import type { ServerResponse } from "node:http"
 import * as Path from "node:path"
 import type { Browser } from "playwright-core"
 import { type ReceivedRequest, repoRoot, startServer, tlsFixture, waitUntil } from "../delivery/support.js"
@@ -24,7 +25,7 @@ const bundleDirectory = Path.join(repoRoot, "node_modules/@segment/analytics-nex
 const isoWithMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /** The customer's web page and the library's bundle, served from another origin than hookrelay's. */
-const servePage = (request: ReceivedRequest, response: import("node:http").ServerResponse) => {
+const servePage = (request: ReceivedRequest, response: ServerResponse) => {
   if (request.url === "/") {
     response.writeHead(200, { "content-type": "text/html" })
     return void response.end("<!doctype html><html><body><script src=\"/bundle/index.js\"></script></body></html>")
