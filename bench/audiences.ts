@@ -20,12 +20,7 @@ import { OutboxSignal } from "../src/store/OutboxSignal.js"
 import * as OutboxSignalLayer from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
-import { dropPgSchema, mb, pgNotRun, pgUrl, sampleRss, writeResults } from "./support/processes.js"
-
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
+import { arg, dropPgSchema, mb, pgNotRun, pgUrl, sampleRss, writeResults } from "./support/processes.js"
 
 const memberCount = arg("members", 100_000)
 const diffShare = arg("diff", 0.01)

@@ -33,6 +33,7 @@ import * as StoreLayers from "../src/store/Store.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
 import { transpileForNode } from "./support/compile.js"
 import {
+  arg,
   dropPgSchema,
   mb,
   pgNotRun,
@@ -45,11 +46,6 @@ import {
   writeResults
 } from "./support/processes.js"
 import { formatPerThread, perJobByThread, threadTimes } from "./support/threads.js"
-
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
 
 const jobs = arg("jobs", 20_000)
 const onlyIndex = process.argv.indexOf("--only")

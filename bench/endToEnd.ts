@@ -25,6 +25,7 @@ import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Agent } from "undici"
 import {
+  arg,
   dropPgSchema,
   mb,
   pgNotRun,
@@ -37,11 +38,6 @@ import {
   writeResults
 } from "./support/processes.js"
 import { benchSetup, buildServer, peakRssOf, startFloor, startHookrelay } from "./support/servers.js"
-
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
 
 const flag = (name: string) => process.argv.includes(`--${name}`)
 const serverIndex = process.argv.indexOf("--server")

@@ -13,13 +13,8 @@
 import { randomUUID } from "node:crypto"
 import { Agent } from "undici"
 import { percentile } from "./support/percentile.js"
-import { mb, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
+import { arg, mb, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
 import { benchSetup, buildServer, peakRssOf, processCpuMicros, startFloor, startHookrelay } from "./support/servers.js"
-
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
 
 const measuredRequests = arg("requests", 20_000)
 const connections = arg("connections", 64)

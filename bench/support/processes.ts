@@ -78,6 +78,12 @@ export const sampleRss = (everyMillis = 20) => {
   }
 }
 
+/** A benchmark's numeric option: `--name n`, or `fallback` when it is not given. */
+export const arg = (name: string, fallback: number) => {
+  const index = process.argv.indexOf(`--${name}`)
+  return index === -1 ? fallback : Number(process.argv[index + 1])
+}
+
 export const sleep = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis))
 
 export const waitFor = async (condition: () => Promise<boolean>, timeoutMillis: number, pollMillis = 20) => {
