@@ -219,7 +219,14 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const delivered = (entry: Held, at: number, firstAttemptAt: number, url: string): void => {
       const job = entry.job
-      finish(entry, { _tag: "Delivered", jobId: job.id, at, firstAttemptAt })
+      finish(entry, {
+        _tag: "Delivered",
+        jobId: job.id,
+        at,
+        firstAttemptAt,
+        sourceId: job.sourceId,
+        createdAt: job.createdAt
+      })
       latencies.push(Math.max(0, at - job.createdAt) / 1000)
       finished.push({
         jobId: job.id,

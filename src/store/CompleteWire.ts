@@ -17,9 +17,10 @@ export interface CompleteWire {
   readonly texts: Array<string | null>
 }
 
-// Per completion: kind, time (delivered or dead at, or next due), first attempt; job id, last error, endpoint state.
-const completionNumbers = 3
-const completionTexts = 3
+// Per completion: kind, time (delivered or dead at, or next due), first attempt, a delivered job's creation time; job id,
+// last error, endpoint state, a delivered job's source.
+const completionNumbers = 4
+const completionTexts = 4
 // Per attempt: attempt number, started at, duration, status code; job id, URL, error, outcome, response snippet.
 const attemptNumbers = 4
 const attemptTexts = 5
@@ -49,6 +50,7 @@ export const encodeComplete = (request: CompleteRequest): CompleteWire => {
         numbers[n++] = delivered
         numbers[n++] = completion.at
         numbers[n++] = orNaN(completion.firstAttemptAt)
+        numbers[n++] = orNaN(completion.createdAt)
         texts[t++] = completion.jobId
         texts[t++] = null
         break
@@ -56,6 +58,7 @@ export const encodeComplete = (request: CompleteRequest): CompleteWire => {
         numbers[n++] = retry
         numbers[n++] = completion.nextDueAt
         numbers[n++] = completion.firstAttemptAt
+        numbers[n++] = NaN
         texts[t++] = completion.jobId
         texts[t++] = completion.lastError
         break
@@ -63,11 +66,13 @@ export const encodeComplete = (request: CompleteRequest): CompleteWire => {
         numbers[n++] = dead
         numbers[n++] = completion.at
         numbers[n++] = orNaN(completion.firstAttemptAt)
+        numbers[n++] = NaN
         texts[t++] = completion.jobId
         texts[t++] = completion.lastError
         break
     }
     texts[t++] = encodeState(completion.endpointState)
+    texts[t++] = completion._tag === "Delivered" ? completion.sourceId ?? null : null
   }
   for (const record of attempts) {
     numbers[n++] = record.attempt
@@ -94,11 +99,21 @@ export const decodeComplete = (wire: CompleteWire): CompleteRequest => {
     const kind = numbers[n++]!
     const time = numbers[n++]!
     const first = numbers[n++]!
+    const createdAt = numberOrUndefined(numbers[n++]!)
     const jobId = texts[t++]!
     const lastError = texts[t++] ?? null
     const endpointState = decodeState(texts[t++] ?? null)
+    const sourceId = texts[t++] ?? undefined
     completions[i] = kind === delivered
-      ? { _tag: "Delivered", jobId, at: time, firstAttemptAt: numberOrUndefined(first), endpointState }
+      ? {
+        _tag: "Delivered",
+        jobId,
+        at: time,
+        firstAttemptAt: numberOrUndefined(first),
+        endpointState,
+        sourceId,
+        createdAt
+      }
       : kind === retry
       ? { _tag: "Retry", jobId, nextDueAt: time, firstAttemptAt: first, endpointState, lastError }
       : { _tag: "Dead", jobId, at: time, lastError, firstAttemptAt: numberOrUndefined(first), endpointState }

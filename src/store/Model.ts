@@ -132,6 +132,12 @@ export type Completion =
     readonly at: number
     readonly firstAttemptAt?: number | undefined
     readonly endpointState?: unknown
+    /**
+     * The job's source and creation time, as its claim gave them (both or neither): the delivery's usage is counted
+     * from them instead of reading the job back (the SQLite store; PostgreSQL reads them in the same statement).
+     */
+    readonly sourceId?: string | undefined
+    readonly createdAt?: number | undefined
   }
   | {
     readonly _tag: "Retry"

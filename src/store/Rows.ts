@@ -223,23 +223,46 @@ export const countPerJob = (records: ReadonlyArray<AttemptRecord>): Map<string, 
 }
 
 /**
- * The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job).
- * `plain`: deliveries with nothing else to keep, as `[id, at, first, inc]` (their own, narrower statement).
+ * A delivery with nothing else to keep (its own, narrower statement): the job, when, its first attempt, the attempts to
+ * add, and its source and creation time when the caller gave them (`null`: read from the job).
  */
+export type PlainDelivery = readonly [
+  id: string,
+  at: number,
+  first: number | null,
+  inc: number,
+  sourceId: string | null,
+  createdAt: number | null
+]
+
+/** The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job). */
 export const completionRows = (
   completions: ReadonlyArray<Completion>,
   attempts: ReadonlyArray<AttemptRecord> | undefined
 ) => {
-  const byJob = new Map<string, CompletionRow>()
-  for (const completion of completions) byJob.set(completion.jobId, toCompletionRow(completion))
+  const lastOfJob = new Map<string, Completion>()
+  for (const completion of completions) lastOfJob.set(completion.jobId, completion)
   const increments = countPerJob(attempts ?? [])
-  const rows = Array.from(byJob.values())
-  const plain: Array<[string, number, number | null, number]> = []
+  const rows: Array<CompletionRow> = []
+  const plain: Array<PlainDelivery> = []
   const other: Array<CompletionRow> = []
-  for (const row of rows) {
+  for (const completion of lastOfJob.values()) {
+    const row = toCompletionRow(completion)
     row.inc = increments.get(row.id) ?? 0
-    if (row.status === "delivered" && row.state === null) plain.push([row.id, row.at!, row.first, row.inc])
-    else other.push(row)
+    rows.push(row)
+    if (completion._tag === "Delivered" && row.state === null) {
+      const known = completion.sourceId !== undefined && completion.createdAt !== undefined
+      plain.push([
+        row.id,
+        completion.at,
+        row.first,
+        row.inc,
+        known ? completion.sourceId! : null,
+        known ? completion.createdAt! : null
+      ])
+    } else {
+      other.push(row)
+    }
   }
   return { rows, increments, plain, other }
 }

@@ -862,7 +862,9 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         if (attempts !== undefined) yield* insertAttempts(attempts)
         const tally = makeTally()
         for (const chunk of Arr.chunksOf(plain, jsonChunk)) {
-          for (const row of yield* completeDeliveredStatement(owner, JSON.stringify(chunk))) {
+          // The statement reads each job's source and creation time itself (RETURNING): the first four fields only.
+          const json = JSON.stringify(chunk.map(([id, at, first, inc]) => [id, at, first, inc]))
+          for (const row of yield* completeDeliveredStatement(owner, json)) {
             tally.count(row, "delivered")
           }
         }

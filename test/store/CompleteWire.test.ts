@@ -12,7 +12,14 @@ describe("CompleteWire", () => {
     const request: CompleteRequest = {
       owner: "dispatcher-1",
       completions: [
-        { _tag: "Delivered", jobId: "j1", at: 1_700_000_000_123, firstAttemptAt: 1_700_000_000_001 },
+        {
+          _tag: "Delivered",
+          jobId: "j1",
+          at: 1_700_000_000_123,
+          firstAttemptAt: 1_700_000_000_001,
+          sourceId: "src_ünïcode",
+          createdAt: 1_699_999_999_999
+        },
         { _tag: "Delivered", jobId: "j2", at: 1_700_000_000_200 },
         { _tag: "Delivered", jobId: "j3", at: 5, firstAttemptAt: 4, endpointState: { "https://a.test/": "delivered" } },
         {
@@ -60,10 +67,28 @@ describe("CompleteWire", () => {
         jobId: "j1",
         at: 1_700_000_000_123,
         firstAttemptAt: 1_700_000_000_001,
-        endpointState: undefined
+        endpointState: undefined,
+        sourceId: "src_ünïcode",
+        createdAt: 1_699_999_999_999
       },
-      { _tag: "Delivered", jobId: "j2", at: 1_700_000_000_200, firstAttemptAt: undefined, endpointState: undefined },
-      { _tag: "Delivered", jobId: "j3", at: 5, firstAttemptAt: 4, endpointState: { "https://a.test/": "delivered" } },
+      {
+        _tag: "Delivered",
+        jobId: "j2",
+        at: 1_700_000_000_200,
+        firstAttemptAt: undefined,
+        endpointState: undefined,
+        sourceId: undefined,
+        createdAt: undefined
+      },
+      {
+        _tag: "Delivered",
+        jobId: "j3",
+        at: 5,
+        firstAttemptAt: 4,
+        endpointState: { "https://a.test/": "delivered" },
+        sourceId: undefined,
+        createdAt: undefined
+      },
       request.completions[3],
       request.completions[4],
       { _tag: "Dead", jobId: "j6", at: 9, lastError: "window closed", firstAttemptAt: 1, endpointState: undefined },

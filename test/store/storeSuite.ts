@@ -736,6 +736,28 @@ export const storeSuite = (fresh: () => Layer.Layer<Store, unknown>, options: Su
         assert.deepStrictEqual((yield* store.usage("app", T0, 1)).map((u) => u.messages), [0])
       })
     )
+
+    test(
+      "counts a delivery from the source and creation time its claim gave as from the job itself",
+      Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.enqueue("web", [entry("m1"), entry("m2"), entry("m3")], T0)
+        const [first, second, third] = yield* store.claimDue("w", T0 + 10, 10, hour)
+        const fromClaim = (job: ClaimedJob, at: number) =>
+          ({ _tag: "Delivered", jobId: job.id, at, sourceId: job.sourceId, createdAt: job.createdAt }) as const
+        const result = yield* store.completeMany("w", [
+          fromClaim(first!, T0 + 100),
+          { _tag: "Delivered", jobId: second!.id, at: T0 + 300 }
+        ])
+        assert.deepStrictEqual([...result.applied].sort(), [first!.id, second!.id].sort())
+        // A lease this owner does not hold: refused, not counted, whatever the caller says of the job.
+        const refused = yield* store.completeMany("other", [fromClaim(third!, T0 + 500)])
+        assert.deepStrictEqual(refused.refused, [third!.id])
+        const [today] = yield* store.usage("web", T0, 1)
+        assert.strictEqual(today!.delivered, 2)
+        assert.strictEqual(today!.averageLatencyMs, (100 + 300) / 2)
+      })
+    )
   })
 }
 
