@@ -359,7 +359,7 @@ const fakeMain = async (kind: "sqlite" | "pg") => {
     console.log(
       `fake transport, ${kind}, round ${round + 1}: ${run.cpuMicrosPerJob.toFixed(1)} µs CPU/job, ${
         Math.round(run.jobsPerSecond)
-      } jobs/s`
+      } jobs/s; per thread ${formatPerThread(run.perThread)}`
     )
   }
   console.log(`fake transport, ${kind}: median ${median(cpu).toFixed(1)} µs CPU/job`)
