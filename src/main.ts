@@ -1,7 +1,7 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
-import { createServer } from "node:http"
 import { provision } from "./config/Provisioning.js"
+import { keepAliveTimeoutConfig, makeNodeServer } from "./ingest/NodeServer.js"
 import * as Server from "./ingest/Server.js"
 import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
 import { overloadConfig } from "./overload/OverloadConfig.js"
@@ -19,7 +19,8 @@ const serverConfig = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   adminToken: Config.option(Config.redacted("HOOKRELAY_ADMIN_TOKEN")),
-  configFile: Config.option(Config.string("HOOKRELAY_CONFIG"))
+  configFile: Config.option(Config.string("HOOKRELAY_CONFIG")),
+  keepAliveTimeout: keepAliveTimeoutConfig
 })
 
 const Engine = Layer.unwrapEffect(
@@ -42,7 +43,9 @@ const Main = Layer.unwrapEffect(Effect.gen(function*() {
   })
   const http = Server.layer({ adminToken: config.adminToken }).pipe(
     Layer.provide(provisioning),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+    Layer.provide(
+      NodeHttpServer.layer(makeNodeServer(config.keepAliveTimeout), { port: config.port, host: config.host })
+    ),
     Layer.tap(() => Effect.logInfo(`hookrelay listening on http://${config.host}:${config.port}`))
   )
   return http.pipe(Layer.provide(Engine))

@@ -7,12 +7,11 @@
  * ```ts
  * import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
  * import { Layer, Option } from "effect"
- * import { createServer } from "node:http"
  * import { layerSqlite } from "hookrelay"
- * import { layer as hookrelayServer } from "hookrelay/server"
+ * import { layer as hookrelayServer, makeNodeServer } from "hookrelay/server"
  *
  * hookrelayServer({ adminToken: Option.none() }).pipe(
- *   Layer.provide(NodeHttpServer.layer(createServer, { port: 8080 })),
+ *   Layer.provide(NodeHttpServer.layer(makeNodeServer("65 seconds"), { port: 8080 })),
  *   Layer.provide(layerSqlite()),
  *   Layer.launch,
  *   NodeRuntime.runMain
@@ -21,6 +20,15 @@
  *
  * @module
  */
+export {
+  /** The idle keep-alive `npm start` uses: 65 s, longer than a load balancer's or proxy's own (see `makeNodeServer`). */
+  keepAliveDefault,
+  /**
+   * A `node:http` server for `NodeHttpServer.layer` whose idle connections outlive those of the proxy in front of it
+   * (Node's own 5 s default makes an AWS ALB or nginx answer 502 now and then).
+   */
+  makeNodeServer
+} from "./ingest/NodeServer.js"
 export {
   /** The HTTP app as a layer over the `HttpServer` and `Relay` in context. */
   layer,

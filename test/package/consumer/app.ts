@@ -3,8 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Option, Stream } from "effect"
 import { type DeliveryOutcome, layerSqlite, Relay } from "hookrelay"
 import { createClient } from "hookrelay/client"
-import { layer as hookrelayServer, trackingCors } from "hookrelay/server"
-import { createServer } from "node:http"
+import { keepAliveDefault, layer as hookrelayServer, makeNodeServer, trackingCors } from "hookrelay/server"
 
 const receiverPort = Number(process.env.RECEIVER_PORT)
 const serverPort = Number(process.env.SERVER_PORT)
@@ -41,7 +40,7 @@ const program = Effect.gen(function*() {
 })
 
 const http = hookrelayServer({ adminToken: Option.none() }).pipe(
-  Layer.provide(NodeHttpServer.layer(createServer, { port: serverPort, host: "127.0.0.1" }))
+  Layer.provide(NodeHttpServer.layer(makeNodeServer(keepAliveDefault), { port: serverPort, host: "127.0.0.1" }))
 )
 const engine = layerSqlite({ directory: process.env.DATA_DIR })
 

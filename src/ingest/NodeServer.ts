@@ -1,0 +1,30 @@
+import { Config, ConfigError, Duration, Either } from "effect"
+import { createServer, type Server } from "node:http"
+import { parseWait } from "../overload/OverloadConfig.js"
+
+/**
+ * How long the server keeps an idle keep-alive connection open. Node's default, 5 s, is shorter than the idle timeout of
+ * the load balancers and proxies that usually stand in front of a server (AWS ALB 60 s, nginx's upstream keepalive
+ * 60 s): such a proxy then sends a request on a connection the server is closing at that very moment, and its client
+ * gets a 502. Longer than theirs, the proxy closes first. Segment's libraries keep their connections alive too.
+ */
+export const keepAliveDefault = Duration.seconds(65)
+
+/** `HOOKRELAY_KEEP_ALIVE_TIMEOUT`: milliseconds or a duration such as `90 seconds`; default 65 s. */
+export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.string("HOOKRELAY_KEEP_ALIVE_TIMEOUT")
+  .pipe(
+    Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
+    Config.withDefault(keepAliveDefault)
+  )
+
+/**
+ * A `node:http` server whose idle connections stay open for `keepAliveTimeout`, for `NodeHttpServer.layer`. Its header
+ * deadline (Node's 60 s) is kept longer than the keep-alive, as Node's documentation advises for servers behind a proxy.
+ */
+export const makeNodeServer = (keepAliveTimeout: Duration.DurationInput) => (): Server => {
+  const server = createServer()
+  const millis = Duration.toMillis(Duration.decode(keepAliveTimeout))
+  server.keepAliveTimeout = millis
+  server.headersTimeout = Math.max(server.headersTimeout, millis + 1000)
+  return server
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Exit } from "effect"
+import type { AddressInfo } from "node:net"
+import { connect } from "node:net"
+import { setTimeout as sleep } from "node:timers/promises"
+import { keepAliveDefault, keepAliveTimeoutConfig, makeNodeServer } from "../../src/ingest/NodeServer.js"
+
+const read = (env: Record<string, string>) =>
+  Effect.withConfigProvider(keepAliveTimeoutConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+describe("the node HTTP server's keep-alive", () => {
+  it.effect("defaults to 65 s and reads HOOKRELAY_KEEP_ALIVE_TIMEOUT as milliseconds or a duration", () =>
+    Effect.gen(function*() {
+      expect(Duration.toMillis(yield* read({}))).toBe(65_000)
+      expect(Duration.toMillis(yield* read({ HOOKRELAY_KEEP_ALIVE_TIMEOUT: "90 seconds" }))).toBe(90_000)
+      expect(Duration.toMillis(yield* read({ HOOKRELAY_KEEP_ALIVE_TIMEOUT: "30000" }))).toBe(30_000)
+      for (const value of ["0", "soon", "-5"]) {
+        const exit = yield* Effect.exit(read({ HOOKRELAY_KEEP_ALIVE_TIMEOUT: value }))
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("HOOKRELAY_KEEP_ALIVE_TIMEOUT")
+      }
+    }))
+
+  it("keeps idle connections longer than a load balancer's 60 s, and the header deadline longer still", () => {
+    const server = makeNodeServer(keepAliveDefault)()
+    expect(server.keepAliveTimeout).toBe(65_000)
+    expect(server.headersTimeout).toBe(66_000)
+    // A short keep-alive leaves Node's own header deadline (60 s) alone.
+    expect(makeNodeServer("2 seconds")().headersTimeout).toBe(60_000)
+  })
+
+  // Node's timer, not ours (no Clock to drive): a real loopback server with a short keep-alive shows it is applied.
+  it("reuses an idle connection within the keep-alive and closes it after", async () => {
+    const server = makeNodeServer("400 millis")()
+    server.on("request", (_request, response) => response.end("ok"))
+    let connections = 0
+    server.on("connection", () => connections++)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const { port } = server.address() as AddressInfo
+    const socket = connect(port, "127.0.0.1")
+    let received = ""
+    socket.on("data", (chunk: Buffer) => received += chunk.toString("latin1"))
+    const closed = new Promise<number>((resolve) => socket.on("close", () => resolve(performance.now())))
+    const answers = () => received.split("HTTP/1.1 200").length - 1
+    const get = async (count: number) => {
+      socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n\r\n`)
+      while (answers() < count) await sleep(5)
+    }
+    try {
+      await get(1)
+      await sleep(150)
+      await get(2)
+      const idleSince = performance.now()
+      expect(connections).toBe(1)
+      const closedAt = await closed
+      // Closed by the server once idle for its keep-alive (never before; Node checks its timers at most ~1 s late).
+      expect(closedAt - idleSince).toBeGreaterThanOrEqual(350)
+      expect(closedAt - idleSince).toBeLessThan(3_000)
+      expect(answers()).toBe(2)
+    } finally {
+      socket.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
