@@ -1,5 +1,5 @@
 import { Config, ConfigError, Duration, Either } from "effect"
-import { createServer, type Server } from "node:http"
+import { Server } from "node:http"
 import { parseWait } from "../overload/OverloadConfig.js"
 
 /**
@@ -18,11 +18,28 @@ export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.s
   )
 
 /**
+ * `node:http`'s server whose `close` also ends each keep-alive connection as soon as its last answer is sent. Node closes
+ * the connections idle at that moment and waits for the others; one busy then stayed open after its answer until its
+ * keep-alive ran out, which with 65 s would hold a graceful shutdown past a container's grace period (Kubernetes: 30 s).
+ */
+class ClosingServer extends Server {
+  override close(callback?: (error?: Error) => void): this {
+    const sweep = setInterval(() => this.closeIdleConnections(), closeSweepMillis)
+    sweep.unref()
+    this.once("close", () => clearInterval(sweep))
+    return super.close(callback)
+  }
+}
+
+/** How often a closing server looks for connections that have become idle. */
+const closeSweepMillis = 50
+
+/**
  * A `node:http` server whose idle connections stay open for `keepAliveTimeout`, for `NodeHttpServer.layer`. Its header
  * deadline (Node's 60 s) is kept longer than the keep-alive, as Node's documentation advises for servers behind a proxy.
  */
 export const makeNodeServer = (keepAliveTimeout: Duration.DurationInput) => (): Server => {
-  const server = createServer()
+  const server = new ClosingServer()
   const millis = Duration.toMillis(Duration.decode(keepAliveTimeout))
   server.keepAliveTimeout = millis
   server.headersTimeout = Math.max(server.headersTimeout, millis + 1000)

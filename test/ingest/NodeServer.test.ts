@@ -3,6 +3,7 @@ import { ConfigProvider, Duration, Effect, Exit } from "effect"
 import type { AddressInfo } from "node:net"
 import { connect } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
+import { Agent, request } from "undici"
 import { keepAliveDefault, keepAliveTimeoutConfig, makeNodeServer } from "../../src/ingest/NodeServer.js"
 
 const read = (env: Record<string, string>) =>
@@ -60,6 +61,28 @@ describe("the node HTTP server's keep-alive", () => {
     } finally {
       socket.destroy()
       await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
+  // Graceful shutdown (SIGTERM): Node waits for busy connections, and kept one open after its answer for the whole
+  // keep-alive, 65 s; a container's grace period is shorter.
+  it("closing lets a busy keep-alive connection go once its answer is sent", async () => {
+    const server = makeNodeServer(keepAliveDefault)()
+    server.on("request", (_request, response) => setTimeout(() => response.end("done"), 200))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const { port } = server.address() as AddressInfo
+    const agent = new Agent({ keepAliveTimeout: 120_000 })
+    try {
+      const answer = request(`http://127.0.0.1:${port}/`, { dispatcher: agent }).then((response) =>
+        response.body.text()
+      )
+      await sleep(50)
+      const closedAt = new Promise<number>((resolve) => server.close(() => resolve(performance.now())))
+      expect(await answer).toBe("done")
+      const answeredAt = performance.now()
+      expect((await closedAt) - answeredAt).toBeLessThan(1_000)
+    } finally {
+      await agent.close()
     }
   })
 })
