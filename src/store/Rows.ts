@@ -251,15 +251,9 @@ export const completionRows = (
     row.inc = increments.get(row.id) ?? 0
     rows.push(row)
     if (completion._tag === "Delivered" && row.state === null) {
-      const known = completion.sourceId !== undefined && completion.createdAt !== undefined
-      plain.push([
-        row.id,
-        completion.at,
-        row.first,
-        row.inc,
-        known ? completion.sourceId! : null,
-        known ? completion.createdAt! : null
-      ])
+      const { createdAt, sourceId } = completion
+      const known = sourceId !== undefined && createdAt !== undefined
+      plain.push([row.id, completion.at, row.first, row.inc, known ? sourceId : null, known ? createdAt : null])
     } else {
       other.push(row)
     }
