@@ -1,5 +1,5 @@
 import { Config, ConfigError, Duration, Either } from "effect"
-import { Server } from "node:http"
+import { type IncomingMessage, Server, type ServerResponse } from "node:http"
 import { parseWait } from "../overload/OverloadConfig.js"
 
 /**
@@ -20,10 +20,15 @@ export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.s
 /**
  * `node:http`'s server whose `close` also ends each keep-alive connection as soon as its last answer is sent. Node closes
  * the connections idle at that moment and waits for the others; one busy then stayed open after its answer until its
- * keep-alive ran out, which with 65 s would hold a graceful shutdown past a container's grace period (Kubernetes: 30 s).
+ * keep-alive ran out, which with 65 s would hold a graceful shutdown past a container's grace period (Kubernetes: 30 s),
+ * and a client sending request after request on it kept it open for as long as it went on. Once closing, every answer
+ * says `Connection: close`, and connections that have become idle are closed every `closeSweepMillis`.
  */
 class ClosingServer extends Server {
   override close(callback?: (error?: Error) => void): this {
+    this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+      if (!response.headersSent) response.setHeader("connection", "close")
+    })
     const sweep = setInterval(() => this.closeIdleConnections(), closeSweepMillis)
     sweep.unref()
     this.once("close", () => clearInterval(sweep))

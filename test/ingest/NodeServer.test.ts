@@ -3,7 +3,7 @@ import { ConfigProvider, Duration, Effect, Exit } from "effect"
 import type { AddressInfo } from "node:net"
 import { connect } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
-import { Agent, request } from "undici"
+import { Agent, Pool, request } from "undici"
 import { keepAliveDefault, keepAliveTimeoutConfig, makeNodeServer } from "../../src/ingest/NodeServer.js"
 
 const read = (env: Record<string, string>) =>
@@ -83,6 +83,31 @@ describe("the node HTTP server's keep-alive", () => {
       expect((await closedAt) - answeredAt).toBeLessThan(1_000)
     } finally {
       await agent.close()
+    }
+  })
+
+  it("closing answers a request that comes on a busy kept-alive connection with Connection: close", async () => {
+    const server = makeNodeServer(keepAliveDefault)()
+    server.on("request", (_request, response) => setTimeout(() => response.end("ok"), 100))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const { port } = server.address() as AddressInfo
+    // One connection: the second request waits for the first answer and goes on the same connection at once.
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, keepAliveTimeout: 120_000 })
+    const get = () => pool.request({ path: "/", method: "GET" })
+    try {
+      const first = get()
+      await sleep(30)
+      let closed = false
+      const closing = new Promise<void>((resolve) => server.close(() => resolve())).then(() => closed = true)
+      const second = get()
+      expect((await first).headers.connection).toBe("keep-alive")
+      const answer = await second
+      expect(answer.headers.connection).toBe("close")
+      expect(await answer.body.text()).toBe("ok")
+      await Promise.race([closing, sleep(1_000)])
+      expect(closed).toBe(true)
+    } finally {
+      await pool.close()
     }
   })
 })
