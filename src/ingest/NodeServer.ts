@@ -26,6 +26,8 @@ export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.s
  */
 class ClosingServer extends Server {
   override close(callback?: (error?: Error) => void): this {
+    // Not listening: Node answers the callback with an error and emits no "close" that would end the sweep.
+    if (!this.listening) return super.close(callback)
     this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
       if (!response.headersSent) response.setHeader("connection", "close")
     })
