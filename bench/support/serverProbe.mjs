@@ -2,13 +2,15 @@
  * Preloaded into the benchmarked server process (`node --import ./bench/support/serverProbe.mjs`): an event-loop
  * delay histogram (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution) and the peaks of the memory kinds behind RSS
  * (V8 heap, external and array buffers), sampled every 50 ms, and its GC pauses (count, total and longest, young
- * generation and full collections apart). With HOOKRELAY_PROBE_ALLOCATIONS=file, also where each phase allocated. On SIGUSR2 it writes what it saw since the last
+ * generation and full collections apart). With HOOKRELAY_PROBE_ALLOCATIONS=file, also where each phase allocated; with
+ * HOOKRELAY_PROBE_CPU=prefix, a CPU profile of the main thread per phase (`prefix-<n>.cpuprofile`, n from 0, for Chrome's
+ * DevTools or a script). On SIGUSR2 it writes what it saw since the last
  * SIGUSR2 as one JSON line to `HOOKRELAY_PROBE_FILE`, then starts over, so the benchmark can measure one phase at a
  * time. Benchmark-only: nothing in `src/` knows about it. Plain JavaScript, so that the server runs on plain `node` as
  * `npm start` runs it, without tsx's loader (≈ 100 MB) in the measured process.
  */
 /* global process, setInterval */
-import { appendFileSync } from "node:fs"
+import { appendFileSync, writeFileSync } from "node:fs"
 import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 
 const file = process.env.HOOKRELAY_PROBE_FILE
@@ -86,8 +88,28 @@ if (file !== undefined && file !== "") {
       })
     })
 
+  // HOOKRELAY_PROBE_CPU=prefix: the main thread's CPU profile of each phase, one file per phase.
+  const cpuPrefix = process.env.HOOKRELAY_PROBE_CPU
+  let cpuSession
+  let cpuPhase = 0
+  if (cpuPrefix !== undefined && cpuPrefix !== "") {
+    const { Session } = await import("node:inspector")
+    cpuSession = new Session()
+    cpuSession.connect()
+    cpuSession.post("Profiler.enable")
+    cpuSession.post("Profiler.setSamplingInterval", { interval: 250 })
+    cpuSession.post("Profiler.start")
+  }
+  const writeCpuProfile = () =>
+    cpuSession.post("Profiler.stop", (error, result) => {
+      if (error === null) writeFileSync(`${cpuPrefix}-${cpuPhase}.cpuprofile`, JSON.stringify(result.profile))
+      cpuPhase++
+      cpuSession.post("Profiler.start")
+    })
+
   process.on("SIGUSR2", () => {
     if (session !== undefined) writeAllocations()
+    if (cpuSession !== undefined) writeCpuProfile()
     appendFileSync(
       file,
       `${
