@@ -17,7 +17,8 @@
  * `--sqlite-only` the PostgreSQL run; `--random-ids` sends random UUIDs as message ids. Such partial or variant runs print
  * their table without writing bench/results.
  * Environment: SERVER_NODE_OPTIONS (node flags of the server, e.g. `--cpu-prof --cpu-prof-dir=…`), SERVER_STDOUT=file
- * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase).
+ * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase),
+ * HOOKRELAY_PROBE_CPU=prefix (the server's main-thread CPU profile per phase; phase 1 is the accept phase).
  */
 import { randomUUID } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
