@@ -22,24 +22,37 @@ export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.s
  * the connections idle at that moment and waits for the others; one busy then stayed open after its answer until its
  * keep-alive ran out, which with 65 s would hold a graceful shutdown past a container's grace period (Kubernetes: 30 s),
  * and a client sending request after request on it kept it open for as long as it went on. Once closing, every answer
- * says `Connection: close`, and connections that have become idle are closed every `closeSweepMillis`.
+ * not yet started says `Connection: close` (Node then closes its connection after it), and an answer already under way
+ * closes the connections idle once it is done. No timer: each connection ends with its own last answer.
  */
 class ClosingServer extends Server {
-  override close(callback?: (error?: Error) => void): this {
-    // Not listening: Node answers the callback with an error and emits no "close" that would end the sweep.
-    if (!this.listening) return super.close(callback)
+  private closing = false
+  /** Answers not yet done: the ones a `close` must reach. */
+  private readonly answering = new Set<ServerResponse>()
+
+  constructor() {
+    super()
     this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
-      if (!response.headersSent) response.setHeader("connection", "close")
+      if (this.closing) return this.lastOnItsConnection(response)
+      this.answering.add(response)
+      response.once("close", () => this.answering.delete(response))
     })
-    const sweep = setInterval(() => this.closeIdleConnections(), closeSweepMillis)
-    sweep.unref()
-    this.once("close", () => clearInterval(sweep))
+  }
+
+  private lastOnItsConnection(response: ServerResponse): void {
+    if (!response.headersSent) response.setHeader("connection", "close")
+    else response.once("finish", () => this.closeIdleConnections())
+  }
+
+  override close(callback?: (error?: Error) => void): this {
+    if (this.listening && !this.closing) {
+      this.closing = true
+      for (const response of this.answering) this.lastOnItsConnection(response)
+      this.answering.clear()
+    }
     return super.close(callback)
   }
 }
-
-/** How often a closing server looks for connections that have become idle. */
-const closeSweepMillis = 50
 
 /**
  * A `node:http` server whose idle connections stay open for `keepAliveTimeout`, for `NodeHttpServer.layer`. Its header
