@@ -58,20 +58,33 @@ export const make = (options: OverloadOptions = {}) =>
     const backlogFull = new Overloaded({ reason: "backlog", retryAfterSeconds: retryAfter(refresh) })
     const busy = new Overloaded({ reason: "busy", retryAfterSeconds: retryAfter(wait) })
 
-    // Every tracking request passes here: combinators, not a generator, keep it to a few steps.
+    // The commit, holding a permit it gives back however it ends; a synchronous step in both arms rather than
+    // `ensuring`'s finalizer, which took 10 more fiber steps on every tracking request.
+    const holding = <A extends { readonly jobsCreated: number }, E, R>(commit: Effect.Effect<A, E, R>) =>
+      Effect.matchCauseEffect(commit, {
+        onFailure: (cause) => {
+          permits.releaseNow()
+          return Effect.failCause(cause)
+        },
+        onSuccess: (result) => {
+          permits.releaseNow()
+          createdSince += result.jobsCreated
+          return Effect.succeed(result)
+        }
+      })
+
+    // Every tracking request passes here: combinators, not a generator, and a free permit taken without a wait.
     const admit = <A extends { readonly jobsCreated: number }, E, R>(
       commit: Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | Overloaded, R> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend((): Effect.Effect<A, E | Overloaded, R> => {
           if (counted + createdSince >= maxBacklog) return Effect.fail(backlogFull)
-          return Effect.flatMap(permits.acquire(wait), (acquired): Effect.Effect<A, E | Overloaded, R> => {
-            if (!acquired) return Effect.fail(busy)
-            return Effect.map(Effect.ensuring(restore(commit), permits.release), (result) => {
-              createdSince += result.jobsCreated
-              return result
-            })
-          })
+          if (permits.tryAcquire()) return holding(restore(commit))
+          return Effect.flatMap(
+            permits.acquire(wait),
+            (acquired): Effect.Effect<A, E | Overloaded, R> => acquired ? holding(restore(commit)) : Effect.fail(busy)
+          )
         })
       )
 

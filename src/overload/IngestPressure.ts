@@ -76,13 +76,10 @@ export const make = (options: IngestPressureOptions = {}) =>
     // A sender's next request comes a moment after its last answer: the sample after a commit ended still counts.
     const isSaturated = () =>
       busyShare >= busyThreshold && (running > 0 || clock.unsafeCurrentTimeMillis() - lastEndedAt <= sampleMillis)
-    const started = Effect.sync(() => {
-      running += 1
-    })
-    const ended = Effect.sync(() => {
+    const ended = (): void => {
       running -= 1
       lastEndedAt = clock.unsafeCurrentTimeMillis()
-    })
+    }
 
     const yieldToIngest = (maxHold: Duration.DurationInput) =>
       Effect.suspend(() => {
@@ -98,10 +95,24 @@ export const make = (options: IngestPressureOptions = {}) =>
       })
 
     return IngestPressure.of({
-      // Uninterruptible between the count and its finalizer: an interruption there would leave the commit counted.
+      // Uninterruptible from the count until `ended` is sure to run: an interruption there would leave the commit counted.
+      // `ended` as a synchronous step in both arms, not `ensuring`'s finalizer: 7 fiber steps instead of 17, on every
+      // tracking request.
       ingesting: (commit) =>
         Effect.uninterruptibleMask((restore) =>
-          Effect.zipRight(started, Effect.ensuring(restore(commit), ended))
+          Effect.suspend(() => {
+            running += 1
+            return Effect.matchCauseEffect(restore(commit), {
+              onFailure: (cause) => {
+                ended()
+                return Effect.failCause(cause)
+              },
+              onSuccess: (value) => {
+                ended()
+                return Effect.succeed(value)
+              }
+            })
+          })
         ),
       saturated: Effect.sync(isSaturated),
       yieldToIngest

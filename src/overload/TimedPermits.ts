@@ -15,6 +15,10 @@ const granted = Effect.succeed(true)
 export interface TimedPermits {
   readonly acquire: (wait: Duration.DurationInput) => Effect.Effect<boolean>
   readonly release: Effect.Effect<void>
+  /** Takes a permit if one is free and nobody waits for one, in one synchronous step; `releaseNow` gives it back. */
+  readonly tryAcquire: () => boolean
+  /** `release`, as a synchronous step (for a finalizer that is already one). */
+  readonly releaseNow: () => void
   /** Permits free right now and callers waiting (for tests and metrics). */
   readonly state: Effect.Effect<{ readonly free: number; readonly waiting: number }>
 }
@@ -25,7 +29,7 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
     // A Set keeps insertion order: the first value is the oldest waiter.
     const waiters = new Set<Deferred.Deferred<void>>()
 
-    const release = Effect.sync(() => {
+    const releaseNow = (): void => {
       const next = waiters.values().next()
       if (next.done === true) {
         free += 1
@@ -33,16 +37,20 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
       }
       waiters.delete(next.value)
       Deferred.unsafeDone(next.value, Exit.void)
-    })
+    }
+    const release = Effect.sync(releaseNow)
+
+    const tryAcquire = (): boolean => {
+      if (free === 0 || waiters.size > 0) return false
+      free -= 1
+      return true
+    }
 
     const acquire = (wait: Duration.DurationInput): Effect.Effect<boolean> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
           // The common case, a free permit and nobody waiting, allocates nothing and runs no generator.
-          if (free > 0 && waiters.size === 0) {
-            free -= 1
-            return granted
-          }
+          if (tryAcquire()) return granted
           // Queued in the same synchronous step as the check: a release in between cannot be missed.
           const handed = Deferred.unsafeMake<void>(FiberId.none)
           waiters.add(handed)
@@ -73,6 +81,8 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
     return {
       acquire,
       release,
+      tryAcquire,
+      releaseNow,
       state: Effect.sync(() => ({ free, waiting: waiters.size }))
     }
   })

@@ -231,8 +231,10 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   const untraced = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(self, false)
 
   /**
-   * The span of a hot path on the SQLite thread (one per tracking request, claim or completion batch): `Effect.fn`'s
-   * span without its call-site stack, an `Error` built on every call.
+   * The span of a hot path on the SQLite thread (a claim or a completion batch): `Effect.fn`'s span without its call-site
+   * stack, an `Error` built on every call. An enqueue has none, on either store: it is one per tracking request, and
+   * tracking requests are not traced (`Server.ts`); alone, without the request's span, its span was an orphan root, and
+   * ~35 of the ~290 fiber steps a single-message request takes.
    */
   const hotSpan = (name: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
     Effect.withSpan(self, name, { captureStackTrace: false })
@@ -449,7 +451,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     duplicateMessageIds
   })
 
-  const enqueueSql = Effect.fn("Store.enqueue")(
+  const enqueueSql = Effect.fnUntraced(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       // Sorted keys: concurrent transactions lock seen rows in one order (no deadlock).
@@ -499,7 +501,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   const enqueueOnThread =
     (hot: SqliteHotPaths["Type"]) =>
     (sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) =>
-      hot.enqueue({ sourceId, entries, now, options }).pipe(fail("enqueue"), hotSpan("Store.enqueue"))
+      hot.enqueue({ sourceId, entries, now, options }).pipe(fail("enqueue"))
   /**
    * PostgreSQL: a request's dedupe, jobs and usage as one statement (data-modifying CTEs, atomic on their own), one
    * round trip instead of five (BEGIN, seen ids, jobs, usage, COMMIT). Between those, the transaction waited for the
@@ -508,7 +510,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
    * Job ids are drawn for every entry with a body, used by those accepted (gaps are harmless; ids stay unique and in
    * time order). Seen rows are inserted in message-id order: concurrent requests lock them in one order.
    */
-  const enqueuePg = Effect.fn("Store.enqueue")(
+  const enqueuePg = Effect.fnUntraced(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       const inputs = Array.from(unique.values())

@@ -57,6 +57,53 @@ describe("TimedPermits", () => {
       yield* permits.release
       expect(yield* permits.state).toEqual({ free: 1, waiting: 0 })
     }))
+
+  it.effect("takes a free permit at once, never past a waiter; giving it back serves the oldest waiter first", () =>
+    Effect.gen(function*() {
+      const permits = yield* makeTimedPermits(1)
+      expect(permits.tryAcquire()).toBe(true)
+      expect(permits.tryAcquire()).toBe(false)
+      const waiter = yield* Effect.fork(permits.acquire("1 second"))
+      yield* settle
+      permits.releaseNow()
+      // Handed to the waiter, not freed: a synchronous taker cannot jump the queue.
+      expect(permits.tryAcquire()).toBe(false)
+      expect(yield* Fiber.join(waiter)).toBe(true)
+      permits.releaseNow()
+      expect(yield* permits.state).toEqual({ free: 1, waiting: 0 })
+      expect(permits.tryAcquire()).toBe(true)
+    }))
+})
+
+describe("IngestAdmission", () => {
+  it.scoped(
+    "gives the commit's permit back however it ends, and counts only the jobs a commit created",
+    () =>
+      Effect.gen(function*() {
+        const directory = yield* tempDirectory
+        const context = yield* Layer.build(
+          IngestAdmission.layer({ maxConcurrentIngests: 1, admissionWait: "1 second" }).pipe(
+            Layer.provide(StoreLayers.layerSqlite({ directory }))
+          )
+        )
+        const admission = yield* Effect.provide(IngestAdmission.IngestAdmission, context)
+        const created = (jobsCreated: number) => Effect.succeed({ jobsCreated })
+
+        expect(yield* Effect.flip(admission.admit(Effect.fail("store down")))).toBe("store down")
+        expect(Exit.isFailure(yield* Effect.exit(admission.admit(Effect.dieMessage("defect"))))).toBe(true)
+        const stuck = yield* Effect.fork(admission.admit(Effect.never))
+        yield* settle
+        yield* Fiber.interrupt(stuck)
+        // Each of them gave the one permit back: the next commit is admitted without waiting for the clock.
+        const next = yield* Effect.fork(admission.admit(created(2)))
+        yield* settle
+        expect(next.unsafePoll()).not.toBeNull()
+        expect(yield* Fiber.join(next)).toEqual({ jobsCreated: 2 })
+        expect(yield* admission.estimatedBacklog).toBe(2)
+      }),
+    // A permit kept by a failed commit would leave the next admission waiting on a TestClock that never moves.
+    10_000
+  )
 })
 
 /**
