@@ -63,6 +63,23 @@ describe("SqliteConnection (the SQLite thread)", () => {
       assert.deepStrictEqual(Array.from(claimed[0]!.body), [123, 125])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
+  it.scopedLive("a statement waiting for the lock can be interrupted and is never sent; one already sent still runs", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE t (n INTEGER)`
+      const open = yield* openTransaction(sql`INSERT INTO t (n) VALUES (1)`)
+      const waiting = yield* Effect.fork(sql`INSERT INTO t (n) VALUES (2)`)
+      yield* Effect.sleep("20 millis")
+      yield* Fiber.interrupt(waiting)
+      yield* open.finish
+      // The interrupted statement left the lock's queue without ever being sent.
+      const sent = yield* Effect.fork(sql`INSERT INTO t (n) VALUES (3)`)
+      yield* Effect.yieldNow().pipe(Effect.repeatN(5))
+      yield* Fiber.interrupt(sent)
+      const rows = yield* sql<{ n: number }>`SELECT n FROM t ORDER BY n`
+      assert.deepStrictEqual(rows.map((row) => row.n), [1, 3])
+    }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
+
   it.scoped("a failing statement is a SqlError with SQLite's code, and the connection goes on", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
