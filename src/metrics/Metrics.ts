@@ -63,6 +63,13 @@ export const deliveryLatency = Metric.histogram(
   "Seconds from a message's receipt to its delivery"
 )
 
+/** Seconds an ingest commit took: from handing a request's messages to the store until they were durably stored. */
+export const ingestCommitLatency = Metric.histogram(
+  "hookrelay_ingest_commit_seconds",
+  MetricBoundaries.fromIterable([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
+  "Seconds from handing a request's messages to the store until they were committed"
+)
+
 /** Jobs waiting or in flight, by status; set by the dispatcher's periodic count. */
 export const backlog = Metric.gauge("hookrelay_backlog_jobs", { description: "Delivery jobs not yet finished" })
 

@@ -79,7 +79,7 @@ describe("operations: health and 404", () => {
 })
 
 describe("operations: /metrics", () => {
-  it.scopedLive("Prometheus text with ingested, delivered, dead, attempts by outcome, latency and backlog", () =>
+  it.scopedLive("Prometheus text with ingested, delivered, dead, attempts by outcome, latencies and backlog", () =>
     Effect.gen(function*() {
       const ok = yield* startServer((_request, response) => response.writeHead(200).end())
       const gone = yield* startServer((_request, response) => response.writeHead(410).end("gone"))
@@ -130,6 +130,10 @@ describe("operations: /metrics", () => {
         now("hookrelay_delivery_latency_seconds_count")
       )
       expect(now("hookrelay_delivery_latency_seconds_sum")).toBeGreaterThan(0)
+      expect(now("hookrelay_ingest_commit_seconds_count")).toBeGreaterThanOrEqual(
+        was("hookrelay_ingest_commit_seconds_count") + 3
+      )
+      expect(now("hookrelay_ingest_commit_seconds_sum")).toBeGreaterThan(was("hookrelay_ingest_commit_seconds_sum"))
 
       // The histogram's buckets are cumulative: each count at least the one below it.
       const buckets = [...after.samples]

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Duration, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
+import { ingestCommitLatency } from "../../src/metrics/Metrics.js"
 import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
 import { overloadConfig } from "../../src/overload/OverloadConfig.js"
@@ -133,6 +134,37 @@ const relayOver = (store: Layer.Layer<Store, unknown>, overload: Parameters<type
   )
 
 const track = (messageId: string) => ({ type: "track", userId: "u", event: "E", messageId })
+
+describe("ingest commit latency", () => {
+  it.scoped("hookrelay_ingest_commit_seconds records how long the store took to commit, on the Clock", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const gate = yield* Deferred.make<void>()
+      const entered = yield* Deferred.make<void>()
+      const context = yield* Layer.build(relayOver(slowStore(directory, gate, entered), {}))
+      const relay = yield* Effect.provide(Relay, context)
+      yield* relay.putSource({
+        id: "web",
+        writeKey,
+        webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+      })
+      const before = yield* Metric.value(ingestCommitLatency)
+
+      const committing = yield* Effect.fork(relay.ingest("web", [track("timed-1")]))
+      yield* Deferred.await(entered)
+      yield* TestClock.adjust("1500 millis")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(committing)
+
+      const after = yield* Metric.value(ingestCommitLatency)
+      expect(after.count - before.count).toBe(1)
+      expect(after.sum - before.sum).toBeCloseTo(1.5, 6)
+      // 1.5 s counts under the 2.5 s bound, not under the 1 s one.
+      const added = (le: number) =>
+        after.buckets.find(([bound]) => bound === le)![1] - before.buckets.find(([bound]) => bound === le)![1]
+      expect([added(1), added(2.5)]).toEqual([0, 1])
+    }))
+})
 
 describe("ingest admission: a slow store", () => {
   it.scoped("refuses with Overloaded after the admission wait, and the slow commit still lands in full", () =>
