@@ -135,19 +135,26 @@ const relayOver = (store: Layer.Layer<Store, unknown>, overload: Parameters<type
 
 const track = (messageId: string) => ({ type: "track", userId: "u", event: "E", messageId })
 
+/** A relay over a store gated as `slowStore`'s, with the source "web": its context and its gate. */
+const slowRelay = (overload: Parameters<typeof IngestAdmission.layer>[0]) =>
+  Effect.gen(function*() {
+    const directory = yield* tempDirectory
+    const gate = yield* Deferred.make<void>()
+    const entered = yield* Deferred.make<void>()
+    const context = yield* Layer.build(relayOver(slowStore(directory, gate, entered), overload))
+    const relay = yield* Effect.provide(Relay, context)
+    yield* relay.putSource({
+      id: "web",
+      writeKey,
+      webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+    })
+    return { context, relay, gate, entered }
+  })
+
 describe("ingest commit latency", () => {
   it.scoped("hookrelay_ingest_commit_seconds records how long the store took to commit, on the Clock", () =>
     Effect.gen(function*() {
-      const directory = yield* tempDirectory
-      const gate = yield* Deferred.make<void>()
-      const entered = yield* Deferred.make<void>()
-      const context = yield* Layer.build(relayOver(slowStore(directory, gate, entered), {}))
-      const relay = yield* Effect.provide(Relay, context)
-      yield* relay.putSource({
-        id: "web",
-        writeKey,
-        webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
-      })
+      const { entered, gate, relay } = yield* slowRelay({})
       const before = yield* Metric.value(ingestCommitLatency)
 
       const committing = yield* Effect.fork(relay.ingest("web", [track("timed-1")]))
@@ -169,19 +176,11 @@ describe("ingest commit latency", () => {
 describe("ingest admission: a slow store", () => {
   it.scoped("refuses with Overloaded after the admission wait, and the slow commit still lands in full", () =>
     Effect.gen(function*() {
-      const directory = yield* tempDirectory
-      const gate = yield* Deferred.make<void>()
-      const entered = yield* Deferred.make<void>()
-      const context = yield* Layer.build(
-        relayOver(slowStore(directory, gate, entered), { maxConcurrentIngests: 1, admissionWait: "2 seconds" })
-      )
-      const relay = yield* Effect.provide(Relay, context)
-      const store = yield* Effect.provide(Store, context)
-      yield* relay.putSource({
-        id: "web",
-        writeKey,
-        webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
+      const { context, entered, gate, relay } = yield* slowRelay({
+        maxConcurrentIngests: 1,
+        admissionWait: "2 seconds"
       })
+      const store = yield* Effect.provide(Store, context)
 
       const first = yield* Effect.fork(relay.ingest("web", [track("slow-1")]))
       yield* Deferred.await(entered)
