@@ -9,16 +9,25 @@
  * load generator, peak RSS; for hookrelay, that every accepted message was delivered once.
  *
  *   node --expose-gc --import tsx bench/webSources.ts [--requests 20000] [--connections 64] [--warm-up 3000]
+ *     [--server path/to/main.js] [--hookrelay-only]
+ *
+ * `--server` runs another compiled server (a build of an older commit, say) instead of `dist/main.js`, so that two
+ * builds can be measured alternately on the same, shared machine; `--hookrelay-only` leaves the floors out. Such runs
+ * print their table without writing bench/results.
  */
 import { randomUUID } from "node:crypto"
 import { Agent } from "undici"
 import { percentile } from "./support/percentile.js"
 import { arg, mb, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
 import { benchSetup, buildServer, peakRssOf, processCpuMicros, startFloor, startHookrelay } from "./support/servers.js"
+import { processThreadsMicros } from "./support/threads.js"
 
 const measuredRequests = arg("requests", 20_000)
 const connections = arg("connections", 64)
 const warmUpRequests = arg("warm-up", 3_000)
+const serverIndex = process.argv.indexOf("--server")
+const serverEntry = serverIndex === -1 ? undefined : process.argv[serverIndex + 1]!
+const hookrelayOnly = process.argv.includes("--hookrelay-only")
 const writeKey = "wk_bench_web_sources"
 const pageOrigin = "https://shop.example.com"
 const authorization = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`
@@ -95,6 +104,8 @@ interface Measured {
   readonly p50Ms: number
   readonly p99Ms: number
   readonly serverCpuMicrosPerRequest: number
+  /** Of the server's CPU a request: its main thread's (the rest is its other threads': SQLite's, GC, …). */
+  readonly serverMainThreadMicrosPerRequest: number
   readonly generatorCpuMicrosPerRequest: number
   readonly serverPeakRssBytes: number
 }
@@ -105,6 +116,7 @@ const measure = async (origin: string, serverPid: number, label: string): Promis
   try {
     await load(agent, origin, `${label}-warm-${randomUUID()}`, warmUpRequests)
     const serverBefore = processCpuMicros(serverPid)
+    const threadsBefore = processThreadsMicros(serverPid)
     const ownBefore = process.cpuUsage()
     const started = performance.now()
     const latencies = await load(agent, origin, `${label}-${randomUUID()}`, measuredRequests)
@@ -115,6 +127,7 @@ const measure = async (origin: string, serverPid: number, label: string): Promis
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       serverCpuMicrosPerRequest: (processCpuMicros(serverPid) - serverBefore) / measuredRequests,
+      serverMainThreadMicrosPerRequest: (processThreadsMicros(serverPid).main - threadsBefore.main) / measuredRequests,
       generatorCpuMicrosPerRequest: (own.user + own.system) / measuredRequests,
       serverPeakRssBytes: peakRssOf(serverPid)
     }
@@ -139,7 +152,7 @@ const floorRun = async (script: "plainServer.mjs" | "effectServer.mjs") => {
 const hookrelayRun = async (delivering: boolean) => {
   const sink = await startSink()
   const setup = benchSetup({ sourceId: "web", writeKey, hookUrl: `${sink.url}/hook`, webhooksEnabled: delivering })
-  const server = await startHookrelay({ env: setup.env })
+  const server = await startHookrelay({ env: setup.env, entry: serverEntry })
   try {
     refused = 0
     const measured = await measure(server.url, server.child.pid!, "hookrelay")
@@ -156,17 +169,19 @@ const hookrelayRun = async (delivering: boolean) => {
 }
 
 const main = async () => {
-  buildServer()
-  const bare = await floorRun("plainServer.mjs")
-  const platform = await floorRun("effectServer.mjs")
+  if (serverEntry === undefined) buildServer()
+  const bare = hookrelayOnly ? undefined : await floorRun("plainServer.mjs")
+  const platform = hookrelayOnly ? undefined : await floorRun("effectServer.mjs")
   const ingestOnly = await hookrelayRun(false)
   const hookrelay = await hookrelayRun(true)
-  const row = (name: string, r: Measured) =>
-    `| ${name} | ${Math.round(r.requestsPerSecond)} | ${(r.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}× | ${
-      r.p50Ms.toFixed(1)
-    } | ${r.p99Ms.toFixed(1)} | ${Math.round(r.serverCpuMicrosPerRequest)} | ${
-      Math.round(r.generatorCpuMicrosPerRequest)
-    } | ${mb(r.serverPeakRssBytes)} |`
+  const row = (name: string, r: Measured | undefined) =>
+    r === undefined ?
+      `| ${name} | not run |  |  |  |  |  |  |  |` :
+      `| ${name} | ${Math.round(r.requestsPerSecond)} | ${
+        bare === undefined ? "—" : `${(r.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}×`
+      } | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${Math.round(r.serverCpuMicrosPerRequest)} | ${
+        Math.round(r.serverMainThreadMicrosPerRequest)
+      } | ${Math.round(r.generatorCpuMicrosPerRequest)} | ${mb(r.serverPeakRssBytes)} |`
   const markdown = `# Web-source benchmark
 
 ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run bench\` (\`bench/webSources.ts\`).
@@ -178,10 +193,11 @@ their own: bare \`node:http\` (\`bench/support/plainServer.mjs\`) and \`@effect/
 hookrelay's middleware (\`effectServer.mjs\`). hookrelay runs as \`npm start\` runs it, on SQLite: with its webhook
 destination disabled (each message validated, deduplicated and counted in a commit, no job stored), then delivering
 each message to a loopback receiver in a third process while it accepts. CPU per request: the server's process, all its threads
-(\`/proc/<pid>/stat\`, 10 ms ticks), and the load generator's; on 2 cores they share, the sum bounds requests/s.
+(\`/proc/<pid>/stat\`, 10 ms ticks), of which its main thread's (\`/proc/<pid>/task\`; the rest is mostly hookrelay's
+SQLite thread), and the load generator's; on 2 cores they share, the sum bounds requests/s.
 
-| server | requests/s | ratio to bare node:http | p50 ms | p99 ms | server CPU µs/request | load generator CPU µs/request | server peak RSS MB |
-|---|---:|---:|---:|---:|---:|---:|---:|
+| server | requests/s | ratio to bare node:http | p50 ms | p99 ms | server CPU µs/request | of which main thread | load generator CPU µs/request | server peak RSS MB |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${row("bare node:http", bare)}
 ${row("@effect/platform", platform)}
 ${row("hookrelay (SQLite), webhooks disabled: no job stored", ingestOnly)}
@@ -192,6 +208,7 @@ hookrelay delivering: ${hookrelay.delivered} of ${
   } accepted messages delivered (warm-up included), ${hookrelay.duplicates} duplicates. Answers 503 (overload), each
 posted again after its Retry-After: ${ingestOnly.refused} with webhooks disabled, ${hookrelay.refused} delivering.
 `
+  if (hookrelayOnly || serverEntry !== undefined) return console.log(markdown)
   writeResults("web-sources", markdown, {
     measuredRequests,
     connections,

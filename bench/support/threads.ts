@@ -42,6 +42,24 @@ const cpuOfStat = (path: string): { readonly name: string; readonly micros: numb
   return { name: stat.slice(stat.indexOf("(") + 1, nameEnd), micros: ticks * microsPerTick }
 }
 
+/** CPU time (µs) of process `pid`'s threads: its main thread's (its id is the pid) and the others' together. */
+export const processThreadsMicros = (pid: number): { readonly main: number; readonly others: number } => {
+  let main = 0
+  let others = 0
+  let tasks: Array<string> = []
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    // Not Linux, or the process is gone: no split.
+  }
+  for (const tid of tasks) {
+    const micros = cpuOfStat(`/proc/${pid}/task/${tid}/stat`)?.micros ?? 0
+    if (tid === String(pid)) main += micros
+    else others += micros
+  }
+  return { main, others }
+}
+
 /** CPU time (µs) of every process of this machine named `name` (a database server's processes, say). */
 export const processesMicros = (name: string): number => {
   let micros = 0

@@ -10,6 +10,8 @@ export interface EnqueueWire {
   readonly sourceId: string
   readonly now: number
   readonly options: EnqueueRequest["options"]
+  /** How many entries `fields` holds. */
+  readonly rows: number
   /** Per entry: message id, user id, type, event, filtered, and where its body ends in `bodies` (or `noBody`,
    * `notBytes`). */
   readonly fields: string
@@ -53,6 +55,7 @@ export const encodeEnqueue = (request: EnqueueRequest): EnqueueWire => {
     sourceId: request.sourceId,
     now: request.now,
     options: request.options,
+    rows: fields.length,
     fields: JSON.stringify(fields),
     bodies
   }

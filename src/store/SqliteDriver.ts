@@ -5,6 +5,8 @@ export interface Database {
   readonly prepare: (sql: string) => PreparedStatement
   readonly pragma: (source: string) => unknown
   readonly transaction: <F extends (...args: Array<any>) => any>(fn: F) => F
+  /** A transaction is open (a nested `transaction` then runs in a savepoint). */
+  readonly inTransaction: boolean
   readonly close: () => void
 }
 

@@ -110,6 +110,88 @@ describe("SqliteConnection (the SQLite thread)", () => {
       assert.deepStrictEqual([jobs[0]!.n, seen[0]!.n], [0, 0])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
+  describe("ingest requests queued behind a busy thread (group commit)", () => {
+    /** A file database (WAL) on the thread, migrated; `walFrames` counts what was written since the last `resetWal`. */
+    const fileThread = Effect.gen(function*() {
+      const directory = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped())
+      const context = yield* Layer.build(SqliteConnection.layer(`${directory}/hookrelay.db`))
+      const sql = Context.get(context, SqlClient.SqlClient)
+      yield* Effect.provide(migrate, context)
+      const checkpoint = (mode: string) =>
+        Effect.map(sql.unsafe<{ log: number }>(`PRAGMA wal_checkpoint(${mode})`), (rows) => rows[0]!.log)
+      return {
+        sql,
+        hot: Context.get(context, SqliteHotPaths),
+        resetWal: checkpoint("TRUNCATE"),
+        walFrames: checkpoint("PASSIVE")
+      }
+    }).pipe(Effect.provide(NodeFileSystem.layer))
+
+    /** Keeps the thread busy for a while (~0.1–0.5 s): what is sent meanwhile queues up behind it. */
+    const busyThread = (sql: SqlClient.SqlClient) =>
+      sql`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000000) SELECT count(*) AS n FROM c`
+
+    const track = (hot: SqliteHotPaths["Type"], messageId: string, bad = false) =>
+      hot.enqueue({
+        sourceId: "s1",
+        // A body that is not bytes binds as NULL, which the job row refuses: that request fails.
+        entries: [bad ? { messageId, body: {} as Uint8Array } : entry(messageId)],
+        now: 1000,
+        options: undefined
+      })
+
+    // Live clock: the thread is real; the short sleep lets the busy statement reach it first.
+    it.scopedLive("each is answered on its own; one that fails rolls back alone; together they write far fewer pages", () =>
+      Effect.gen(function*() {
+        const { hot, resetWal, sql, walFrames } = yield* fileThread
+        const ids = (prefix: string) => Array.from({ length: 10 }, (_, i) => `${prefix}${i}`)
+
+        // One at a time: each request its own commit.
+        yield* resetWal
+        for (const id of ids("one-")) yield* track(hot, id)
+        const framesOneByOne = yield* walFrames
+
+        yield* resetWal
+        const busy = yield* Effect.fork(busyThread(sql))
+        yield* Effect.sleep("5 millis")
+        const results = yield* Effect.all(
+          ids("queued-").map((id, i) => Effect.either(track(hot, id, i === 4))),
+          { concurrency: "unbounded" }
+        )
+        yield* Fiber.join(busy)
+        const framesQueued = yield* walFrames
+
+        assert.deepStrictEqual(
+          results.map((result) => result._tag === "Right" ? result.right.accepted : result.left._tag),
+          [1, 1, 1, 1, "SqlError", 1, 1, 1, 1, 1]
+        )
+        const stored = yield* sql<{ message_id: string }>`
+          SELECT message_id FROM jobs WHERE message_id LIKE 'queued-%' ORDER BY message_id`
+        const seen = yield* sql<{ message_id: string }>`
+          SELECT message_id FROM seen_messages WHERE message_id LIKE 'queued-%' ORDER BY message_id`
+        const committed = ids("queued-").filter((_, i) => i !== 4)
+        assert.deepStrictEqual(stored.map((row) => row.message_id), committed)
+        assert.deepStrictEqual(seen.map((row) => row.message_id), committed, "the failed request's dedupe row is gone")
+        // Ten commits write the pages they touch ten times; queued up, the same requests wrote them about once.
+        assert.isAbove(framesOneByOne, 30)
+        assert.isBelow(framesQueued * 3, framesOneByOne, `${framesQueued} frames queued, ${framesOneByOne} one by one`)
+      }))
+
+    it.scopedLive("a repeated message id among them is accepted once, as one after the other", () =>
+      Effect.gen(function*() {
+        const { hot, sql } = yield* fileThread
+        const busy = yield* Effect.fork(busyThread(sql))
+        yield* Effect.sleep("5 millis")
+        const results = yield* Effect.all([track(hot, "m1"), track(hot, "m2"), track(hot, "m1")], {
+          concurrency: "unbounded"
+        })
+        yield* Fiber.join(busy)
+        assert.deepStrictEqual(results.map((result) => [result.accepted, result.duplicates]), [[1, 0], [1, 0], [0, 1]])
+        const jobs = yield* sql<{ n: number }>`SELECT count(*) AS n FROM jobs`
+        assert.strictEqual(jobs[0]!.n, 2)
+      }))
+  })
+
   it.scoped("a completion batch that cannot be encoded fails with a SqlError, writes nothing, and the thread goes on", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
