@@ -2,7 +2,7 @@ import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, type Either, Exit, Fiber, Layer, Scope } from "effect"
 import { migrate } from "../../src/store/Migrations.js"
 import { SqliteHotPaths, SqliteReader } from "../../src/store/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/SqliteConnection.js"
@@ -175,6 +175,43 @@ describe("SqliteConnection (the SQLite thread)", () => {
         // Ten commits write the pages they touch ten times; queued up, the same requests wrote them about once.
         assert.isAbove(framesOneByOne, 30)
         assert.isBelow(framesQueued * 3, framesOneByOne, `${framesQueued} frames queued, ${framesOneByOne} one by one`)
+      }))
+
+    // A full database fails a statement and may end the whole transaction (SQLite's SQLITE_FULL): either way, what each
+    // request is answered must be what is stored, with nothing of a failed request kept and nothing run outside the
+    // group's transaction.
+    it.scopedLive("on a full database each request's answer is what is stored", () =>
+      Effect.gen(function*() {
+        const { hot, sql } = yield* fileThread
+        const pages = yield* sql.unsafe<{ page_count: number }>("PRAGMA page_count")
+        yield* sql.unsafe(`PRAGMA max_page_count = ${pages[0]!.page_count + 30}`)
+        const busy = yield* Effect.fork(busyThread(sql))
+        yield* Effect.sleep("5 millis")
+        const large = new Uint8Array(400_000).fill(32)
+        const ids = Array.from({ length: 8 }, (_, i) => `full-${i}`)
+        const results = yield* Effect.all(
+          ids.map((messageId, i) =>
+            Effect.either(hot.enqueue({
+              sourceId: "s1",
+              entries: [i === 3 ? { messageId, body: large } : entry(messageId)],
+              now: 1000,
+              options: undefined
+            }))
+          ),
+          { concurrency: "unbounded" }
+        )
+        yield* Fiber.join(busy)
+        const failed = results.flatMap((result, i) => result._tag === "Left" ? [ids[i]!] : [])
+        assert.include(failed, "full-3")
+        assert.match(
+          String((results[3] as Either.Left<{ message: string }, unknown>).left.message),
+          /full/i
+        )
+        const stored = yield* sql<{ message_id: string }>`SELECT message_id FROM jobs ORDER BY message_id`
+        const seen = yield* sql<{ message_id: string }>`SELECT message_id FROM seen_messages ORDER BY message_id`
+        const answeredOk = ids.filter((id) => !failed.includes(id))
+        assert.deepStrictEqual(stored.map((row) => row.message_id), answeredOk)
+        assert.deepStrictEqual(seen.map((row) => row.message_id), answeredOk)
       }))
 
     it.scopedLive("a repeated message id among them is accepted once, as one after the other", () =>
