@@ -45,12 +45,13 @@ export type ThreadReply =
   | { readonly id: number; readonly ok: false; readonly message: string; readonly code: string | undefined }
 
 /**
- * Bounds of a group commit (see `runEnqueues`), in messages. A request is answered after its whole group, and while it
+ * The bound of a group commit (see `runEnqueues`), in messages. A request is answered after its whole group, and while it
  * waits its client sends nothing and the event loop has nothing of its to parse: requests of 100 messages grouped up
  * to 500 (a closed loop of 8 clients, `bench/endToEnd.ts`) were accepted ~15 % slower, though the store alone took them
- * as fast. A large request's commit is a small part of it anyway; a single message's is about half.
+ * as fast; pairs of 15-message requests (analytics-node's batches) gained nothing. A single message's commit is about
+ * half its cost: those are what groups are for.
  */
-const maxGroupRows = 32
+const maxGroupRows = 16
 
 type EnqueueMessage = Extract<ThreadRequest, { op: "enqueue" }>
 
