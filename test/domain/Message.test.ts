@@ -204,4 +204,20 @@ describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
       { numRuns: 1000 }
     )
   }, 30_000)
+
+  it("the same on an endpoint of one type (`/v1/track`), its type given or not in the body", () => {
+    fc.assert(
+      fc.property(message, fc.boolean(), (typed, withType) => {
+        if (Object.prototype.hasOwnProperty.call(typed, "__proto__")) return
+        const { type, ...fields } = typed
+        const actual = decodeMessage(withType ? typed : fields, type)
+        const present = Object.fromEntries(Object.entries(typed).filter(([, v]) => v !== null && v !== undefined))
+        const expected = reference[type](present)
+        expect(actual._tag).toBe(expected._tag)
+        if (Either.isRight(expected) && Either.isRight(actual)) expect(actual.right).toStrictEqual(expected.right)
+        if (Either.isLeft(expected) && Either.isLeft(actual)) expect(actual.left).toStrictEqual(expected.left)
+      }),
+      { numRuns: 1000 }
+    )
+  }, 30_000)
 })
