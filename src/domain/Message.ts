@@ -172,7 +172,8 @@ export const isJsonObject = (value: unknown): value is Record<string, unknown> =
  * validation time a message (Schema's struct parser checks and wraps every field in an `Either`; ~7 → ~1 µs a message
  * on a slow machine). Anything else (a number identifier, a refused field) goes through the schema, which has the last
  * word on what is valid and on every issue's text. The property test in `Message.test.ts` holds `decodeMessage` to the
- * schemas' own decode, on this path too.
+ * schemas' own decode, on this path too. A field added to a schema goes here as well (missing, it would pass unchecked)
+ * and into that test's `known` fields (which is what finds it missing).
  */
 type PlainField = (value: unknown) => boolean
 
