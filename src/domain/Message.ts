@@ -248,5 +248,7 @@ export const decodeMessage = (
   if (!isMessageType(declared)) {
     return Either.left([{ path: "type", message: `must be one of ${messageTypes.join(", ")}` }])
   }
-  return isPlainMessage(declared, message) ? Either.right(copyFields(message) as Message) : decoders[declared](message)
+  if (!isPlainMessage(declared, message)) return decoders[declared](message)
+  // A new object, as the schema's decode gives: `withoutAbsentValues` made one already if it dropped a field.
+  return Either.right((message === input ? copyFields(message) : message) as Message)
 }

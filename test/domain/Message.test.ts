@@ -198,6 +198,8 @@ describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
         const present = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== null && v !== undefined))
         const expected = reference[input.type](present)
         expect(actual._tag).toBe(expected._tag)
+        // A new object, never the caller's: the client library stamps the decoded message in place.
+        if (Either.isRight(actual)) expect(actual.right).not.toBe(input)
         if (Either.isRight(expected) && Either.isRight(actual)) expect(actual.right).toStrictEqual(expected.right)
         if (Either.isLeft(expected) && Either.isLeft(actual)) expect(actual.left).toStrictEqual(expected.left)
       }),
@@ -210,7 +212,9 @@ describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
       fc.property(message, fc.boolean(), (typed, withType) => {
         if (Object.prototype.hasOwnProperty.call(typed, "__proto__")) return
         const { type, ...fields } = typed
-        const actual = decodeMessage(withType ? typed : fields, type)
+        const input = withType ? typed : fields
+        const actual = decodeMessage(input, type)
+        if (Either.isRight(actual)) expect(actual.right).not.toBe(input)
         const present = Object.fromEntries(Object.entries(typed).filter(([, v]) => v !== null && v !== undefined))
         const expected = reference[type](present)
         expect(actual._tag).toBe(expected._tag)
