@@ -21,6 +21,7 @@ import { DeliveryOutcomes } from "./Outcomes.js"
 import type { DeliveryOutcome } from "./Outcomes.js"
 import { deadline } from "./RetryPolicy.js"
 import { signatureFor } from "./Signature.js"
+import { quickDeliveryMillis, SourceMailboxes } from "./SourceMailboxes.js"
 import { Transport } from "./Transport.js"
 import type { TransportExit, TransportRequest } from "./Transport.js"
 
@@ -29,11 +30,19 @@ export interface DispatcherOptions {
   readonly owner?: string | undefined
   /** Requests in flight to one webhook URL at once (SPEC: default 16). */
   readonly concurrencyPerEndpoint?: number | undefined
-  /** Jobs of one source held in memory at once: the bound of that source's mailbox. Default 256. */
+  /**
+   * Jobs of one source held in memory at once: the bound of that source's mailbox. Default 256. A source whose
+   * endpoint answers at once may hold `mailboxPerQuickSource` (`SourceMailboxes`).
+   */
   readonly mailboxPerSource?: number | undefined
+  /**
+   * The bound of a source whose last `mailboxPerSource` jobs were each delivered at their first attempt within 50 ms:
+   * its claims bring more jobs at a time. Default 4 × `mailboxPerSource`, at most half of `maxJobsInMemory`.
+   */
+  readonly mailboxPerQuickSource?: number | undefined
   /** Jobs held in memory in all: the dispatcher's memory bound whatever the backlog on disk. Default 2 048. */
   readonly maxJobsInMemory?: number | undefined
-  /** Jobs claimed per store round trip. Default 256. */
+  /** Jobs claimed per store round trip at most. Default 512. */
   readonly claimBatch?: number | undefined
   /** How long a claim is held before another process may take the job over. Default 60 s; renewed at a third. */
   readonly lease?: Duration.DurationInput | undefined
@@ -121,7 +130,8 @@ interface Actor {
  * later retry goes back to the store with the job's per-URL progress, so the 4 h window and the backoff survive
  * restarts. A job with several URLs races them in a fiber of its own (`deliver`), each attempt passing its URL's gate:
  * the same limit the mailbox's jobs hold. Each source has a mailbox bound: a source whose jobs fill it is left out of
- * the next claims, so a slow or failing endpoint never holds the memory or the slots the others need.
+ * the next claims, so a slow or failing endpoint never holds the memory or the slots the others need. The bound of a
+ * source whose endpoint answers at once grows, so that its claims bring more jobs each (`SourceMailboxes`).
  *
  * Per-job bookkeeping is batched: source settings are read once per claim, and finished jobs, their attempts, metrics
  * and published outcomes go out together every `flushDelay`, or as soon as `flushSize` jobs have finished.
@@ -139,9 +149,13 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const owner = options.owner ?? randomUUID()
     const concurrencyPerEndpoint = Math.max(1, options.concurrencyPerEndpoint ?? 16)
-    const mailboxPerSource = options.mailboxPerSource ?? 256
+    const mailboxPerSource = Math.max(1, options.mailboxPerSource ?? 256)
     const maxJobsInMemory = options.maxJobsInMemory ?? 2048
-    const claimBatch = Math.min(options.claimBatch ?? 256, maxJobsInMemory)
+    const mailboxes = new SourceMailboxes(
+      mailboxPerSource,
+      Math.max(mailboxPerSource, Math.min(options.mailboxPerQuickSource ?? 4 * mailboxPerSource, maxJobsInMemory >> 1))
+    )
+    const claimBatch = Math.min(options.claimBatch ?? 512, maxJobsInMemory)
     const leaseMillis = Duration.toMillis(Duration.decode(options.lease ?? Duration.seconds(60)))
     const idlePoll = options.idlePoll ?? Duration.millis(200)
     const idlePollMillis = Duration.toMillis(Duration.decode(idlePoll))
@@ -156,7 +170,6 @@ export const make = (options: DispatcherOptions = {}) =>
       : pressure.value.yieldToIngest(maxIngestYield)
 
     const held = new KeyedSlots<string, Held>()
-    const heldPerSource = new Map<string, number>()
     const gates = new Map<string, FifoGate>()
     const actors = new Map<string, Actor>()
     let stopping = false
@@ -196,19 +209,14 @@ export const make = (options: DispatcherOptions = {}) =>
     const recordAttempt = (record: AttemptRecord) => Effect.sync(() => keepAttempt(record))
 
     const claimThreshold = Math.max(1, Math.floor(claimBatch / 4))
-    const mailboxLowWater = Math.floor(mailboxPerSource / 2)
 
     // Forgets a job. Rings the claimer only when another claim is worth a round trip: enough room in all, or a full
     // mailbox half empty again. Ringing on every finished job would claim one job per query.
     const release = (entry: Held): void => {
       if (held.get(entry.job.id) !== entry) return
       held.delete(entry.job.id)
-      const sourceId = entry.job.sourceId
-      const count = (heldPerSource.get(sourceId) ?? 1) - 1
-      if (count <= 0) heldPerSource.delete(sourceId)
-      else heldPerSource.set(sourceId, count)
-      const room = maxJobsInMemory - held.size
-      if (room === claimThreshold || count === mailboxLowWater) signal.unsafeNotify()
+      const halfEmpty = mailboxes.remove(entry.job.sourceId)
+      if (maxJobsInMemory - held.size === claimThreshold || halfEmpty) signal.unsafeNotify()
     }
 
     const finish = (entry: Held, completion: Completion): void => {
@@ -241,6 +249,7 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const dead = (entry: Held, completion: Extract<Completion, { _tag: "Dead" }>): void => {
       const job = entry.job
+      mailboxes.notQuick(job.sourceId)
       finish(entry, completion)
       finished.push({
         jobId: job.id,
@@ -257,6 +266,7 @@ export const make = (options: DispatcherOptions = {}) =>
       dead(entry, { _tag: "Dead", jobId: entry.job.id, at: clock.unsafeCurrentTimeMillis(), lastError: reason })
 
     const deferred = (entry: Held, outcome: Deferred): void => {
+      mailboxes.notQuick(entry.job.sourceId)
       const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
       finish(entry, {
         _tag: "Retry",
@@ -466,10 +476,13 @@ export const make = (options: DispatcherOptions = {}) =>
         } else {
           keepAttempt(result.record)
           if (result.outcome._tag === "Success") {
+            if (finishedAt - startedAt > quickDeliveryMillis) mailboxes.notQuick(job.sourceId)
+            else if (mailboxes.deliveredQuickly(job.sourceId)) signal.unsafeNotify()
             delivered(entry, finishedAt, firstAttemptAt, endpoint.url)
           } else if (entry.lost) {
             release(entry)
           } else {
+            mailboxes.notQuick(job.sourceId)
             runFork(asJobFiber(entry, undefined, afterFirstAttempt(run, endpoint, firstAttemptAt, input, result)))
           }
         }
@@ -635,7 +648,6 @@ export const make = (options: DispatcherOptions = {}) =>
     const admit = (job: ClaimedJob, settings: WebhookSettings | string | undefined): void => {
       const entry: Held = { job, fiber: undefined, abort: undefined, lost: false }
       held.set(job.id, entry)
-      heldPerSource.set(job.sourceId, (heldPerSource.get(job.sourceId) ?? 0) + 1)
       // A source that could not be read: the job stays leased and is claimed again when the lease lapses.
       if (settings === undefined) return release(entry)
       if (typeof settings === "string") return deadLetter(entry, settings)
@@ -668,14 +680,9 @@ export const make = (options: DispatcherOptions = {}) =>
           continue
         }
         // Sources past half their mailbox wait for the doorbell (rung when they drop back to half); the others
-        // can take at most what the fullest of them has room for, so a claim is rarely sent back as overflow.
-        const saturated: Array<string> = []
-        let fullest = 0
-        for (const [sourceId, count] of heldPerSource) {
-          if (count > mailboxLowWater) saturated.push(sourceId)
-          else if (count > fullest) fullest = count
-        }
-        const limit = Math.min(room, claimBatch, mailboxPerSource - fullest)
+        // can take at most the least room one of them has, so a claim is rarely sent back as overflow.
+        const { room: mailboxRoom, saturated } = mailboxes.claimShape()
+        const limit = Math.min(room, claimBatch, mailboxRoom)
         const now = clock.unsafeCurrentTimeMillis()
         const exclusionKey = saturated.length === 0 ? undefined : saturated.sort().join("\n")
         if (exclusionKey !== undefined && emptyExclusion?.key === exclusionKey && now < emptyExclusion.until) {
@@ -701,7 +708,7 @@ export const make = (options: DispatcherOptions = {}) =>
           // claim renewed the lease; a second run would deliver it twice, and releasing it as overflow would let
           // another process deliver it while ours still does.
           if (held.has(job.id)) continue
-          if ((heldPerSource.get(job.sourceId) ?? 0) >= mailboxPerSource) overflow.push(job.id)
+          if (!mailboxes.tryAdd(job.sourceId)) overflow.push(job.id)
           else admit(job, settings?.get(job.sourceId))
         }
         if (overflow.length > 0) {

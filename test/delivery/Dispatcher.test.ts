@@ -47,6 +47,42 @@ const source = (id: string, url: string) =>
       (now) => store.upsertSource({ id, writeKey: `key-${id}`, webhooks: { enabled: true, endpoints: [{ url }] } }, now)
     ))
 
+/** The store in context with the limit of each claim recorded. */
+const recordingClaims = (limits: Array<number>) =>
+  Layer.effect(
+    Store,
+    Effect.map(Store, (store) =>
+      Store.of({
+        ...store,
+        claimDue: (owner, now, limit, leaseMs, options) => {
+          limits.push(limit)
+          return store.claimDue(owner, now, limit, leaseMs, options)
+        }
+      }))
+  )
+
+/** A store on a fresh SQLite file and a scripted transport: `answer` gives each request's response. */
+const scriptedLayer = (
+  directory: string,
+  answer: (request: Transport.TransportRequest) => Effect.Effect<Transport.TransportResponse>
+) =>
+  Layer.mergeAll(Transport.layerTest(answer), OutboxSignal.layer, Outcomes.layer).pipe(
+    Layer.provideMerge(StoreLayers.layerSqlite({ directory }))
+  )
+
+/** Small mailboxes (16, 64 for a quick source) and 4 requests at a time: a few hundred jobs show a mailbox grow. */
+const smallMailboxes: Dispatcher.DispatcherOptions = {
+  mailboxPerSource: 16,
+  mailboxPerQuickSource: 64,
+  claimBatch: 64,
+  concurrencyPerEndpoint: 4
+}
+
+/** An answer after 5 ms of Clock: with 4 at a time, the mailbox is mid-way when the claimer looks again. */
+const answerSoon = Effect.as(Effect.sleep("5 millis"), Transport.response(204))
+
+const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}`)
+
 describe("Dispatcher", () => {
   it.scopedLive("delivers what is due, records the attempts and reports the outcomes", () =>
     Effect.gen(function*() {
@@ -402,6 +438,102 @@ describe("Dispatcher", () => {
         expect(yield* store.backlog()).toMatchObject({ delivered: 2, pending: 0, delivering: 0 })
         const [job] = yield* store.jobsForMessage("scripted-1")
         expect(job!.attempts).toMatchObject([{ attempt: 1, outcome: "success", statusCode: 200, durationMs: 3000 }])
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("claims more at a time for a source whose endpoint answers within 50 ms, once it has shown it", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const limits: Array<number> = []
+      const context = yield* Layer.build(scriptedLayer(directory, () => answerSoon))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("quick", "https://quick.example/hook")
+        yield* enqueue("quick", ids("quick", 400))
+        yield* Layer.build(
+          Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits)))
+        )
+        for (let step = 0; step < 2000 && (yield* store.backlog()).delivered < 400; step++) {
+          yield* TestClock.adjust("5 millis")
+          yield* realWait(1)
+        }
+        expect(yield* store.backlog()).toMatchObject({ delivered: 400, pending: 0, delivering: 0 })
+        // A source not seen yet gets its base mailbox (16); after 16 quick deliveries in a row, 64.
+        expect(limits[0]).toBe(16)
+        expect(Math.max(...limits)).toBeGreaterThan(16)
+        expect(Math.max(...limits)).toBeLessThanOrEqual(64)
+        expect(limits.filter((limit) => limit > 16).length).toBeGreaterThanOrEqual(3)
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("puts a source back to its base mailbox when its endpoint starts failing", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const limits: Array<number> = []
+      let posts = 0
+      let limitsBeforeFailing = -1
+      const context = yield* Layer.build(scriptedLayer(directory, () =>
+        Effect.suspend(() => {
+          posts++
+          if (posts <= 200) return answerSoon
+          if (limitsBeforeFailing < 0) limitsBeforeFailing = limits.length
+          return Effect.succeed(Transport.response(500))
+        })))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("flapping", "https://flapping.example/hook")
+        yield* enqueue("flapping", ids("flapping", 1000))
+        yield* Layer.build(
+          Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits)))
+        )
+        for (let step = 0; step < 400 && limitsBeforeFailing < 0; step++) {
+          yield* TestClock.adjust("5 millis")
+          yield* realWait(1)
+        }
+        expect(limitsBeforeFailing).toBeGreaterThan(0)
+        expect(Math.max(...limits.slice(0, limitsBeforeFailing))).toBeGreaterThan(16)
+        // What it held when the endpoint went down fails and goes back; from then on its claims fit its base mailbox.
+        let leasedAtEnd = 0
+        for (let step = 0; step < 100; step++) {
+          yield* TestClock.adjust("200 millis")
+          yield* realWait(2)
+          leasedAtEnd = (yield* store.backlog()).delivering
+        }
+        const afterwards = limits.slice(limitsBeforeFailing + 1)
+        expect(afterwards.length).toBeGreaterThan(0)
+        expect(Math.max(...afterwards)).toBeLessThanOrEqual(16)
+        expect(leasedAtEnd).toBeLessThanOrEqual(16)
+      }).pipe(Effect.provide(context))
+    }))
+
+  it.scoped("keeps a source whose endpoint fails at its base mailbox: no more of its jobs in memory than that", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const limits: Array<number> = []
+      let posts = 0
+      const context = yield* Layer.build(scriptedLayer(directory, () =>
+        Effect.sync(() => {
+          posts++
+          return Transport.response(500)
+        })))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* source("failing", "https://failing.example/hook")
+        yield* enqueue("failing", ids("failing", 400))
+        yield* Layer.build(
+          Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits)))
+        )
+        // 12 s of Clock: the in-memory retries (1 s, 2 s, 4 s) run, later ones go back to the store, due again later.
+        let mostLeased = 0
+        for (let step = 0; step < 60; step++) {
+          yield* TestClock.adjust("200 millis")
+          yield* realWait(5)
+          mostLeased = Math.max(mostLeased, (yield* store.backlog()).delivering)
+        }
+        expect(posts).toBeGreaterThan(32)
+        expect(mostLeased).toBeGreaterThan(0)
+        expect(mostLeased).toBeLessThanOrEqual(16)
+        expect(Math.max(...limits)).toBeLessThanOrEqual(16)
       }).pipe(Effect.provide(context))
     }))
 })
