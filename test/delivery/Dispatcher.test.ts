@@ -81,6 +81,14 @@ const smallMailboxes: Dispatcher.DispatcherOptions = {
 /** An answer after 5 ms of Clock: with 4 at a time, the mailbox is mid-way when the claimer looks again. */
 const answerSoon = Effect.as(Effect.sleep("5 millis"), Transport.response(204))
 
+/** `count` due jobs of a new source, and a dispatcher with `smallMailboxes` whose claims' limits go to `limits`. */
+const dispatchSmall = (sourceId: string, count: number, limits: Array<number>) =>
+  Effect.gen(function*() {
+    yield* source(sourceId, `https://${sourceId}.example/hook`)
+    yield* enqueue(sourceId, ids(sourceId, count))
+    yield* Layer.build(Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits))))
+  })
+
 const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}`)
 
 describe("Dispatcher", () => {
@@ -448,11 +456,7 @@ describe("Dispatcher", () => {
       const context = yield* Layer.build(scriptedLayer(directory, () => answerSoon))
       yield* Effect.gen(function*() {
         const store = yield* Store
-        yield* source("quick", "https://quick.example/hook")
-        yield* enqueue("quick", ids("quick", 400))
-        yield* Layer.build(
-          Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits)))
-        )
+        yield* dispatchSmall("quick", 400, limits)
         for (let step = 0; step < 2000 && (yield* store.backlog()).delivered < 400; step++) {
           yield* TestClock.adjust("5 millis")
           yield* realWait(1)
@@ -481,11 +485,7 @@ describe("Dispatcher", () => {
         })))
       yield* Effect.gen(function*() {
         const store = yield* Store
-        yield* source("flapping", "https://flapping.example/hook")
-        yield* enqueue("flapping", ids("flapping", 1000))
-        yield* Layer.build(
-          Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits)))
-        )
+        yield* dispatchSmall("flapping", 1000, limits)
         for (let step = 0; step < 400 && limitsBeforeFailing < 0; step++) {
           yield* TestClock.adjust("5 millis")
           yield* realWait(1)
@@ -518,11 +518,7 @@ describe("Dispatcher", () => {
         })))
       yield* Effect.gen(function*() {
         const store = yield* Store
-        yield* source("failing", "https://failing.example/hook")
-        yield* enqueue("failing", ids("failing", 400))
-        yield* Layer.build(
-          Dispatcher.layer(smallMailboxes).pipe(Layer.provide(recordingClaims(limits)))
-        )
+        yield* dispatchSmall("failing", 400, limits)
         // 12 s of Clock: the in-memory retries (1 s, 2 s, 4 s) run, later ones go back to the store, due again later.
         let mostLeased = 0
         for (let step = 0; step < 60; step++) {
