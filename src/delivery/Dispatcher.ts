@@ -219,6 +219,46 @@ export const make = (options: DispatcherOptions = {}) =>
       if (maxJobsInMemory - held.size === claimThreshold || halfEmpty) signal.unsafeNotify()
     }
 
+    /**
+     * A job of the source was not delivered quickly. If that shrank its mailbox (`SourceMailboxes`), the jobs it holds
+     * beyond its bound that no attempt has touched yet, newest first, go back to the store (their leases released):
+     * an endpoint that answered at once and then went down does not get `mailboxPerQuickSource` doomed attempts,
+     * each retried in memory, where it had `mailboxPerSource` before.
+     */
+    const slowed = (sourceId: string): void => {
+      if (!mailboxes.notQuick(sourceId)) return
+      let excess = mailboxes.count(sourceId) - mailboxes.bound(sourceId)
+      if (excess <= 0) return
+      const shed: Array<string> = []
+      const untouched = (run: Run) => run.held.job.sourceId === sourceId && run.states.length === 0 && !run.held.lost
+      for (const actor of actors.values()) {
+        if (excess <= 0) break
+        let dropped = 0
+        for (let i = actor.mailbox.length - 1; i >= actor.head && excess > 0; i--) {
+          const run = actor.mailbox[i]!
+          if (!untouched(run)) continue
+          shed.push(run.held.job.id)
+          release(run.held)
+          actor.mailbox[i] = undefined as never
+          dropped++
+          excess--
+        }
+        if (dropped === 0) continue
+        const kept = actor.mailbox.slice(actor.head).filter((run) => run !== undefined)
+        actor.mailbox.length = 0
+        actor.head = 0
+        for (const run of kept) actor.mailbox.push(run)
+      }
+      if (shed.length === 0) return
+      runFork(
+        store.releaseLeases(owner, shed).pipe(
+          Effect.catchAll((error) =>
+            Effect.logError("could not hand jobs back to the outbox; they wait for their lease to lapse", error)
+          )
+        )
+      )
+    }
+
     const finish = (entry: Held, completion: Completion): void => {
       if (completions.push(completion) === flushSize) batchFull.unsafeOpen()
       release(entry)
@@ -249,7 +289,7 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const dead = (entry: Held, completion: Extract<Completion, { _tag: "Dead" }>): void => {
       const job = entry.job
-      mailboxes.notQuick(job.sourceId)
+      slowed(job.sourceId)
       finish(entry, completion)
       finished.push({
         jobId: job.id,
@@ -266,7 +306,7 @@ export const make = (options: DispatcherOptions = {}) =>
       dead(entry, { _tag: "Dead", jobId: entry.job.id, at: clock.unsafeCurrentTimeMillis(), lastError: reason })
 
     const deferred = (entry: Held, outcome: Deferred): void => {
-      mailboxes.notQuick(entry.job.sourceId)
+      slowed(entry.job.sourceId)
       const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
       finish(entry, {
         _tag: "Retry",
@@ -476,13 +516,13 @@ export const make = (options: DispatcherOptions = {}) =>
         } else {
           keepAttempt(result.record)
           if (result.outcome._tag === "Success") {
-            if (finishedAt - startedAt > quickDeliveryMillis) mailboxes.notQuick(job.sourceId)
+            if (finishedAt - startedAt > quickDeliveryMillis) slowed(job.sourceId)
             else if (mailboxes.deliveredQuickly(job.sourceId)) signal.unsafeNotify()
             delivered(entry, finishedAt, firstAttemptAt, endpoint.url)
           } else if (entry.lost) {
             release(entry)
           } else {
-            mailboxes.notQuick(job.sourceId)
+            slowed(job.sourceId)
             runFork(asJobFiber(entry, undefined, afterFirstAttempt(run, endpoint, firstAttemptAt, input, result)))
           }
         }

@@ -67,9 +67,14 @@ export class SourceMailboxes {
     return streak + 1 === this.base && this.quick > this.base
   }
 
-  /** A job of the source finished any other way: a retry, a dead letter, a slower answer. */
-  notQuick(sourceId: string): void {
+  /**
+   * A job of the source finished any other way: a retry, a dead letter, a slower answer. `true` when this made its
+   * bound shrink: it may hold more than its bound now.
+   */
+  notQuick(sourceId: string): boolean {
+    const shrank = this.quick > this.base && (this.streaks.get(sourceId) ?? 0) >= this.base
     this.streaks.delete(sourceId)
+    return shrank
   }
 
   /**

@@ -29,8 +29,11 @@ describe("SourceMailboxes", () => {
 
   it("puts a source back to the base bound at the first job that was not quick, and the streak starts over", () => {
     const mailboxes = new SourceMailboxes(8, 32)
+    // Not grown yet: nothing shrinks.
+    expect(mailboxes.notQuick("s1")).toBe(false)
     for (let i = 0; i < 8; i++) mailboxes.deliveredQuickly("s1")
-    mailboxes.notQuick("s1")
+    expect(mailboxes.notQuick("s1")).toBe(true)
+    expect(mailboxes.notQuick("s1")).toBe(false)
     expect(mailboxes.bound("s1")).toBe(8)
     for (let i = 0; i < 7; i++) mailboxes.deliveredQuickly("s1")
     expect(mailboxes.bound("s1")).toBe(8)
