@@ -206,8 +206,8 @@ as many join. Chunks of ${chunkSize} members per write transaction, reads of ${r
 
 Peak RSS is the whole measuring process, sampled every 20 ms: a child process compiled to plain JavaScript, on plain
 node, as \`npm start\` runs the server (run under tsx in the benchmark's own process, as until 2026-11-27, it held
-~55–75 MB more: tsx's loader). Its baseline before the syncs (the store open with its threads, the two membership arrays built, after a GC) is
-${sqlite.baselineRssMb} MB on SQLite; above it is the sync, most of it garbage V8 has not collected yet (a forced GC
+~55–75 MB more: tsx's loader). Its baseline before the syncs (the store open with its threads, the two membership
+arrays built, after a GC) is ${sqlite.baselineRssMb} MB on SQLite; above it is the sync, most of it garbage V8 has not collected yet (a forced GC
 during a sync finds the live heap flat at ≈ 45 MB). Ingest probe: one message committed every 5 ms through
 the same store during the sync; its commit latency, p50 / p99 / max, is how long ingest waits behind a sync.
 
