@@ -220,12 +220,13 @@ export const make = (options: DispatcherOptions = {}) =>
     }
 
     /**
-     * A job of the source was not delivered quickly. If that shrank its mailbox (`SourceMailboxes`), the jobs it holds
-     * beyond its bound that no attempt has touched yet, newest first, go back to the store (their leases released):
-     * an endpoint that answered at once and then went down does not get `mailboxPerQuickSource` doomed attempts,
-     * each retried in memory, where it had `mailboxPerSource` before.
+     * A job of the source failed (a retry, a dead letter). If that shrank its mailbox (`SourceMailboxes`), the jobs it
+     * holds beyond its bound that no attempt has touched yet, newest first, go back to the store (their leases
+     * released): an endpoint that answered at once and then went down does not get `mailboxPerQuickSource` doomed
+     * attempts, each retried in memory, where it had `mailboxPerSource` before. A delivery that was merely slow shrinks
+     * the mailbox too, but its jobs are left to drain: the endpoint is up.
      */
-    const slowed = (sourceId: string): void => {
+    const attemptFailed = (sourceId: string): void => {
       if (!mailboxes.notQuick(sourceId)) return
       let excess = mailboxes.count(sourceId) - mailboxes.bound(sourceId)
       if (excess <= 0) return
@@ -289,7 +290,7 @@ export const make = (options: DispatcherOptions = {}) =>
 
     const dead = (entry: Held, completion: Extract<Completion, { _tag: "Dead" }>): void => {
       const job = entry.job
-      slowed(job.sourceId)
+      attemptFailed(job.sourceId)
       finish(entry, completion)
       finished.push({
         jobId: job.id,
@@ -306,7 +307,7 @@ export const make = (options: DispatcherOptions = {}) =>
       dead(entry, { _tag: "Dead", jobId: entry.job.id, at: clock.unsafeCurrentTimeMillis(), lastError: reason })
 
     const deferred = (entry: Held, outcome: Deferred): void => {
-      slowed(entry.job.sourceId)
+      attemptFailed(entry.job.sourceId)
       const last = outcome.endpoints.find((state) => state.lastOutcome !== undefined)?.lastOutcome
       finish(entry, {
         _tag: "Retry",
@@ -516,13 +517,13 @@ export const make = (options: DispatcherOptions = {}) =>
         } else {
           keepAttempt(result.record)
           if (result.outcome._tag === "Success") {
-            if (finishedAt - startedAt > quickDeliveryMillis) slowed(job.sourceId)
+            if (finishedAt - startedAt > quickDeliveryMillis) mailboxes.notQuick(job.sourceId)
             else if (mailboxes.deliveredQuickly(job.sourceId)) signal.unsafeNotify()
             delivered(entry, finishedAt, firstAttemptAt, endpoint.url)
           } else if (entry.lost) {
             release(entry)
           } else {
-            slowed(job.sourceId)
+            attemptFailed(job.sourceId)
             runFork(asJobFiber(entry, undefined, afterFirstAttempt(run, endpoint, firstAttemptAt, input, result)))
           }
         }

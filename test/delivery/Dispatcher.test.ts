@@ -518,6 +518,43 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
+  it.scoped("shrinks the mailbox of a source whose endpoint slows down, but lets the jobs it holds drain", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const limits: Array<number> = []
+      let posts = 0
+      let slowSince = -1
+      const context = yield* Layer.build(scriptedLayer(directory, () =>
+        Effect.suspend(() => {
+          posts++
+          if (posts <= 200) return answerSoon
+          if (slowSince < 0) slowSince = limits.length
+          return Effect.as(Effect.sleep("60 millis"), Transport.response(204))
+        })))
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        yield* dispatchSmall("slowing", 400, limits)
+        for (let step = 0; step < 400 && slowSince < 0; step++) {
+          yield* TestClock.adjust("5 millis")
+          yield* realWait(1)
+        }
+        expect(slowSince).toBeGreaterThan(0)
+        // The first slow answer (60 ms) shrinks the bound to 16; what the source held beyond it stays leased and is
+        // delivered in turn, not handed back.
+        for (let step = 0; step < 7; step++) {
+          yield* TestClock.adjust("10 millis")
+          yield* realWait(5)
+        }
+        expect((yield* store.backlog()).delivering).toBeGreaterThan(16)
+        for (let step = 0; step < 2000 && (yield* store.backlog()).delivered < 400; step++) {
+          yield* TestClock.adjust("20 millis")
+          yield* realWait(1)
+        }
+        expect(yield* store.backlog()).toMatchObject({ delivered: 400, pending: 0, delivering: 0 })
+        expect(Math.max(...limits.slice(slowSince + 1))).toBeLessThanOrEqual(16)
+      }).pipe(Effect.provide(context))
+    }))
+
   it.scoped("keeps a source whose endpoint fails at its base mailbox: no more of its jobs in memory than that", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
