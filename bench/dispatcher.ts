@@ -12,11 +12,15 @@
  * call with its context is 1–2 KB): the store rewrites each job's row, body included, when it claims and completes it.
  * Such a run is printed, not written over the results.
  *
+ * Run from its TypeScript source, it compiles itself and the sources to plain JavaScript and measures in a child process
+ * on plain node, as the server runs (`runCompiled`); the receiver is `bench/support/sink.ts` in a process of its own.
+ *
  * `--fake sqlite|pg [--rounds 3]`: the dispatcher's own cost instead. A transport that answers 200 on the next turn
  * of the event loop (no socket), the same filled outbox; prints CPU µs per job (user + system of this process, from
  * the dispatcher's start until the store has every job delivered) and jobs/s, per round. Nothing is written.
  */
 import { Context, Effect, Exit, Fiber, Layer, ManagedRuntime, Stream } from "effect"
+import { fork } from "node:child_process"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
@@ -31,7 +35,7 @@ import * as OutboxSignal from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
-import { transpileForNode } from "./support/compile.js"
+import { repoRoot, transpileForNode } from "./support/compile.js"
 import {
   arg,
   dropPgSchema,
@@ -151,6 +155,8 @@ const startProfile = async () => {
     })
   } else {
     await post("Profiler.enable")
+    // `DISPATCHER_PROFILE_INTERVAL`: µs between samples (V8's default 1 000 hides the event loop's short idle gaps).
+    await post("Profiler.setSamplingInterval", { interval: Number(process.env.DISPATCHER_PROFILE_INTERVAL ?? 1000) })
     await post("Profiler.start")
   }
   return {
@@ -512,7 +518,29 @@ ${threadLines}${optionsLine}${memory}`
   }
 }
 
-main().catch((error) => {
+/**
+ * Measures in a child process compiled to plain JavaScript (`transpileForNode`), on plain node as `npm start` runs the
+ * server: under tsx every closure the dispatcher makes per job is wrapped to keep its name, and the loader holds
+ * ~70 MB more. The child writes the results; its exit code is this one's.
+ */
+const runCompiled = async (): Promise<number> => {
+  const compiled = await transpileForNode("hookrelay-dispatcher-throughput", ["src", "bench/support"], [
+    "bench/dispatcher.ts",
+    "test/support/dispatcherProcess.ts"
+  ])
+  const child = fork(join(compiled, "bench", "dispatcher.js"), process.argv.slice(2), {
+    execArgv: ["--expose-gc"],
+    env: { ...process.env, HOOKRELAY_BENCH_ROOT: repoRoot },
+    stdio: "inherit"
+  })
+  return new Promise((resolve, reject) => {
+    child.once("error", reject)
+    child.once("exit", (code, signal) => resolve(code ?? (signal === null ? 1 : 128)))
+  })
+}
+
+const fromSource = import.meta.url.endsWith(".ts")
+;(fromSource ? runCompiled().then((code) => process.exit(code)) : main()).catch((error) => {
   console.error(error)
   process.exit(1)
 })

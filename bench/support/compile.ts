@@ -8,7 +8,8 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+/** The repository; a compiled copy running under node_modules/.cache is told it by `HOOKRELAY_BENCH_ROOT`. */
+export const repoRoot = process.env.HOOKRELAY_BENCH_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 
 /**
  * Transpiles every `.ts` file below each of `directories` (relative to the repository) and each of

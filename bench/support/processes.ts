@@ -1,10 +1,10 @@
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { isPostgresUrl } from "../../src/store/StoreConfig.js"
+import { repoRoot } from "./compile.js"
 
-export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+export { repoRoot }
 export const resultsDir = join(repoRoot, "bench", "results")
 
 export interface SinkStats {
