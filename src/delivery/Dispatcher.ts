@@ -801,15 +801,12 @@ export const make = (options: DispatcherOptions = {}) =>
   })
 
 /**
- * The dispatcher as a background layer: its fibers live in the layer's scope. At start it takes
- * back jobs a previous process on an exclusive store (SQLite) left leased when it died.
+ * Starts a dispatcher whose fibers live in the current scope, and returns it (its `held` jobs are what it holds in
+ * memory now). At start it takes back jobs a previous process on an exclusive store (SQLite) left leased when it died;
+ * when the scope closes it stops, writes what it finished and releases every lease it still holds.
  */
-export const layer = (options: DispatcherOptions = {}): Layer.Layer<
-  never,
-  never,
-  Store | Transport | OutboxSignal | DeliveryOutcomes
-> =>
-  Layer.scopedDiscard(Effect.gen(function*() {
+export const start = (options: DispatcherOptions = {}) =>
+  Effect.gen(function*() {
     const store = yield* Store
     // Registered first, so it runs last: after the job fibers stopped, write what they finished and release the rest.
     const dispatcher = yield* Effect.acquireRelease(make(options), (dispatcher) =>
@@ -825,4 +822,12 @@ export const layer = (options: DispatcherOptions = {}): Layer.Layer<
     yield* Effect.forkScoped(dispatcher.flusher)
     yield* Effect.forkScoped(dispatcher.renewer)
     yield* Effect.forkScoped(dispatcher.claimer)
-  }))
+    return dispatcher
+  })
+
+/** The dispatcher as a background layer: `start` in the layer's scope. */
+export const layer = (options: DispatcherOptions = {}): Layer.Layer<
+  never,
+  never,
+  Store | Transport | OutboxSignal | DeliveryOutcomes
+> => Layer.scopedDiscard(start(options))

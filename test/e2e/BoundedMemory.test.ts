@@ -117,15 +117,19 @@ describe("bounded memory (real process)", () => {
           `peak live heap (after a full GC, ${stopped.liveSamples} samples) ${mb(stopped.peakLiveHeap)};`,
           `peak heapUsed ${mb(stopped.peakHeapUsed)} / RSS ${mb(stopped.peakRss)} (${stopped.samples} samples);`,
           `worst timer lag ${Math.round(stopped.maxTimerLagMs)} ms;`,
-          `jobs claimed half-way ${midway.delivering}; attempts on job memory-0 ${attempts};`,
+          `jobs leased half-way ${midway.delivering}, most held in memory at once ${stopped.peakHeld};`,
+          `attempts on job memory-0 ${attempts};`,
           `backlog after a graceful stop ${JSON.stringify(backlog)}`
         ].join(" ")
       )
       expect(stopped.liveSamples).toBeGreaterThan(0)
       expect(stopped.peakLiveHeap).toBeLessThan(liveHeapBound)
-      // It was working, on no more jobs than its bound, while the rest of the backlog stayed on disk.
+      // It was working, on no more jobs than its bound, while the rest of the backlog stayed on disk. The bound is on
+      // the jobs in memory, sampled all along; the store's count of leased jobs can pass it for a moment (a job goes
+      // back to the store by a completion written flushDelay after it left memory, and a claim may come first).
       expect(midway.delivering).toBeGreaterThan(0)
-      expect(midway.delivering).toBeLessThanOrEqual(maxJobsInMemory)
+      expect(stopped.peakHeld).toBeGreaterThan(0)
+      expect(stopped.peakHeld).toBeLessThanOrEqual(maxJobsInMemory)
       expect(attempts).toBeGreaterThan(0)
       // Nothing delivered, nothing dead, nothing left leased: the stop handed every claimed job back.
       expect(backlog).toMatchObject({ pending: pendingJobs, delivering: 0, delivered: 0, dead: 0 })

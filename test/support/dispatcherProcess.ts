@@ -1,5 +1,5 @@
 /**
- * A dispatcher and nothing else — store, transport, doorbell, outcomes, `Dispatcher.layer` — in a process of its own,
+ * A dispatcher and nothing else — store, transport, doorbell, outcomes, `Dispatcher.start` — in a process of its own,
  * for the multi-process and memory tests. No HTTP ingest: the parent fills the outbox through the Store API.
  *
  * Run it with `startDispatcherProcess` (a `fork` with IPC), or by hand:
@@ -48,6 +48,8 @@ export interface DispatcherStats {
   /** Peaks since the dispatcher started (sampled every DISPATCHER_SAMPLE_MS). */
   readonly peakHeapUsed: number
   readonly peakRss: number
+  /** The most jobs the dispatcher held in memory at once (sampled with the memory). */
+  readonly peakHeld: number
   /** Largest heapUsed right after a forced full GC (DISPATCHER_GC_EVERY_MS); 0 when off. */
   readonly peakLiveHeap: number
   readonly liveSamples: number
@@ -252,6 +254,8 @@ const main = async () => {
   let peakHeapUsed = baseline.heapUsed
   let peakRss = baseline.rss
   let samples = 0
+  let heldNow = () => 0
+  let peakHeld = 0
   let maxTimerLagMs = 0
   let lastSample = performance.now()
   const sampler = setInterval(() => {
@@ -260,6 +264,7 @@ const main = async () => {
     lastSample = at
     const now = memory()
     samples++
+    peakHeld = Math.max(peakHeld, heldNow())
     if (now.heapUsed > peakHeapUsed) peakHeapUsed = now.heapUsed
     if (now.rss > peakRss) peakRss = now.rss
   }, sampleMillis)
@@ -276,7 +281,9 @@ const main = async () => {
   }, gcEveryMillis)
 
   const dispatcherRuntime = ManagedRuntime.make(
-    Dispatcher.layer(options).pipe(Layer.provide(Layer.succeedContext(context)))
+    Layer.scopedDiscard(Effect.map(Dispatcher.start(options), (dispatcher) => {
+      heldNow = () => dispatcher.held.size
+    })).pipe(Layer.provide(Layer.succeedContext(context)))
   )
   await dispatcherRuntime.runtime()
 
@@ -291,6 +298,7 @@ const main = async () => {
       dead,
       peakHeapUsed,
       peakRss,
+      peakHeld,
       peakLiveHeap,
       liveSamples,
       maxTimerLagMs,
