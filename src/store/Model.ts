@@ -459,9 +459,9 @@ export interface StoreShape {
   /** `days` UTC days ending with the day of `now`, oldest first, zeros included. */
   readonly usage: (sourceId: string, now: number, days: number) => Effect.Effect<ReadonlyArray<UsageDay>, StoreError>
   /**
-   * Messages newest first, at most `limit`, each with all its jobs and their attempts. By user:
-   * through the `jobs_user` index; by source alone: the newest jobs in id order (ids start with
-   * their creation time).
+   * Messages newest first, at most `limit`, each with all its jobs and their attempts: the newest
+   * jobs in id order (ids start with their creation time), of the user and/or the source. There is
+   * no index by user: a user's search reads back through the outbox until it has `limit` jobs.
    */
   readonly searchMessages: (search: MessageSearch) => Effect.Effect<ReadonlyArray<MessageRecord>, StoreError>
 

@@ -972,14 +972,16 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       if (limit === 0 || (search.userId === undefined && search.sourceId === undefined)) return []
       // The newest jobs, then the messages they belong to in that order (a message ingested again
       // after the 24 h dedupe window has two jobs: it is listed once, so fewer than `limit` may come).
+      // Job ids start with their creation time: the primary key walked backwards is newest first, and
+      // a user's search stops at its `limit`-th job (there is no index by user, migration 8: a user
+      // without recent jobs is looked for through the whole outbox, on the reading connection).
       const newest = search.userId !== undefined
         ? yield* reads<{ source_id: string; message_id: string }>`
           SELECT source_id, message_id FROM jobs
           WHERE user_id = ${search.userId}${
           search.sourceId === undefined ? sql`` : sql` AND source_id = ${search.sourceId}`
         }
-          ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-        // Job ids start with their creation time: the primary key walked backwards is newest first.
+          ORDER BY id DESC LIMIT ${limit}`
         : yield* reads<{ source_id: string; message_id: string }>`
           SELECT source_id, message_id FROM jobs WHERE source_id = ${search.sourceId!}
           ORDER BY id DESC LIMIT ${limit}`
@@ -1153,25 +1155,31 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const userId = deletion.userId
       const sources = deletion.sourceIds
       return yield* sql.withTransaction(Effect.gen(function*() {
-        // The user's undelivered jobs, a chunk at a time (a heavy user may have a large backlog).
-        // The status is checked again by the DELETE itself: on PostgreSQL a dispatcher may claim a
-        // job between the subquery's snapshot and the delete, and a claimed job is left alone.
+        // The user's undelivered jobs, a chunk at a time (a heavy user may have a large backlog): the
+        // pending ones, then the dead ones, each read through its status's partial index (`jobs_pending_source`
+        // or `jobs_due`, `jobs_dead`; the status is written out, not bound, so that the planner may use it).
+        // There is no index by user (migration 8): a deletion reads the sources' backlog and dead
+        // letters, not the delivered history. The status is checked again by the DELETE itself: on
+        // PostgreSQL a dispatcher may claim a job between the subquery's snapshot and the delete, and a
+        // claimed job is left alone.
         let jobsRemoved = 0
         if (deletion.everySource || sources.length > 0) {
           const ofSources = deletion.everySource ? sql.literal("") : sql` AND ${sql.in("source_id", sources)}`
-          while (true) {
-            const removed = yield* sql<{ id: string }>`
-              DELETE FROM jobs WHERE id IN (
-                SELECT id FROM jobs
-                WHERE user_id = ${userId} AND status IN ('pending', 'dead') AND kind <> 'delete'${ofSources}
-                LIMIT ${deletionChunk})
-              AND status IN ('pending', 'dead')
-              RETURNING id`
-            if (removed.length > 0) {
-              yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", removed.map((row) => row.id))}`
+          for (const status of [sql.literal("'pending'"), sql.literal("'dead'")]) {
+            while (true) {
+              const removed = yield* sql<{ id: string }>`
+                DELETE FROM jobs WHERE id IN (
+                  SELECT id FROM jobs
+                  WHERE status = ${status}${ofSources} AND user_id = ${userId} AND kind <> 'delete'
+                  LIMIT ${deletionChunk})
+                AND status = ${status}
+                RETURNING id`
+              if (removed.length > 0) {
+                yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", removed.map((row) => row.id))}`
+              }
+              jobsRemoved += removed.length
+              if (removed.length < deletionChunk) break
             }
-            jobsRemoved += removed.length
-            if (removed.length < deletionChunk) break
           }
         }
         if (sources.length > 0) {
