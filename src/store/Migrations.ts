@@ -248,7 +248,7 @@ const pendingBySource = Effect.gen(function*() {
  * request belong to many users, each user's entries sit together in the index, so each job's entry lands on a page of
  * its own and a commit rewrites one index page per job. Measured on SQLite, 100-job commits over 200 000 jobs of 1 000
  * users: 10.0 µs a job and 545 KB of WAL a commit with it, 4.2 µs and 136 KB without; the end-to-end benchmark with
- * 200 000 messages accepted 45 800–46 500 messages/s with it and 62 900–75 300 without. What read through it now reads
+ * 200 000 messages accepted 45 800–53 500 messages/s with it and 62 900–75 300 without. What read through it now reads
  * through the status indexes: a deletion (SPEC §5) removes pending and dead jobs, which `jobs_pending_source` /
  * `jobs_due` and `jobs_dead` hold, so it reads the sources' backlog and dead letters, not the delivered history; the
  * console's search by user walks the jobs newest first until it has what it shows.
