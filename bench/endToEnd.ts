@@ -10,11 +10,13 @@
  * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
  *   npx tsx bench/endToEnd.ts [--messages 50000] [--server path/to/main.js] [--skip-raw] [--sqlite-only] [--random-ids]
+ *     [--skip-random]
  *
  * `--warm-up n` (default 10 000) messages are accepted and delivered before anything is measured.
  * `--server` runs another compiled server (e.g. a build of an older commit) instead of `dist/main.js`, so that two
  * builds can be measured alternately on the same, shared machine; `--skip-raw` leaves the baseline out and
- * `--sqlite-only` the PostgreSQL run; `--random-ids` sends random UUIDs as message ids. Such partial or variant runs print
+ * `--sqlite-only` the PostgreSQL run; `--random-ids` sends random UUIDs as message ids in every run; `--skip-random`
+ * leaves out the second SQLite run, the one with random ids. Such partial or variant runs print
  * their table without writing bench/results.
  * Environment: SERVER_NODE_OPTIONS (node flags of the server, e.g. `--cpu-prof --cpu-prof-dir=…`), SERVER_STDOUT=file
  * (what the server prints, e.g. with `--trace-gc-nvp`), HOOKRELAY_PROBE_ALLOCATIONS=file (allocation profile per phase),
@@ -63,11 +65,14 @@ const writeKey = "wk_bench_end_to_end"
  */
 const randomIds = flag("random-ids")
 
-const message = (run: string, i: number) => ({
+/** How a run's message ids are made: time-ordered (the default, or random with `--random-ids`), or random. */
+type Ids = "default" | "random"
+
+const message = (run: string, i: number, ids: Ids = "default") => ({
   type: "track",
   userId: `user-${i % 1000}`,
   event: "Order Completed",
-  messageId: randomIds ? randomUUID() : `${run}-${i}`,
+  messageId: randomIds || ids === "random" ? randomUUID() : `${run}-${i}`,
   properties: { orderId: `order-${i}`, revenue: 12.5, currency: "EUR" },
   context: { ip: "203.0.113.7", library: { name: "bench", version: "1" } }
 })
@@ -154,7 +159,7 @@ type Server = Awaited<ReturnType<typeof startServer>>
 const collectGarbage = (globalThis as { gc?: () => void }).gc
 
 /** Sends `count` messages as the throughput phase does and waits until the receiver has them; then clears its counts. */
-const warmUp = async (label: string, count: number, agent: Agent, server: Server, sink: Sink) => {
+const warmUp = async (label: string, count: number, agent: Agent, server: Server, sink: Sink, ids: Ids) => {
   if (count <= 0) return
   const run = `${label}-${Date.now()}-warm-up`
   let next = 0
@@ -162,7 +167,7 @@ const warmUp = async (label: string, count: number, agent: Agent, server: Server
     while (next < count) {
       const first = next
       next += batchSize
-      const batch = Array.from({ length: Math.min(batchSize, count - first) }, (_, k) => message(run, first + k))
+      const batch = Array.from({ length: Math.min(batchSize, count - first) }, (_, k) => message(run, first + k, ids))
       await post(agent, server.url, JSON.stringify({ batch }))
     }
   }))
@@ -171,12 +176,12 @@ const warmUp = async (label: string, count: number, agent: Agent, server: Server
 }
 
 /** Throughput: every sender posts batches back to back; then waits until the receiver has every message. */
-const throughputPhase = async (label: string, agent: Agent, server: Server, sink: Sink) => {
+const throughputPhase = async (label: string, agent: Agent, server: Server, sink: Sink, ids: Ids) => {
   const run = `${label}-${Date.now()}`
   const sentAt = new Map<string, number>()
   await server.probe()
   const bodies = Array.from({ length: totalMessages / batchSize }, (_, b) => {
-    const batch = Array.from({ length: batchSize }, (_, k) => message(run, b * batchSize + k))
+    const batch = Array.from({ length: batchSize }, (_, k) => message(run, b * batchSize + k, ids))
     return { ids: batch.map((m) => m.messageId), body: JSON.stringify({ batch }) }
   })
   let next = 0
@@ -224,7 +229,7 @@ const throughputPhase = async (label: string, agent: Agent, server: Server, sink
  * its answer. Also the load generator's own event-loop delay meanwhile: a request's latency is timed here, so a stall
  * of this process (its GC, the machine's other work) is in the accept p99 too.
  */
-const steadyLoad = async (agent: Agent, url: string, run: string) => {
+const steadyLoad = async (agent: Agent, url: string, run: string, ids: Ids = "default") => {
   const latencies: Array<number> = []
   const ownLoop = monitorEventLoopDelay({ resolution: 1 })
   ownLoop.enable()
@@ -234,7 +239,7 @@ const steadyLoad = async (agent: Agent, url: string, run: string) => {
   for (let i = 0; i < 1000; i++) {
     const wait = started + i * 10 - performance.now()
     if (wait > 0) await sleep(wait)
-    const batch = Array.from({ length: 10 }, (_, k) => message(run, i * 10 + k))
+    const batch = Array.from({ length: 10 }, (_, k) => message(run, i * 10 + k, ids))
     // Awaited all together below; a failure is kept until then, so that it ends the run through the caller's cleanup
     // (an unhandled rejection would exit at once and leave the server running).
     pending.push(
@@ -273,14 +278,14 @@ const steadyFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
   }
 }
 
-const runServer = async (label: string, storeEnv: Record<string, string>, sinkUrl: string) => {
+const runServer = async (label: string, storeEnv: Record<string, string>, sinkUrl: string, ids: Ids = "default") => {
   const sink = await startSink({ SINK_RECEIPTS: "1" })
   const setup = benchSetup({ sourceId: "bench", writeKey, hookUrl: `${sink.url}/hook` })
   const server = await startServer({ ...setup.env, ...storeEnv }, join(setup.directory, "probe.jsonl"))
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
-    await warmUp(label, warmUpMessages, agent, server, sink)
-    const throughput = await throughputPhase(label, agent, server, sink)
+    await warmUp(label, warmUpMessages, agent, server, sink, ids)
+    const throughput = await throughputPhase(label, agent, server, sink, ids)
     // The throughput phase's bodies, send times and receipts are garbage now: collected here (npm run bench gives
     // --expose-gc), not by a full collection of this process in the middle of the steady phase, whose latencies are
     // timed here.
@@ -288,7 +293,7 @@ const runServer = async (label: string, storeEnv: Record<string, string>, sinkUr
 
     await server.probe()
     refused = 0
-    const steady = await steadyLoad(agent, server.url, `${label}-${Date.now()}-steady`)
+    const steady = await steadyLoad(agent, server.url, `${label}-${Date.now()}-steady`, ids)
     const duringSteady = await server.probe()
 
     return {
@@ -371,6 +376,9 @@ const main = async () => {
   const floor = await steadyFloor("plainServer.mjs")
   const effectFloor = await steadyFloor("effectServer.mjs")
   const sqlite = await runServer("sqlite", {}, "")
+  // The same on SQLite with random message ids, as Segment's server-side and mobile libraries send them (`--skip-random`
+  // leaves it out; with `--random-ids` every run has them already).
+  const sqliteRandom = flag("skip-random") || randomIds ? undefined : await runServer("sqlite-random", {}, "", "random")
   const databaseUrl = pgUrl()
   if (!flag("sqlite-only") && databaseUrl === undefined) console.error(pgNotRun)
   const pg = flag("sqlite-only") || databaseUrl === undefined ? undefined : await pgRun(databaseUrl)
@@ -409,7 +417,9 @@ ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run benc
 
 ${totalMessages} track messages posted to \`/v1/batch\` (${batchSize} a request, ${senders} senders at once) to a
 server process (\`dist/main.js\` on plain node, as \`npm start\` runs it), delivered to a loopback receiver in a
-third process. Delivered/s counts from the first request to the last receipt. Latency is from posting a message's
+third process. Message ids are time-ordered, as analytics-node and analytics.js make them; the second SQLite run sends
+random UUIDs, as Segment's Python, Go, Ruby, Java and mobile libraries do (each message then lands on its own pages of
+the dedupe and message-id indexes). Delivered/s counts from the first request to the last receipt. Latency is from posting a message's
 batch to its receipt. Accept p99 is measured afterwards at a steady 1 000 messages/s (100 requests/s of 10
 messages). Before the phases the server accepts and delivers ${warmUpMessages} warm-up messages, uncounted (the
 throughput of a running server, not of its first second); the baseline warms up the same way. A 503 (ingest
@@ -421,6 +431,7 @@ POSTed straight to a receiver with undici, 16 at a time, before and after the se
 | store | accepted msg/s | delivered msg/s | delivered / raw | p50 ms | p99 ms | accept p99 ms at 1 000/s | server peak RSS MB | duplicates |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${row("SQLite", sqlite)}
+${sqliteRandom === undefined ? "" : row("SQLite, random message ids", sqliteRandom)}
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
 
 The floors of the accept latency: the same steady load against a server in its own process that parses each body
@@ -438,8 +449,8 @@ encoding the messages, the commit, and the deliveries it runs at the same time.
 
 Where delivered/s comes from: while ingest saturates the server's event loop its claims are held back (README,
 "Ingest before delivery"); after the last accepted request the backlog drains. ${drainLine("SQLite", sqlite)}${
-    pg === undefined ? "" : ` ${drainLine("PostgreSQL", pg)}`
-  }
+    sqliteRandom === undefined ? "" : ` ${drainLine("SQLite with random message ids", sqliteRandom)}`
+  }${pg === undefined ? "" : ` ${drainLine("PostgreSQL", pg)}`}
 
 The server's event loop (\`bench/support/serverProbe.mjs\`, \`monitorEventLoopDelay\` at 1 ms resolution, so
 ≈ 1 ms is no delay) during the throughput phase and during the steady phase, and the peaks of its memory kinds
@@ -448,6 +459,7 @@ during the throughput phase (RSS beyond them is native: SQLite's page cache, soc
 | store | loop delay p50 / p99 / max ms, throughput | loop delay p50 / p99 / max ms, steady | accept p50 ms at 1 000/s | 503 answers (throughput / steady) | heap used MB | heap total MB | external MB | array buffers MB |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${probeRow("SQLite", sqlite)}
+${sqliteRandom === undefined ? "" : probeRow("SQLite, random message ids", sqliteRandom)}
 ${pg === undefined ? "" : probeRow("PostgreSQL", pg)}
 
 The load generator's own event-loop delay during the steady phase (p99 / max ms; the accept latency is timed in
@@ -460,6 +472,7 @@ The server's GC pauses per phase (count / total ms / longest ms), young generati
 | store | young, throughput | full, throughput | young, steady | full, steady |
 |---|---:|---:|---:|---:|
 ${gcRow("SQLite", sqlite)}
+${sqliteRandom === undefined ? "" : gcRow("SQLite, random message ids", sqliteRandom)}
 ${pg === undefined ? "" : gcRow("PostgreSQL", pg)}
 
 Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; accept p99 < 10 ms at 1 000 messages/s.${
@@ -467,7 +480,7 @@ Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; acc
   }
 `
   // A partial run (another server, no baseline, no PostgreSQL) is printed only, never written over the results.
-  if (raw > 0 && serverIndex === -1 && !flag("sqlite-only") && !randomIds) {
+  if (raw > 0 && serverIndex === -1 && !flag("sqlite-only") && !randomIds && !flag("skip-random")) {
     writeResults("end-to-end", markdown, {
       totalMessages,
       batchSize,
@@ -478,6 +491,7 @@ Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; acc
       steadyFloor: floor,
       steadyEffectFloor: effectFloor,
       sqlite,
+      sqliteRandomIds: sqliteRandom,
       pg
     })
   }
