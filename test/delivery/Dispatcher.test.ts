@@ -92,6 +92,38 @@ const dispatchSmall = (sourceId: string, count: number, limits: Array<number>) =
     return yield* Dispatcher.start(smallMailboxes).pipe(Effect.provide(recordingClaims(limits)))
   })
 
+/**
+ * Answers the first 200 requests within 5 ms of Clock (the source's mailbox grows), then with `then`; `switchedAt()`
+ * is how many claims had been made when it switched (-1 before).
+ */
+const quickThen = (
+  limits: ReadonlyArray<number>,
+  then: (request: Transport.TransportRequest) => Effect.Effect<Transport.TransportResponse>
+) => {
+  let posts = 0
+  let switchedAt = -1
+  return {
+    answer: (request: Transport.TransportRequest) =>
+      Effect.suspend(() => {
+        posts++
+        if (posts <= 200) return answerSoon
+        if (switchedAt < 0) switchedAt = limits.length
+        return then(request)
+      }),
+    switchedAt: () => switchedAt
+  }
+}
+
+/** Advances Clock 5 ms at a time until `script` switched to its second answer. */
+const untilSwitched = (script: ReturnType<typeof quickThen>) =>
+  Effect.gen(function*() {
+    for (let step = 0; step < 400 && script.switchedAt() < 0; step++) {
+      yield* TestClock.adjust("5 millis")
+      yield* realWait(1)
+    }
+    expect(script.switchedAt()).toBeGreaterThan(0)
+  })
+
 const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}`)
 
 describe("Dispatcher", () => {
@@ -477,25 +509,18 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const limits: Array<number> = []
-      let posts = 0
-      let limitsBeforeFailing = -1
       const triedSinceFailing = new Set<string>()
-      const context = yield* Layer.build(scriptedLayer(directory, (request) =>
-        Effect.suspend(() => {
-          posts++
-          if (posts <= 200) return answerSoon
-          if (limitsBeforeFailing < 0) limitsBeforeFailing = limits.length
+      const script = quickThen(limits, (request) =>
+        Effect.sync(() => {
           triedSinceFailing.add(JSON.parse(new TextDecoder().decode(request.body)).messageId)
-          return Effect.succeed(Transport.response(500))
-        })))
+          return Transport.response(500)
+        }))
+      const context = yield* Layer.build(scriptedLayer(directory, script.answer))
       yield* Effect.gen(function*() {
         const store = yield* Store
         const dispatcher = yield* dispatchSmall("flapping", 1000, limits)
-        for (let step = 0; step < 400 && limitsBeforeFailing < 0; step++) {
-          yield* TestClock.adjust("5 millis")
-          yield* realWait(1)
-        }
-        expect(limitsBeforeFailing).toBeGreaterThan(0)
+        yield* untilSwitched(script)
+        const limitsBeforeFailing = script.switchedAt()
         expect(Math.max(...limits.slice(0, limitsBeforeFailing))).toBeGreaterThan(16)
         // At the first failure it held up to 64 jobs; those beyond 16 that no attempt had touched went back to the
         // store at once: within the next 800 ms of Clock (before any in-memory retry is due) no more than 16 are
@@ -529,23 +554,13 @@ describe("Dispatcher", () => {
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const limits: Array<number> = []
-      let posts = 0
-      let slowSince = -1
-      const context = yield* Layer.build(scriptedLayer(directory, () =>
-        Effect.suspend(() => {
-          posts++
-          if (posts <= 200) return answerSoon
-          if (slowSince < 0) slowSince = limits.length
-          return Effect.as(Effect.sleep("60 millis"), Transport.response(204))
-        })))
+      const script = quickThen(limits, () => Effect.as(Effect.sleep("60 millis"), Transport.response(204)))
+      const context = yield* Layer.build(scriptedLayer(directory, script.answer))
       yield* Effect.gen(function*() {
         const store = yield* Store
         yield* dispatchSmall("slowing", 400, limits)
-        for (let step = 0; step < 400 && slowSince < 0; step++) {
-          yield* TestClock.adjust("5 millis")
-          yield* realWait(1)
-        }
-        expect(slowSince).toBeGreaterThan(0)
+        yield* untilSwitched(script)
+        const slowSince = script.switchedAt()
         // The first slow answer (60 ms) shrinks the bound to 16; what the source held beyond it stays leased and is
         // delivered in turn, not handed back.
         for (let step = 0; step < 7; step++) {
