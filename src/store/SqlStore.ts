@@ -1,8 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { Array as Arr, DateTime, Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import * as MessageLog from "./MessageLog.js"
 import { migrate, usageShards } from "./Migrations.js"
 import type {
   AttemptRecord,
@@ -930,6 +932,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   // --- admin -----------------------------------------------------------------------------------
 
   const summary = sql.literal(summaryColumns)
+  const summaryWithType = sql.literal(`${summaryColumns}, message_type, event`)
 
   const getJob = Effect.fn("Store.getJob")(
     function*(jobId: string) {
@@ -955,10 +958,26 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       return jobs.map((row): JobWithAttempts => ({ ...toSummary(row), attempts: byJob[row.id] ?? [] }))
     })
 
+  /**
+   * The jobs of these message ids. SQLite has no index of jobs by message id (migration 9): their ids are in
+   * `message_jobs`, or still in `message_log` (not yet merged: a few tens of thousands of rows at most, read whole).
+   */
+  const jobsOfMessages = <Row extends object>(columns: Statement.Fragment, messageIds: ReadonlyArray<string>) =>
+    sql.onDialectOrElse({
+      sqlite: () =>
+        reads<Row>`
+          SELECT ${columns} FROM jobs WHERE id IN (
+            SELECT job_id FROM message_jobs WHERE ${sql.in("message_id", messageIds)}
+            UNION ALL
+            SELECT job_id FROM message_log WHERE job_id IS NOT NULL AND ${sql.in("message_id", messageIds)})
+          ORDER BY created_at, id`,
+      orElse: () =>
+        reads<Row>`SELECT ${columns} FROM jobs WHERE ${sql.in("message_id", messageIds)} ORDER BY created_at, id`
+    })
+
   const jobsForMessage = Effect.fn("Store.jobsForMessage")(
     function*(messageId: string) {
-      const jobs = yield* reads<SummaryRow>`
-        SELECT ${summary} FROM jobs WHERE message_id = ${messageId} ORDER BY created_at, id`
+      const jobs = yield* jobsOfMessages<SummaryRow>(summary, [messageId])
       return yield* withAttempts(jobs)
     },
     fail("jobsForMessage")
@@ -995,10 +1014,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       const messageIds = Array.from(new Set(newest.map((row) => row.message_id)))
       const rows = (yield* Effect.forEach(
         Arr.chunksOf(messageIds, idChunk),
-        (ids) =>
-          reads<MessageJobRow>`
-            SELECT ${summary}, message_type, event FROM jobs WHERE ${sql.in("message_id", ids)}
-            ORDER BY created_at, id`
+        (ids) => jobsOfMessages<MessageJobRow>(summaryWithType, ids)
       )).flat().filter((row) => order.has(keyOf(row.source_id, row.message_id)))
       const jobs = yield* withAttempts(rows)
       const grouped = new Map<string, { rows: Array<MessageJobRow>; jobs: Array<JobWithAttempts> }>()
@@ -1134,8 +1150,13 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("purgeDeadLetters")
   )
 
+  // On SQLite's thread, what ingest saw since the last merge is in the message log: merged first, it is purged as the
+  // rest (a log row older than the dedupe window is one an idle store never merged).
+  const mergeLog = Option.match(hotPaths, { onNone: () => Effect.void, onSome: MessageLog.mergeAll })
+
   const purgeSeen = Effect.fn("Store.purgeSeen")(
     function*(olderThan: number) {
+      yield* mergeLog
       return yield* inChunks(purgeChunk * 5, (limit) =>
         Effect.map(
           sql<{ source_id: string }>`

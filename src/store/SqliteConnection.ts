@@ -14,7 +14,14 @@ import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
 import { threadProgram } from "./SqliteThreadFile.js"
 import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./SqliteThreadProgram.js"
-import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteTransactions.js"
+import type {
+  ClaimRequest,
+  CompleteRequest,
+  EnqueueRequest,
+  MergeProgress,
+  MergeRequest,
+  PurgeRequest
+} from "./SqliteTransactions.js"
 
 /**
  * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,
@@ -29,6 +36,9 @@ export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<Sqli
   readonly claim: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
   readonly complete: (request: CompleteRequest) => Effect.Effect<CompleteResult, SqlError>
   readonly purge: (request: PurgeRequest) => Effect.Effect<number, SqlError>
+  readonly merge: (request: MergeRequest) => Effect.Effect<MergeProgress, SqlError>
+  /** Waits until an enqueue committed since the last wait (the message log grew: `MessageLog`). */
+  readonly enqueued: Effect.Effect<void>
 }>() {}
 
 /** How long closing waits for the statements already sent before the thread is terminated. */
@@ -211,11 +221,15 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
+    const enqueuedLatch = yield* Effect.makeLatch(false)
     const hot: SqliteHotPaths["Type"] = {
       enqueue: (request) =>
         Effect.suspend(() => {
           const wire = encodeEnqueue(request)
-          return sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>
+          return Effect.tap(
+            sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>,
+            () => enqueuedLatch.unsafeOpen()
+          )
         }),
       claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
       // An endpoint state that is not JSON (a BigInt from a caller outside the types) fails the batch as the thread's
@@ -229,7 +243,9 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
           (wire) =>
             sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
         ),
-      purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>
+      purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>,
+      merge: (request) => sendOutside({ op: "merge", request }) as Effect.Effect<MergeProgress, SqlError>,
+      enqueued: Effect.zipRight(enqueuedLatch.await, enqueuedLatch.close)
     }
     return { sql, hot }
   })

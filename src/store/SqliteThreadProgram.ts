@@ -9,10 +9,11 @@ import { parentPort, receiveMessageOnPort, workerData } from "node:worker_thread
 import { encodeClaim } from "./ClaimWire.js"
 import { type CompleteWire, decodeComplete } from "./CompleteWire.js"
 import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
+import { RecentMessageIds } from "./RecentMessageIds.js"
 import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, PurgeRequest } from "./SqliteTransactions.js"
+import type { ClaimRequest, MergeRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string
@@ -36,6 +37,7 @@ export type ThreadRequest =
   | { readonly id: number; readonly op: "claim"; readonly request: ClaimRequest }
   | { readonly id: number; readonly op: "complete"; readonly wire: CompleteWire }
   | { readonly id: number; readonly op: "purge"; readonly request: PurgeRequest }
+  | { readonly id: number; readonly op: "merge"; readonly request: MergeRequest }
   | { readonly op: "close" }
 
 export type ThreadReply =
@@ -105,7 +107,8 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
   // Prepared at the first hot transaction: by then the store has migrated the schema (through `execute`).
   let transactions: Transactions | undefined
   const newJobIds = makeJobIds()
-  const hot = (): Transactions => transactions ??= prepareTransactions(db, newJobIds)
+  const recent = new RecentMessageIds()
+  const hot = (): Transactions => transactions ??= prepareTransactions(db, newJobIds, recent)
 
   const runOne = (message: Exclude<ThreadRequest, { op: "close" }>) => {
     try {
@@ -119,6 +122,8 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
         ? hot().enqueue(decodeEnqueue(message.wire))
         : message.op === "purge"
         ? hot().purge(message.request)
+        : message.op === "merge"
+        ? hot().merge(message.request)
         : hot().complete(decodeComplete(message.wire))
       port.postMessage({ id: message.id, ok: true, value } satisfies ThreadReply)
     } catch (error) {
@@ -150,9 +155,12 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
       return
     }
     const replies = new Array<ThreadReply>(group.length)
+    const mark = recent.mark()
     try {
       commitGroup(group, replies)
+      recent.commit()
     } catch (error) {
+      recent.rollbackTo(mark)
       for (let i = 0; i < group.length; i++) replies[i] = { id: group[i]!.id, ok: false, ...failure(error) }
     }
     for (const reply of replies) port.postMessage(reply)

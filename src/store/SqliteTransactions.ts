@@ -1,5 +1,6 @@
 import { dedupeWindowMs } from "./Model.js"
 import type { AttemptRecord, CompleteResult, Completion, EnqueueEntry, EnqueueOptions, EnqueueResult } from "./Model.js"
+import type { RecentMessageIds } from "./RecentMessageIds.js"
 import {
   attemptRow,
   chunksOf,
@@ -167,17 +168,43 @@ export interface Transactions {
   readonly complete: (request: CompleteRequest) => CompleteResult
   /** One purge chunk; answers how many jobs it deleted (fewer than `limit`: nothing older is left). */
   readonly purge: (request: PurgeRequest) => number
+  /** One step of merging the message log (see `MergeRequest`). */
+  readonly merge: (request: MergeRequest) => MergeProgress
+}
+
+/**
+ * One step of merging `message_log` into `seen_messages` and `message_jobs` (migration 9). The first step of a merge
+ * takes the log as it is then, sorted by key; each step merges the next `limit` rows of it, in one transaction.
+ */
+export interface MergeRequest {
+  readonly limit: number
+  /** Merge only when the log holds at least this many rows, or its oldest row is older than `olderThan`. */
+  readonly minRows: number
+  readonly olderThan: number
+}
+
+export interface MergeProgress {
+  /** Rows of the log merged by this step. */
+  readonly merged: number
+  /** Nothing left of the merge this step belongs to (or nothing to merge). */
+  readonly done: boolean
+  /** Rows the log still holds, unmerged: those it was too small or too young to merge (when done). */
+  readonly left: number
 }
 
 /** Prepares the hot transactions' statements on `db` (migrated); `newJobIds` names the jobs this connection inserts. */
-export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof makeJobIds>): Transactions => {
-  // As `markSeen` on SQLite. `WHERE true` resolves SQLite's parsing ambiguity between a join's ON and the upsert.
-  const seen = db.prepare(`
-    INSERT INTO seen_messages (source_id, message_id, seen_at)
-    SELECT ?, value, ? FROM json_each(?) WHERE true
-    ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
-    WHERE seen_messages.seen_at <= ?
-    RETURNING message_id`).pluck(true)
+export const prepareTransactions = (
+  db: Database,
+  newJobIds: ReturnType<typeof makeJobIds>,
+  recent: RecentMessageIds
+): Transactions => {
+  // Dedupe: what the merges put in the index, and what came since from memory (`RecentMessageIds`). The jobs' log rows
+  // are written by the `jobs_logged` trigger; a message accepted without a job (filtered) has a row of its own.
+  const seenIndex = db.prepare(`
+    SELECT message_id, seen_at FROM seen_messages
+    WHERE source_id = ? AND message_id IN (SELECT value FROM json_each(?))`).raw(true)
+  const logWithoutJob = db.prepare(`
+    INSERT INTO message_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, NULL, 1)`)
   const job = db.prepare(`
     INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
     VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
@@ -185,14 +212,21 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
 
-  const enqueue = db.transaction(({ entries, now, options, sourceId }: EnqueueRequest): EnqueueResult => {
+  const enqueueTransaction = db.transaction(({ entries, now, options, sourceId }: EnqueueRequest): EnqueueResult => {
     const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
     const accepted = new Set<string>()
     if (unique.size > 0) {
-      // Sorted, as on PostgreSQL (where concurrent requests must lock seen rows in one order).
-      const messageIds = Array.from(unique.keys()).sort()
-      const ids = seen.all(sourceId, now, JSON.stringify(messageIds), now - dedupeWindowMs) as Array<string>
-      for (const id of ids) accepted.add(id)
+      const cutoff = now - dedupeWindowMs
+      const indexed = new Map<string, number>()
+      for (const [messageId, seenAt] of seenIndex.all(sourceId, JSON.stringify(Array.from(unique.keys())))) {
+        indexed.set(messageId as string, Number(seenAt))
+      }
+      for (const messageId of unique.keys()) {
+        const last = recent.lastSeen(sourceId, messageId) ?? indexed.get(messageId)
+        if (last !== undefined && last > cutoff) continue
+        accepted.add(messageId)
+        recent.stage(sourceId, messageId, now)
+      }
     }
     const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
     const jobIds = newJobIds(now, withBody.length)
@@ -210,6 +244,11 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
         entry.event ?? null
       )
     }
+    if (withBody.length < accepted.size) {
+      for (const entry of unique.values()) {
+        if (entry.body === undefined && accepted.has(entry.messageId)) logWithoutJob.run(sourceId, entry.messageId, now)
+      }
+    }
     usage.run(sourceId, utcDay(now), options?.countApiCall === false ? 0 : 1, accepted.size, filtered, 0, 0, 0, 0)
     return {
       accepted: accepted.size,
@@ -219,6 +258,19 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
       duplicateMessageIds
     }
   })
+  // The ids an enqueue staged become committed with its transaction: at once, or, inside a group commit (a savepoint),
+  // when the thread commits the group (`SqliteThreadProgram`). A failed enqueue takes its ids back.
+  const enqueue = (request: EnqueueRequest): EnqueueResult => {
+    const mark = recent.mark()
+    try {
+      const result = enqueueTransaction(request)
+      if (!db.inTransaction) recent.commit()
+      return result
+    } catch (error) {
+      recent.rollbackTo(mark)
+      throw error
+    }
+  }
 
   const tuples = (text: string) => db.prepare(text).raw(true)
   const claimExpired = [
@@ -356,5 +408,75 @@ export const prepareTransactions = (db: Database, newJobIds: ReturnType<typeof m
     return rows.length
   })
 
-  return { enqueue, claim, complete, purge }
+  // The merge works on a sorted copy of the log in a temporary table (memory, not the WAL): its rowids follow the keys,
+  // so a step's rows are one run of keys, the pages they land on are next to each other, and each page of the indexes
+  // is written about once per merge instead of once per row. Each step is idempotent (an upsert keeping the latest
+  // time, an insert that ignores what is there): a merge cut short by a crash is done again from the log.
+  db.pragma("temp_store = MEMORY")
+  db.prepare(`CREATE TEMP TABLE IF NOT EXISTS message_merge (
+    source_id TEXT NOT NULL, message_id TEXT NOT NULL, seen_at INTEGER NOT NULL, job_id TEXT, dedupe INTEGER NOT NULL)`)
+    .run()
+  const logBounds = db.prepare(`
+    SELECT max(rowid), max(rowid) - min(rowid) + 1,
+      (SELECT seen_at FROM message_log ORDER BY rowid LIMIT 1) FROM message_log`).raw(true)
+  const takeLog = db.prepare(`
+    INSERT INTO temp.message_merge (source_id, message_id, seen_at, job_id, dedupe)
+    SELECT source_id, message_id, seen_at, job_id, dedupe FROM main.message_log WHERE rowid <= ?
+    ORDER BY source_id, message_id, seen_at`)
+  // `WHERE true` resolves SQLite's parsing ambiguity between a join's ON and the upsert.
+  const mergeSeen = db.prepare(`
+    INSERT INTO main.seen_messages (source_id, message_id, seen_at)
+    SELECT source_id, message_id, seen_at FROM temp.message_merge WHERE rowid BETWEEN ? AND ? AND dedupe = 1 AND true
+    ON CONFLICT (source_id, message_id) DO UPDATE SET seen_at = excluded.seen_at
+    WHERE excluded.seen_at > seen_messages.seen_at`)
+  // A job deleted before its merge (a deletion request, a purge) gets no entry: `jobs_unlogged` had none to delete.
+  const mergeJobs = db.prepare(`
+    INSERT OR IGNORE INTO main.message_jobs (message_id, job_id, source_id)
+    SELECT m.message_id, m.job_id, m.source_id FROM temp.message_merge AS m
+    WHERE m.rowid BETWEEN ? AND ? AND m.job_id IS NOT NULL AND EXISTS (SELECT 1 FROM main.jobs WHERE id = m.job_id)`)
+  const dropLog = db.prepare(`DELETE FROM main.message_log WHERE rowid <= ?`)
+  const mergedSeen = db.prepare(`SELECT source_id, message_id, seen_at FROM temp.message_merge WHERE dedupe = 1`).raw(
+    true
+  )
+  const clearMerge = db.prepare(`DELETE FROM temp.message_merge`)
+  let merging: { lastLogRow: number; rows: number; next: number } | undefined
+  const mergeStep = db.transaction((from: number, to: number) => {
+    mergeSeen.run(from, to)
+    mergeJobs.run(from, to)
+  })
+  const finishMerge = db.transaction((lastLogRow: number) => {
+    dropLog.run(lastLogRow)
+  })
+  const merge = (request: MergeRequest): MergeProgress => {
+    try {
+      if (merging === undefined) {
+        const [lastLogRow, rows, oldest] = logBounds.get() as [number | null, number | null, number | null]
+        if (lastLogRow === null || rows === null) return { merged: 0, done: true, left: 0 }
+        if (rows < request.minRows && (oldest === null || oldest >= request.olderThan)) {
+          return { merged: 0, done: true, left: rows }
+        }
+        clearMerge.run()
+        const taken = takeLog.run(lastLogRow).changes
+        merging = { lastLogRow, rows: taken, next: 1 }
+      }
+      const from = merging.next
+      const to = Math.min(merging.rows, from + Math.max(1, request.limit) - 1)
+      if (from <= to) mergeStep(from, to)
+      merging.next = to + 1
+      if (merging.next <= merging.rows) return { merged: to - from + 1, done: false, left: 0 }
+      finishMerge(merging.lastLogRow)
+      for (const [sourceId, messageId, seenAt] of mergedSeen.all() as Array<[string, string, number]>) {
+        recent.forget(sourceId, messageId, Number(seenAt))
+      }
+      clearMerge.run()
+      merging = undefined
+      return { merged: Math.max(0, to - from + 1), done: true, left: 0 }
+    } catch (error) {
+      // Started again from the log by the next call.
+      merging = undefined
+      throw error
+    }
+  }
+
+  return { enqueue, claim, complete, purge, merge }
 }
