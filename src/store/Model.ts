@@ -70,7 +70,8 @@ export interface NewJob {
   readonly sourceId: string
   readonly messageId: string
   readonly userId?: string | undefined
-  readonly kind: JobKind
+  /** Not "message": a message's job comes with its dedupe, from `enqueue` alone. */
+  readonly kind: Exclude<JobKind, "message">
   readonly body: Uint8Array
 }
 

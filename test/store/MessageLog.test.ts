@@ -1,0 +1,153 @@
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Context, Effect, Layer, TestClock } from "effect"
+import * as Path from "node:path"
+import type { MessageLogOptions } from "../../src/store/MessageLog.js"
+import { migrate } from "../../src/store/Migrations.js"
+import { SqliteHotPaths } from "../../src/store/SqliteConnection.js"
+import * as SqliteConnection from "../../src/store/SqliteConnection.js"
+import { loadDriver } from "../../src/store/SqliteDriver.js"
+import { layerSqlite, Store } from "../../src/store/Store.js"
+import { body, entry } from "./storeSuite.js"
+
+/** Reads the file beside the store's own connection: what the log and the two indexes by message id hold. */
+const tables = (filename: string) =>
+  Effect.sync(() => {
+    const db = new (loadDriver().Database)(filename)
+    try {
+      const ids = (query: string) => (db.prepare(query).pluck(true).all() as Array<string>).sort()
+      return {
+        log: ids("SELECT message_id FROM message_log"),
+        seen: ids("SELECT message_id FROM seen_messages"),
+        jobs: ids("SELECT message_id FROM message_jobs")
+      }
+    } finally {
+      db.close()
+    }
+  })
+
+/** Waits (in real time, `tries` times 10 ms at most) for the store's thread to answer what the Clock started. */
+const eventually = <A>(read: Effect.Effect<A>, done: (a: A) => boolean, tries = 300) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < tries; i++) {
+      const value = yield* read
+      if (done(value)) return value
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+    }
+    return yield* read
+  })
+
+const tempFile = Effect.map(
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped()),
+  (directory) => Path.join(directory, "hookrelay.db")
+).pipe(Effect.provide(NodeFileSystem.layer))
+
+/** Builds the SQLite store on `filename` in this scope; answers it. */
+const openStore = (filename: string, messageLog: MessageLogOptions) =>
+  Effect.map(
+    Layer.build(layerSqlite({ filename, checkpoints: false, reader: false, messageLog })),
+    (context) => Context.get(context, Store)
+  )
+
+describe("MessageLog (SQLite: ingest's ids logged, merged into the indexes later)", () => {
+  it.scoped("merges once the oldest row is maxAge old, driven by the Clock; dedupe and look-ups answer alike", () =>
+    Effect.gen(function*() {
+      const filename = yield* tempFile
+      const store = yield* openStore(filename, { interval: "1 second", maxAge: "10 seconds", minRows: 1000 })
+      const now = yield* Clock.currentTimeMillis
+      yield* store.enqueue("web", [entry("a"), entry("b"), { messageId: "f", filtered: true }], now)
+      yield* store.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
+      const logged = { log: ["a", "aud-1", "b", "f"], seen: [], jobs: [] }
+      assert.deepStrictEqual(yield* tables(filename), logged)
+      assert.deepStrictEqual((yield* store.jobsForMessage("a")).map((job) => job.messageId), ["a"])
+
+      yield* TestClock.adjust("9 seconds")
+      assert.deepStrictEqual(yield* eventually(tables(filename), () => false, 20), logged, "young and few: not yet")
+
+      yield* TestClock.adjust("2 seconds")
+      const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
+      assert.deepStrictEqual(merged, { log: [], seen: ["a", "b", "f"], jobs: ["a", "aud-1", "b"] })
+
+      const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("aud-1")], now)
+      assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"], "the audience job's id is no message seen")
+      assert.deepStrictEqual((yield* store.jobsForMessage("b")).map((job) => job.messageId), ["b"])
+      assert.deepStrictEqual((yield* store.jobsForMessage("aud-1")).map((job) => job.kind).sort(), [
+        "audience",
+        "message"
+      ])
+    }))
+
+  it.scoped("merges at the next look once the log holds minRows rows", () =>
+    Effect.gen(function*() {
+      const filename = yield* tempFile
+      const store = yield* openStore(filename, { interval: "1 second", maxAge: "1 hour", minRows: 50, step: 7 })
+      const now = yield* Clock.currentTimeMillis
+      const ids = Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, "0")}`)
+      yield* store.enqueue("web", ids.map((id) => entry(id)), now)
+      yield* TestClock.adjust("1 second")
+      const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
+      assert.deepStrictEqual(merged, { log: [], seen: ids, jobs: ids })
+      assert.strictEqual((yield* store.enqueue("web", ids.map((id) => entry(id)), now)).duplicates, 60)
+    }))
+
+  it.scoped("a log a stopped process left unmerged is merged at start: its ids stay duplicates", () =>
+    Effect.gen(function*() {
+      const filename = yield* tempFile
+      const never = { interval: "1 second", maxAge: "1 day", minRows: 1_000_000 } as const
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* openStore(filename, never)
+        yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }], 1000)
+      }))
+      assert.deepStrictEqual(yield* tables(filename), { log: ["a", "f"], seen: [], jobs: [] })
+
+      const store = yield* openStore(filename, never)
+      assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f"], jobs: ["a"] })
+      const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }], 2000)
+      assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"])
+    }))
+
+  describe("the merge on the thread", () => {
+    const thread = Effect.gen(function*() {
+      const filename = yield* tempFile
+      const context = yield* Layer.build(SqliteConnection.layer(filename))
+      yield* Effect.provide(migrate, context)
+      return { filename, sql: Context.get(context, SqlClient.SqlClient), hot: Context.get(context, SqliteHotPaths) }
+    })
+    const enqueue = (hot: SqliteHotPaths["Type"], messageIds: ReadonlyArray<string>, now: number) =>
+      hot.enqueue({ sourceId: "s1", entries: messageIds.map((id) => entry(id)), now, options: undefined })
+    const everything = { minRows: 0, olderThan: Number.POSITIVE_INFINITY }
+
+    it.scoped("keeps what is logged during a merge for the next one, and counts it as seen meanwhile", () =>
+      Effect.gen(function*() {
+        const { filename, hot } = yield* thread
+        const early = Array.from({ length: 10 }, (_, i) => `early-${i}`)
+        yield* enqueue(hot, early, 1000)
+        assert.deepStrictEqual(yield* hot.merge({ ...everything, limit: 4 }), { merged: 4, done: false, left: 0 })
+        yield* enqueue(hot, ["late"], 1001)
+        assert.deepStrictEqual(yield* hot.merge({ ...everything, limit: 4 }), { merged: 4, done: false, left: 0 })
+        assert.deepStrictEqual(yield* hot.merge({ ...everything, limit: 4 }), { merged: 2, done: true, left: 0 })
+
+        assert.deepStrictEqual(yield* tables(filename), { log: ["late"], seen: early, jobs: early })
+        const again = yield* enqueue(hot, [...early, "late"], 1002)
+        assert.strictEqual(again.duplicates, 11)
+        assert.deepStrictEqual(yield* hot.merge({ minRows: 5, olderThan: 0, limit: 4 }), {
+          merged: 0,
+          done: true,
+          left: 1
+        })
+      }))
+
+    it.scoped("a job deleted before its merge gets no look-up entry; one deleted after loses its entry", () =>
+      Effect.gen(function*() {
+        const { filename, hot, sql } = yield* thread
+        yield* enqueue(hot, ["m1", "m2"], 1000)
+        yield* sql`DELETE FROM jobs WHERE message_id = 'm1'`
+        yield* hot.merge({ ...everything, limit: 100 })
+        assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["m1", "m2"], jobs: ["m2"] })
+        yield* sql`DELETE FROM jobs WHERE message_id = 'm2'`
+        assert.deepStrictEqual((yield* tables(filename)).jobs, [])
+      }))
+  })
+})
