@@ -12,6 +12,8 @@ export interface MessageLogOptions {
   readonly maxAge?: Duration.DurationInput | undefined
   /** Rows per step: one transaction on the store's connection, between which ingest commits run. */
   readonly step?: number | undefined
+  /** At most this many rows per merge: its sorted copy is held in memory while it runs. */
+  readonly maxRows?: number | undefined
 }
 
 /**
@@ -22,30 +24,36 @@ export interface MessageLogOptions {
  */
 export const messageLogDefaults = {
   interval: Duration.seconds(1),
-  minRows: 50_000,
+  minRows: 20_000,
   maxAge: Duration.seconds(10),
-  step: 2_000
+  step: 2_000,
+  maxRows: 50_000
 } as const
 
 /**
- * Merges the log when it holds `minRows` rows or its oldest is older than `maxAgeMs` (everything: `mergeAll`), in steps
- * of `step` rows; answers the rows left in the log (0 once merged).
+ * Merges the log, `maxRows` rows at a time in steps of `step`, for as long as it holds `minRows` rows or its oldest is
+ * older than `maxAgeMs` (everything: `mergeAll`); answers the rows left in it.
  */
 export const mergeWhenDue = (
   hot: SqliteHotPaths["Type"],
-  due: { readonly minRows: number; readonly maxAgeMs: number; readonly step: number }
+  due: { readonly minRows: number; readonly maxAgeMs: number; readonly step: number; readonly maxRows: number }
 ): Effect.Effect<number, SqlError> =>
   Effect.gen(function*() {
     const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-    const request = { limit: due.step, minRows: due.minRows, olderThan: now - due.maxAgeMs }
+    const request = { limit: due.step, minRows: due.minRows, olderThan: now - due.maxAgeMs, maxRows: due.maxRows }
     for (;;) {
       const progress = yield* hot.merge(request)
-      if (progress.done) return progress.left
+      if (progress.done && (progress.merged === 0 || progress.left === 0)) return progress.left
     }
   })
 
 export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
-  mergeWhenDue(hot, { minRows: 0, maxAgeMs: -Infinity, step: messageLogDefaults.step })
+  mergeWhenDue(hot, {
+    minRows: 0,
+    maxAgeMs: Number.NEGATIVE_INFINITY,
+    step: messageLogDefaults.step,
+    maxRows: messageLogDefaults.maxRows
+  })
 
 /**
  * Merges SQLite's message log (migration 9) into the dedupe and look-up indexes: all of it at start (the SQLite thread
@@ -59,6 +67,7 @@ export const make = (options: MessageLogOptions = {}) =>
     const minRows = options.minRows ?? messageLogDefaults.minRows
     const maxAgeMs = Duration.toMillis(options.maxAge ?? messageLogDefaults.maxAge)
     const step = options.step ?? messageLogDefaults.step
+    const maxRows = options.maxRows ?? messageLogDefaults.maxRows
 
     yield* mergeAll(hot).pipe(
       Effect.mapError((cause: SqlError) => new StoreError({ operation: "open", cause }))
@@ -69,7 +78,7 @@ export const make = (options: MessageLogOptions = {}) =>
       let left = 1
       while (left > 0) {
         yield* Effect.sleep(interval)
-        left = yield* mergeWhenDue(hot, { minRows, maxAgeMs, step }).pipe(
+        left = yield* mergeWhenDue(hot, { minRows, maxAgeMs, step, maxRows }).pipe(
           Effect.catchAll((error) =>
             Effect.as(Effect.logWarning("the message log could not be merged; trying again", error), 1)
           )
@@ -77,6 +86,12 @@ export const make = (options: MessageLogOptions = {}) =>
       }
     })
     yield* Effect.forkScoped(Effect.forever(afterEachEnqueue))
+    // A process stopped in order leaves the next one nothing to merge before it can start.
+    yield* Effect.addFinalizer(() =>
+      mergeAll(hot).pipe(
+        Effect.catchAll((error) => Effect.logWarning("the message log is left for the next start to merge", error))
+      )
+    )
   })
 
 /** The merges for the life of the layer, over the SQLite connection in context. */

@@ -15,6 +15,8 @@ export interface PreparedStatement {
   readonly all: (...params: ReadonlyArray<unknown>) => Array<any>
   /** The first row, or `undefined`. */
   readonly get: (...params: ReadonlyArray<unknown>) => any
+  /** The rows one at a time, read as they are asked for. */
+  readonly iterate: (...params: ReadonlyArray<unknown>) => IterableIterator<any>
   readonly run: (...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: unknown }
   readonly raw: (on: boolean) => PreparedStatement
   /** Rows as their first column's value alone. */

@@ -181,6 +181,8 @@ export interface MergeRequest {
   /** Merge only when the log holds at least this many rows, or its oldest row is older than `olderThan`. */
   readonly minRows: number
   readonly olderThan: number
+  /** At most this many of the log's oldest rows per merge (the sorted copy is held in memory). */
+  readonly maxRows: number
 }
 
 export interface MergeProgress {
@@ -188,7 +190,7 @@ export interface MergeProgress {
   readonly merged: number
   /** Nothing left of the merge this step belongs to (or nothing to merge). */
   readonly done: boolean
-  /** Rows the log still holds, unmerged: those it was too small or too young to merge (when done). */
+  /** When done: the rows the log still holds (too few and too young to merge, or beyond `maxRows`). */
   readonly left: number
 }
 
@@ -439,7 +441,7 @@ export const prepareTransactions = (
     true
   )
   const clearMerge = db.prepare(`DELETE FROM temp.message_merge`)
-  let merging: { lastLogRow: number; rows: number; next: number } | undefined
+  let merging: { lastLogRow: number; rows: number; next: number; after: number } | undefined
   const mergeStep = db.transaction((from: number, to: number) => {
     mergeSeen.run(from, to)
     mergeJobs.run(from, to)
@@ -456,8 +458,9 @@ export const prepareTransactions = (
           return { merged: 0, done: true, left: rows }
         }
         clearMerge.run()
-        const taken = takeLog.run(lastLogRow).changes
-        merging = { lastLogRow, rows: taken, next: 1 }
+        const until = lastLogRow - Math.max(0, rows - Math.max(1, request.maxRows))
+        const taken = takeLog.run(until).changes
+        merging = { lastLogRow: until, rows: taken, next: 1, after: lastLogRow - until }
       }
       const from = merging.next
       const to = Math.min(merging.rows, from + Math.max(1, request.limit) - 1)
@@ -465,12 +468,13 @@ export const prepareTransactions = (
       merging.next = to + 1
       if (merging.next <= merging.rows) return { merged: to - from + 1, done: false, left: 0 }
       finishMerge(merging.lastLogRow)
-      for (const [sourceId, messageId, seenAt] of mergedSeen.all() as Array<[string, string, number]>) {
+      for (const [sourceId, messageId, seenAt] of mergedSeen.iterate() as Iterable<[string, string, number]>) {
         recent.forget(sourceId, messageId, Number(seenAt))
       }
       clearMerge.run()
+      const left = merging.after
       merging = undefined
-      return { merged: Math.max(0, to - from + 1), done: true, left: 0 }
+      return { merged: Math.max(0, to - from + 1), done: true, left }
     } catch (error) {
       // Started again from the log by the next call.
       merging = undefined

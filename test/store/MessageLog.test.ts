@@ -92,20 +92,31 @@ describe("MessageLog (SQLite: ingest's ids logged, merged into the indexes later
       assert.strictEqual((yield* store.enqueue("web", ids.map((id) => entry(id)), now)).duplicates, 60)
     }))
 
-  it.scoped("a log a stopped process left unmerged is merged at start: its ids stay duplicates", () =>
+  it.scoped("a log left unmerged (a killed process) is merged at start; an orderly stop merges its own", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const never = { interval: "1 second", maxAge: "1 day", minRows: 1_000_000 } as const
+      // The store's connection alone, without the merges, as a process killed before its next merge leaves the file.
       yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* openStore(filename, never)
-        yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }], 1000)
+        const context = yield* Layer.build(SqliteConnection.layer(filename))
+        yield* Effect.provide(migrate, context)
+        yield* Context.get(context, SqliteHotPaths).enqueue({
+          sourceId: "web",
+          entries: [entry("a"), { messageId: "f", filtered: true }],
+          now: 1000,
+          options: undefined
+        })
       }))
       assert.deepStrictEqual(yield* tables(filename), { log: ["a", "f"], seen: [], jobs: [] })
 
-      const store = yield* openStore(filename, never)
-      assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f"], jobs: ["a"] })
-      const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }], 2000)
-      assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"])
+      const never = { interval: "1 second", maxAge: "1 day", minRows: 1_000_000 } as const
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* openStore(filename, never)
+        assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f"], jobs: ["a"] })
+        const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("b")], 2000)
+        assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"])
+        assert.deepStrictEqual((yield* tables(filename)).log, ["b"])
+      }))
+      assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "b", "f"], jobs: ["a", "b"] })
     }))
 
   describe("the merge on the thread", () => {
@@ -117,7 +128,7 @@ describe("MessageLog (SQLite: ingest's ids logged, merged into the indexes later
     })
     const enqueue = (hot: SqliteHotPaths["Type"], messageIds: ReadonlyArray<string>, now: number) =>
       hot.enqueue({ sourceId: "s1", entries: messageIds.map((id) => entry(id)), now, options: undefined })
-    const everything = { minRows: 0, olderThan: Number.POSITIVE_INFINITY }
+    const everything = { minRows: 0, olderThan: Number.POSITIVE_INFINITY, maxRows: 1000 }
 
     it.scoped("keeps what is logged during a merge for the next one, and counts it as seen meanwhile", () =>
       Effect.gen(function*() {
@@ -132,11 +143,31 @@ describe("MessageLog (SQLite: ingest's ids logged, merged into the indexes later
         assert.deepStrictEqual(yield* tables(filename), { log: ["late"], seen: early, jobs: early })
         const again = yield* enqueue(hot, [...early, "late"], 1002)
         assert.strictEqual(again.duplicates, 11)
-        assert.deepStrictEqual(yield* hot.merge({ minRows: 5, olderThan: 0, limit: 4 }), {
+        assert.deepStrictEqual(yield* hot.merge({ minRows: 5, olderThan: 0, limit: 4, maxRows: 1000 }), {
           merged: 0,
           done: true,
           left: 1
         })
+      }))
+
+    it.scoped("merges at most maxRows rows at a time, the oldest first", () =>
+      Effect.gen(function*() {
+        const { filename, hot } = yield* thread
+        const first = ["z1", "z2", "z3"]
+        yield* enqueue(hot, first, 1000)
+        yield* enqueue(hot, ["a1", "a2"], 1001)
+        assert.deepStrictEqual(yield* hot.merge({ ...everything, maxRows: 3, limit: 2 }), {
+          merged: 2,
+          done: false,
+          left: 0
+        })
+        assert.deepStrictEqual(yield* hot.merge({ ...everything, maxRows: 3, limit: 2 }), {
+          merged: 1,
+          done: true,
+          left: 2
+        })
+        assert.deepStrictEqual(yield* tables(filename), { log: ["a1", "a2"], seen: first, jobs: first })
+        assert.strictEqual((yield* enqueue(hot, [...first, "a1", "a2"], 1002)).duplicates, 5)
       }))
 
     it.scoped("a job deleted before its merge gets no look-up entry; one deleted after loses its entry", () =>
