@@ -421,6 +421,8 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
    * Inserts the message ids as seen at `now`, or refreshes those last seen at or before `cutoff`;
    * returns the ids inserted or refreshed (not duplicates). The ids travel as one parameter (a
    * JSON array / a text[]), so the statement text is constant and no parameter limit applies.
+   * SQLite through a `SqlClient` alone (no SQLite thread: its hot paths log ids instead, migration 9)
+   * writes them here at once; its jobs' rows in `message_log` serve the look-ups until a merge.
    */
   const markSeen = (sourceId: string, messageIds: ReadonlyArray<string>, now: number, cutoff: number) =>
     sql.onDialectOrElse({
