@@ -10,7 +10,7 @@ import { Effect } from "effect"
  *   delivered backlog of millions costs the claim nothing);
  * - dedupe: the (source_id, message_id) primary key of seen_messages;
  * - admin and retention: jobs by message id, dead letters by source and time, delivered by time.
- * SQLite keeps its index by message id apart from the jobs since migration 9 (`message_log`, `message_jobs`).
+ * SQLite keeps its index by message id apart from the jobs since migration 9 (`message_id_log`, `message_jobs`).
  */
 
 const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
@@ -265,21 +265,21 @@ const noUserIndex = Effect.gen(function*() {
  * UUIDs) each job's entry landed on a page of its own in each, and a commit wrote those pages: measured alone, 100-job
  * commits over 200 000 jobs cost 21 µs a job (and 12 µs of checkpoint) against 5.5 with time-ordered ids; end to end,
  * 31 000 messages/s accepted against 54 000.
- * - `message_log`: what ingest adds, in arrival order (a rowid table: appending writes the last page only). A row per
+ * - `message_id_log`: what ingest adds, in arrival order (a rowid table: appending writes the last page only). A row per
  *   job (the triggers below, whatever inserts the job) and per filtered message (no job). `dedupe` marks what the 24 h
  *   dedupe counts: the messages of ingest, not the jobs the product makes itself (audiences, deletions).
  * - `message_jobs`: the jobs of a message id, for the admin look-up (it replaces `jobs_message`).
- * - The log is merged into `seen_messages` and `message_jobs` in the background (`MessageLog`), sorted by key, many
+ * - The log is merged into `seen_messages` and `message_jobs` in the background (`MessageIdLog`), sorted by key, many
  *   thousand rows at a time: a page then takes many entries at once. Until then, the SQLite thread answers dedupe from
  *   memory (`RecentMessageIds`) and the look-ups read the log too.
  * PostgreSQL keeps writing both indexes at ingest: several processes dedupe there, through the primary key's locks.
  */
-const messageLog = Effect.gen(function*() {
+const messageIdLog = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
     sqlite: () =>
       statements(sql, [
-        `CREATE TABLE message_log (
+        `CREATE TABLE message_id_log (
           source_id TEXT NOT NULL,
           message_id TEXT NOT NULL,
           seen_at BIGINT NOT NULL,
@@ -296,7 +296,7 @@ const messageLog = Effect.gen(function*() {
           ORDER BY message_id, id`,
         `DROP INDEX jobs_message`,
         `CREATE TRIGGER jobs_logged AFTER INSERT ON jobs BEGIN
-          INSERT INTO message_log (source_id, message_id, seen_at, job_id, dedupe)
+          INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe)
           VALUES (NEW.source_id, NEW.message_id, NEW.created_at, NEW.id, NEW.kind = 'message');
         END`,
         `CREATE TRIGGER jobs_unlogged AFTER DELETE ON jobs BEGIN
@@ -309,18 +309,18 @@ const messageLog = Effect.gen(function*() {
 
 export const migrationsTable = "hookrelay_migrations"
 
+/** Every migration, by name (applied in the order of their numbers). */
+export const migrations = {
+  "1_initial": initial,
+  "2_queue_table_tuning": queueTableTuning,
+  "3_due_index_with_source": dueIndexWithSource,
+  "4_deletions_and_audience_sync": deletionsAndAudienceSync,
+  "5_message_log_and_latency": messageLogAndLatency,
+  "6_usage_shards": usageShardsMigration,
+  "7_pending_by_source": pendingBySource,
+  "8_no_user_index": noUserIndex,
+  "9_message_id_log": messageIdLog
+}
+
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
-export const migrate = Migrator.make({})({
-  loader: Migrator.fromRecord({
-    "1_initial": initial,
-    "2_queue_table_tuning": queueTableTuning,
-    "3_due_index_with_source": dueIndexWithSource,
-    "4_deletions_and_audience_sync": deletionsAndAudienceSync,
-    "5_message_log_and_latency": messageLogAndLatency,
-    "6_usage_shards": usageShardsMigration,
-    "7_pending_by_source": pendingBySource,
-    "8_no_user_index": noUserIndex,
-    "9_message_log": messageLog
-  }),
-  table: migrationsTable
-})
+export const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: migrationsTable })

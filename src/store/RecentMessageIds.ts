@@ -1,5 +1,5 @@
 /**
- * The SQLite thread's memory of the message ids in `message_log` not yet merged into `seen_messages` (migration 9):
+ * The SQLite thread's memory of the message ids in `message_id_log` not yet merged into `seen_messages` (migration 9):
  * with it, dedupe reads the index only for what the merge put there, and ingest writes no index entry by message id.
  *
  * What an enqueue adds is staged until its transaction commits: an ingest request that fails rolls back in SQLite, and

@@ -4,7 +4,7 @@ import type * as Statement from "@effect/sql/Statement"
 import { Array as Arr, DateTime, Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
-import * as MessageLog from "./MessageLog.js"
+import * as MessageIdLog from "./MessageIdLog.js"
 import { migrate, usageShards } from "./Migrations.js"
 import type {
   AttemptRecord,
@@ -422,7 +422,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
    * returns the ids inserted or refreshed (not duplicates). The ids travel as one parameter (a
    * JSON array / a text[]), so the statement text is constant and no parameter limit applies.
    * SQLite through a `SqlClient` alone (no SQLite thread: its hot paths log ids instead, migration 9)
-   * writes them here at once; its jobs' rows in `message_log` serve the look-ups until a merge.
+   * writes them here at once; its jobs' rows in `message_id_log` serve the look-ups until a merge.
    */
   const markSeen = (sourceId: string, messageIds: ReadonlyArray<string>, now: number, cutoff: number) =>
     sql.onDialectOrElse({
@@ -962,7 +962,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   /**
    * The jobs of these message ids. SQLite has no index of jobs by message id (migration 9): their ids are in
-   * `message_jobs`, or still in `message_log` (not yet merged: a few tens of thousands of rows at most, read whole).
+   * `message_jobs`, or still in `message_id_log` (not yet merged: a few tens of thousands of rows at most, read whole).
    */
   const jobsOfMessages = <Row extends object>(columns: Statement.Fragment, messageIds: ReadonlyArray<string>) =>
     sql.onDialectOrElse({
@@ -971,7 +971,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           SELECT ${columns} FROM jobs WHERE id IN (
             SELECT job_id FROM message_jobs WHERE ${sql.in("message_id", messageIds)}
             UNION ALL
-            SELECT job_id FROM message_log WHERE job_id IS NOT NULL AND ${sql.in("message_id", messageIds)})
+            SELECT job_id FROM message_id_log WHERE job_id IS NOT NULL AND ${sql.in("message_id", messageIds)})
           ORDER BY created_at, id`,
       orElse: () =>
         reads<Row>`SELECT ${columns} FROM jobs WHERE ${sql.in("message_id", messageIds)} ORDER BY created_at, id`
@@ -1154,7 +1154,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
   // On SQLite's thread, what ingest saw since the last merge is in the message log: merged first, it is purged as the
   // rest (a log row older than the dedupe window is one an idle store never merged).
-  const mergeLog = Option.match(hotPaths, { onNone: () => Effect.void, onSome: MessageLog.mergeAll })
+  const mergeLog = Option.match(hotPaths, { onNone: () => Effect.void, onSome: MessageIdLog.mergeAll })
 
   const purgeSeen = Effect.fn("Store.purgeSeen")(
     function*(olderThan: number) {

@@ -173,7 +173,7 @@ export interface Transactions {
 }
 
 /**
- * One step of merging `message_log` into `seen_messages` and `message_jobs` (migration 9). The first step of a merge
+ * One step of merging `message_id_log` into `seen_messages` and `message_jobs` (migration 9). The first step of a merge
  * takes the log as it is then, sorted by key; each step merges the next `limit` rows of it, in one transaction.
  */
 export interface MergeRequest {
@@ -206,7 +206,7 @@ export const prepareTransactions = (
     SELECT message_id, seen_at FROM seen_messages
     WHERE source_id = ? AND message_id IN (SELECT value FROM json_each(?))`).raw(true)
   const logWithoutJob = db.prepare(`
-    INSERT INTO message_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, NULL, 1)`)
+    INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, NULL, 1)`)
   const job = db.prepare(`
     INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
     VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
@@ -420,10 +420,10 @@ export const prepareTransactions = (
     .run()
   const logBounds = db.prepare(`
     SELECT max(rowid), max(rowid) - min(rowid) + 1,
-      (SELECT seen_at FROM message_log ORDER BY rowid LIMIT 1) FROM message_log`).raw(true)
+      (SELECT seen_at FROM message_id_log ORDER BY rowid LIMIT 1) FROM message_id_log`).raw(true)
   const takeLog = db.prepare(`
     INSERT INTO temp.message_merge (source_id, message_id, seen_at, job_id, dedupe)
-    SELECT source_id, message_id, seen_at, job_id, dedupe FROM main.message_log WHERE rowid <= ?
+    SELECT source_id, message_id, seen_at, job_id, dedupe FROM main.message_id_log WHERE rowid <= ?
     ORDER BY source_id, message_id, seen_at`)
   // `WHERE true` resolves SQLite's parsing ambiguity between a join's ON and the upsert.
   const mergeSeen = db.prepare(`
@@ -436,7 +436,7 @@ export const prepareTransactions = (
     INSERT OR IGNORE INTO main.message_jobs (message_id, job_id, source_id)
     SELECT m.message_id, m.job_id, m.source_id FROM temp.message_merge AS m
     WHERE m.rowid BETWEEN ? AND ? AND m.job_id IS NOT NULL AND EXISTS (SELECT 1 FROM main.jobs WHERE id = m.job_id)`)
-  const dropLog = db.prepare(`DELETE FROM main.message_log WHERE rowid <= ?`)
+  const dropLog = db.prepare(`DELETE FROM main.message_id_log WHERE rowid <= ?`)
   const mergedSeen = db.prepare(`SELECT source_id, message_id, seen_at FROM temp.message_merge WHERE dedupe = 1`).raw(
     true
   )

@@ -4,7 +4,7 @@ import type { ConfigError } from "effect"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
-import * as MessageLog from "./MessageLog.js"
+import * as MessageIdLog from "./MessageIdLog.js"
 import type { StoreShape } from "./Model.js"
 import * as SqliteConnection from "./SqliteConnection.js"
 import * as SqlStore from "./SqlStore.js"
@@ -40,8 +40,8 @@ export interface SqliteOptions {
    * queue of ingest commits. Not used for `:memory:` or URI filenames.
    */
   readonly reader?: false | undefined
-  /** When the message log is merged into the dedupe and look-up indexes (see `MessageLog`). */
-  readonly messageLog?: MessageLog.MessageLogOptions | undefined
+  /** When the message log is merged into the dedupe and look-up indexes (see `MessageIdLog`). */
+  readonly messageIdLog?: MessageIdLog.MessageIdLogOptions | undefined
 }
 
 export const sqliteFilename = (options: SqliteOptions): string =>
@@ -52,7 +52,7 @@ export const sqliteFilename = (options: SqliteOptions): string =>
  * missing. One writing connection, on a thread of its own (`SqliteConnection`: a `SqlClient`, and the hot
  * transactions of ingest, claims and completions): keep transactions short, as one runs at a time.
  * Long reads go to a read-only connection on a second thread (`SqliteReader`), checkpoints run on a third
- * (`WalCheckpoints`). Ingest appends what it saw to a log merged into the indexes by message id later (`MessageLog`).
+ * (`WalCheckpoints`). Ingest appends what it saw to a log merged into the indexes by message id later (`MessageIdLog`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
@@ -70,7 +70,7 @@ export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, Sto
       : WalCheckpoints.layer(filename, options.checkpoints ?? {}).pipe(Layer.provideMerge(layerSql))
     // After the migrations (the store is built first), before anything is enqueued (the layer is not ready until the
     // log left by an earlier process is merged).
-    const store = MessageLog.layer(options.messageLog).pipe(Layer.provideMerge(withCheckpoints))
+    const store = MessageIdLog.layer(options.messageIdLog).pipe(Layer.provideMerge(withCheckpoints))
     // The reader opens the file once the writer created it in WAL mode (provideMerge builds the writer first).
     const connections = WalCheckpoints.isSharedFile(filename) && options.reader !== false
       ? SqliteConnection.layerReader(filename).pipe(Layer.provideMerge(SqliteConnection.layer(filename)))

@@ -97,7 +97,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
     Effect.map(
       sql<{ message_id: string }>`
         SELECT message_id FROM seen_messages WHERE message_id LIKE ${like}
-        UNION SELECT message_id FROM message_log WHERE dedupe = 1 AND message_id LIKE ${like}
+        UNION SELECT message_id FROM message_id_log WHERE dedupe = 1 AND message_id LIKE ${like}
         ORDER BY message_id`,
       (rows) => rows.map((row) => row.message_id)
     )

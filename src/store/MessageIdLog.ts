@@ -3,7 +3,7 @@ import { Duration, Effect, Layer } from "effect"
 import { SqliteHotPaths } from "./SqliteConnection.js"
 import { StoreError } from "./StoreError.js"
 
-export interface MessageLogOptions {
+export interface MessageIdLogOptions {
   /** How long after an enqueue the log is looked at, and between looks while it holds rows. */
   readonly interval?: Duration.DurationInput | undefined
   /** Merge once the log holds this many rows… */
@@ -23,7 +23,7 @@ export interface MessageLogOptions {
  * memory (~150 bytes each), and a merge holds its sorted copy (`maxRows`) in memory while it runs. A step of 500 rows
  * holds the connection for 1–3 ms: an ingest commit queued behind one waits that long.
  */
-export const messageLogDefaults = {
+export const messageIdLogDefaults = {
   interval: Duration.seconds(1),
   minRows: 50_000,
   maxAge: Duration.seconds(10),
@@ -52,8 +52,8 @@ export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
   mergeWhenDue(hot, {
     minRows: 0,
     maxAgeMs: Number.NEGATIVE_INFINITY,
-    step: messageLogDefaults.step,
-    maxRows: messageLogDefaults.maxRows
+    step: messageIdLogDefaults.step,
+    maxRows: messageIdLogDefaults.maxRows
   })
 
 /**
@@ -61,14 +61,14 @@ export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
  * remembers only what was logged since it started), then in the background whenever it is large or old enough. It
  * sleeps while nothing is enqueued: an idle store has no timer pending on the Clock.
  */
-export const make = (options: MessageLogOptions = {}) =>
+export const make = (options: MessageIdLogOptions = {}) =>
   Effect.gen(function*() {
     const hot = yield* SqliteHotPaths
-    const interval = Duration.decode(options.interval ?? messageLogDefaults.interval)
-    const minRows = options.minRows ?? messageLogDefaults.minRows
-    const maxAgeMs = Duration.toMillis(options.maxAge ?? messageLogDefaults.maxAge)
-    const step = options.step ?? messageLogDefaults.step
-    const maxRows = options.maxRows ?? messageLogDefaults.maxRows
+    const interval = Duration.decode(options.interval ?? messageIdLogDefaults.interval)
+    const minRows = options.minRows ?? messageIdLogDefaults.minRows
+    const maxAgeMs = Duration.toMillis(options.maxAge ?? messageIdLogDefaults.maxAge)
+    const step = options.step ?? messageIdLogDefaults.step
+    const maxRows = options.maxRows ?? messageIdLogDefaults.maxRows
 
     yield* mergeAll(hot).pipe(
       Effect.mapError((cause: SqlError) => new StoreError({ operation: "open", cause }))
@@ -96,5 +96,5 @@ export const make = (options: MessageLogOptions = {}) =>
   })
 
 /** The merges for the life of the layer, over the SQLite connection in context. */
-export const layer = (options: MessageLogOptions = {}): Layer.Layer<never, StoreError, SqliteHotPaths> =>
+export const layer = (options: MessageIdLogOptions = {}): Layer.Layer<never, StoreError, SqliteHotPaths> =>
   Layer.scopedDiscard(make(options))

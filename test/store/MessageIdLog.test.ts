@@ -1,14 +1,16 @@
 import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
+import { Migrator } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Context, Effect, Layer, TestClock } from "effect"
 import * as Path from "node:path"
-import type { MessageLogOptions } from "../../src/store/MessageLog.js"
-import { migrate } from "../../src/store/Migrations.js"
+import type { MessageIdLogOptions } from "../../src/store/MessageIdLog.js"
+import { migrate, migrations, migrationsTable } from "../../src/store/Migrations.js"
 import { SqliteHotPaths } from "../../src/store/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/SqliteConnection.js"
 import { loadDriver } from "../../src/store/SqliteDriver.js"
+import * as SqlStore from "../../src/store/SqlStore.js"
 import { layerSqlite, Store } from "../../src/store/Store.js"
 import { body, entry } from "./storeSuite.js"
 
@@ -19,7 +21,7 @@ const tables = (filename: string) =>
     try {
       const ids = (query: string) => (db.prepare(query).pluck(true).all() as Array<string>).sort()
       return {
-        log: ids("SELECT message_id FROM message_log"),
+        log: ids("SELECT message_id FROM message_id_log"),
         seen: ids("SELECT message_id FROM seen_messages"),
         jobs: ids("SELECT message_id FROM message_jobs")
       }
@@ -45,13 +47,13 @@ const tempFile = Effect.map(
 ).pipe(Effect.provide(NodeFileSystem.layer))
 
 /** Builds the SQLite store on `filename` in this scope; answers it. */
-const openStore = (filename: string, messageLog: MessageLogOptions) =>
+const openStore = (filename: string, messageIdLog: MessageIdLogOptions) =>
   Effect.map(
-    Layer.build(layerSqlite({ filename, checkpoints: false, reader: false, messageLog })),
+    Layer.build(layerSqlite({ filename, checkpoints: false, reader: false, messageIdLog })),
     (context) => Context.get(context, Store)
   )
 
-describe("MessageLog (SQLite: ingest's ids logged, merged into the indexes later)", () => {
+describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes later)", () => {
   it.scoped("merges once the oldest row is maxAge old, driven by the Clock; dedupe and look-ups answer alike", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
@@ -117,6 +119,28 @@ describe("MessageLog (SQLite: ingest's ids logged, merged into the indexes later
         assert.deepStrictEqual((yield* tables(filename)).log, ["b"])
       }))
       assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "b", "f"], jobs: ["a", "b"] })
+    }))
+
+  it.scoped("migration 9 indexes the jobs stored before it by message id, and drops jobs_message", () =>
+    Effect.gen(function*() {
+      const filename = yield* tempFile
+      const context = yield* Layer.build(SqliteConnection.layer(filename))
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => !name.startsWith("9_")))
+      yield* Migrator.make({})({ loader: Migrator.fromRecord(before), table: migrationsTable }).pipe(
+        Effect.provide(context)
+      )
+      yield* sql`
+        INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at)
+        VALUES ('j1', 'web', 'm1', 'message', X'', 'delivered', 1, 1), ('j2', 'app', 'm1', 'message', X'', 'pending', 2, 2),
+          ('j3', 'web', 'd1', 'delete', X'', 'pending', 3, 3)`
+      yield* Effect.provide(migrate, context)
+
+      assert.deepStrictEqual(yield* tables(filename), { log: [], seen: [], jobs: ["d1", "m1", "m1"] })
+      const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE name = 'jobs_message'`
+      assert.deepStrictEqual(indexes, [])
+      const store = yield* Effect.provide(SqlStore.make, context)
+      assert.deepStrictEqual((yield* store.jobsForMessage("m1")).map((job) => job.id), ["j1", "j2"])
     }))
 
   describe("the merge on the thread", () => {
