@@ -265,9 +265,11 @@ const noUserIndex = Effect.gen(function*() {
  * UUIDs) each job's entry landed on a page of its own in each, and a commit wrote those pages: measured alone, 100-job
  * commits over 200 000 jobs cost 21 µs a job (and 12 µs of checkpoint) against 5.5 with time-ordered ids; end to end,
  * 31 000 messages/s accepted against 54 000.
- * - `message_id_log`: what ingest adds, in arrival order (a rowid table: appending writes the last page only). A row per
- *   job (the triggers below, whatever inserts the job) and per filtered message (no job). `dedupe` marks what the 24 h
- *   dedupe counts: the messages of ingest, not the jobs the product makes itself (audiences, deletions).
+ * - `message_id_log`: what ingest adds, in arrival order (a rowid table: appending writes the last page only): a row
+ *   per message whose id would land inside an index rather than at its end (`SqliteTransactions`: time-ordered ids
+ *   are written to the indexes at once), and per job the product makes itself (audiences, deletions: the trigger
+ *   below). `dedupe` marks what the 24 h dedupe counts (ingest's messages, with a job or filtered), `job_id` what the
+ *   look-up needs.
  * - `message_jobs`: the jobs of a message id, for the admin look-up (it replaces `jobs_message`).
  * - The log is merged into `seen_messages` and `message_jobs` in the background (`MessageIdLog`), sorted by key, many
  *   thousand rows at a time: a page then takes many entries at once. Until then, the SQLite thread answers dedupe from
@@ -295,9 +297,9 @@ const messageIdLog = Effect.gen(function*() {
         `INSERT INTO message_jobs (message_id, job_id, source_id) SELECT message_id, id, source_id FROM jobs
           ORDER BY message_id, id`,
         `DROP INDEX jobs_message`,
-        `CREATE TRIGGER jobs_logged AFTER INSERT ON jobs BEGIN
+        `CREATE TRIGGER jobs_logged AFTER INSERT ON jobs WHEN NEW.kind <> 'message' BEGIN
           INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe)
-          VALUES (NEW.source_id, NEW.message_id, NEW.created_at, NEW.id, NEW.kind = 'message');
+          VALUES (NEW.source_id, NEW.message_id, NEW.created_at, NEW.id, 0);
         END`,
         `CREATE TRIGGER jobs_unlogged AFTER DELETE ON jobs BEGIN
           DELETE FROM message_jobs WHERE message_id = OLD.message_id AND job_id = OLD.id;

@@ -417,12 +417,24 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
       { discard: true }
     )
 
+  /** SQLite: a message's jobs in `message_jobs` (migration 9), which the SQLite thread writes itself or logs. */
+  const indexJobsByMessage = (rows: ReadonlyArray<{ message_id: string; job_id: string; source_id: string }>) =>
+    sql.onDialectOrElse({
+      sqlite: () =>
+        Effect.forEach(
+          Arr.chunksOf(rows, insertChunk),
+          (chunk) => sql`INSERT INTO message_jobs ${sql.insert(chunk)}`,
+          { discard: true }
+        ),
+      orElse: () => Effect.void
+    })
+
   /**
    * Inserts the message ids as seen at `now`, or refreshes those last seen at or before `cutoff`;
    * returns the ids inserted or refreshed (not duplicates). The ids travel as one parameter (a
    * JSON array / a text[]), so the statement text is constant and no parameter limit applies.
-   * SQLite through a `SqlClient` alone (no SQLite thread: its hot paths log ids instead, migration 9)
-   * writes them here at once; its jobs' rows in `message_id_log` serve the look-ups until a merge.
+   * SQLite through a `SqlClient` alone (no SQLite thread, whose hot paths may log ids instead: migration 9)
+   * writes them here at once, and its jobs to `message_jobs` (`indexJobsByMessage`).
    */
   const markSeen = (sourceId: string, messageIds: ReadonlyArray<string>, now: number, cutoff: number) =>
     sql.onDialectOrElse({
@@ -473,6 +485,11 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
 
         const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
         const jobIds = newJobIds(now, withBody.length)
+        yield* indexJobsByMessage(withBody.map((entry, i) => ({
+          message_id: entry.messageId,
+          job_id: jobIds[i]!,
+          source_id: sourceId
+        })))
         yield* insertJobRows(withBody.map((entry, i) => ({
           id: jobIds[i]!,
           source_id: sourceId,

@@ -14,6 +14,9 @@ import * as SqlStore from "../../src/store/SqlStore.js"
 import { layerSqlite, Store } from "../../src/store/Store.js"
 import { body, entry } from "./storeSuite.js"
 
+/** An id the tests put in the indexes first, greater than theirs: their ids then go to the log. */
+const edge = "zz"
+
 /** Reads the file beside the store's own connection: what the log and the two indexes by message id hold. */
 const tables = (filename: string) =>
   Effect.sync(() => {
@@ -59,9 +62,10 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       const filename = yield* tempFile
       const store = yield* openStore(filename, { interval: "1 second", maxAge: "10 seconds", minRows: 1000 })
       const now = yield* Clock.currentTimeMillis
+      yield* store.enqueue("web", [entry(edge)], now)
       yield* store.enqueue("web", [entry("a"), entry("b"), { messageId: "f", filtered: true }], now)
       yield* store.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
-      const logged = { log: ["a", "aud-1", "b", "f"], seen: [], jobs: [] }
+      const logged = { log: ["a", "aud-1", "b", "f"], seen: [edge], jobs: [edge] }
       assert.deepStrictEqual(yield* tables(filename), logged)
       assert.deepStrictEqual((yield* store.jobsForMessage("a")).map((job) => job.messageId), ["a"])
 
@@ -70,7 +74,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
 
       yield* TestClock.adjust("2 seconds")
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
-      assert.deepStrictEqual(merged, { log: [], seen: ["a", "b", "f"], jobs: ["a", "aud-1", "b"] })
+      assert.deepStrictEqual(merged, { log: [], seen: ["a", "b", "f", edge], jobs: ["a", "aud-1", "b", edge] })
 
       const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("aud-1")], now)
       assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"], "the audience job's id is no message seen")
@@ -87,10 +91,12 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       const store = yield* openStore(filename, { interval: "1 second", maxAge: "1 hour", minRows: 50, step: 7 })
       const now = yield* Clock.currentTimeMillis
       const ids = Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, "0")}`)
+      yield* store.enqueue("web", [entry(edge)], now)
       yield* store.enqueue("web", ids.map((id) => entry(id)), now)
+      assert.strictEqual((yield* tables(filename)).log.length, 60)
       yield* TestClock.adjust("1 second")
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
-      assert.deepStrictEqual(merged, { log: [], seen: ids, jobs: ids })
+      assert.deepStrictEqual(merged, { log: [], seen: [...ids, edge], jobs: [...ids, edge] })
       assert.strictEqual((yield* store.enqueue("web", ids.map((id) => entry(id)), now)).duplicates, 60)
     }))
 
@@ -101,24 +107,30 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       yield* Effect.scoped(Effect.gen(function*() {
         const context = yield* Layer.build(SqliteConnection.layer(filename))
         yield* Effect.provide(migrate, context)
-        yield* Context.get(context, SqliteHotPaths).enqueue({
+        const hot = Context.get(context, SqliteHotPaths)
+        yield* hot.enqueue({ sourceId: "web", entries: [entry(edge)], now: 1000, options: undefined })
+        yield* hot.enqueue({
           sourceId: "web",
           entries: [entry("a"), { messageId: "f", filtered: true }],
           now: 1000,
           options: undefined
         })
       }))
-      assert.deepStrictEqual(yield* tables(filename), { log: ["a", "f"], seen: [], jobs: [] })
+      assert.deepStrictEqual(yield* tables(filename), { log: ["a", "f"], seen: [edge], jobs: [edge] })
 
       const never = { interval: "1 second", maxAge: "1 day", minRows: 1_000_000 } as const
       yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* openStore(filename, never)
-        assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f"], jobs: ["a"] })
+        assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f", edge], jobs: ["a", edge] })
         const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("b")], 2000)
         assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"])
         assert.deepStrictEqual((yield* tables(filename)).log, ["b"])
       }))
-      assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "b", "f"], jobs: ["a", "b"] })
+      assert.deepStrictEqual(yield* tables(filename), {
+        log: [],
+        seen: ["a", "b", "f", edge],
+        jobs: ["a", "b", edge]
+      })
     }))
 
   it.scoped("migration 9 indexes the jobs stored before it by message id, and drops jobs_message", () =>
@@ -144,14 +156,17 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
     }))
 
   describe("the merge on the thread", () => {
+    const enqueue = (hot: SqliteHotPaths["Type"], messageIds: ReadonlyArray<string>, now: number) =>
+      hot.enqueue({ sourceId: "s1", entries: messageIds.map((id) => entry(id)), now, options: undefined })
+    /** The store's thread on a new file whose indexes hold `edge`: the ids of the tests go to the log. */
     const thread = Effect.gen(function*() {
       const filename = yield* tempFile
       const context = yield* Layer.build(SqliteConnection.layer(filename))
       yield* Effect.provide(migrate, context)
-      return { filename, sql: Context.get(context, SqlClient.SqlClient), hot: Context.get(context, SqliteHotPaths) }
+      const hot = Context.get(context, SqliteHotPaths)
+      yield* enqueue(hot, [edge], 1)
+      return { filename, sql: Context.get(context, SqlClient.SqlClient), hot }
     })
-    const enqueue = (hot: SqliteHotPaths["Type"], messageIds: ReadonlyArray<string>, now: number) =>
-      hot.enqueue({ sourceId: "s1", entries: messageIds.map((id) => entry(id)), now, options: undefined })
     const everything = { minRows: 0, olderThan: Number.POSITIVE_INFINITY, maxRows: 1000 }
 
     it.scoped("keeps what is logged during a merge for the next one, and counts it as seen meanwhile", () =>
@@ -164,7 +179,11 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
         assert.deepStrictEqual(yield* hot.merge({ ...everything, limit: 4 }), { merged: 4, done: false, left: 0 })
         assert.deepStrictEqual(yield* hot.merge({ ...everything, limit: 4 }), { merged: 2, done: true, left: 0 })
 
-        assert.deepStrictEqual(yield* tables(filename), { log: ["late"], seen: early, jobs: early })
+        assert.deepStrictEqual(yield* tables(filename), {
+          log: ["late"],
+          seen: [...early, edge],
+          jobs: [...early, edge]
+        })
         const again = yield* enqueue(hot, [...early, "late"], 1002)
         assert.strictEqual(again.duplicates, 11)
         assert.deepStrictEqual(yield* hot.merge({ minRows: 5, olderThan: 0, limit: 4, maxRows: 1000 }), {
@@ -174,10 +193,33 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
         })
       }))
 
+    it.scoped("ids beyond the greatest one indexed are indexed at once; any other goes to the log", () =>
+      Effect.gen(function*() {
+        const { filename, hot, sql } = yield* thread
+        // Time-ordered, as analytics-node's: each beyond the last.
+        const ordered = ["zz-2", "zz-3", "zz-1"]
+        assert.strictEqual((yield* enqueue(hot, ordered, 1000)).accepted, 3)
+        assert.deepStrictEqual(yield* tables(filename), {
+          log: [],
+          seen: [edge, ...[...ordered].sort()],
+          jobs: [edge, ...[...ordered].sort()]
+        })
+        // Below the edge (a random id, or a late one), and one beyond it in the same request.
+        assert.strictEqual((yield* enqueue(hot, ["m", "zz-4"], 1001)).accepted, 2)
+        assert.deepStrictEqual((yield* tables(filename)).log, ["m"])
+        // Each refused again, wherever it is: in the index at the edge, in memory, in the index after a merge.
+        assert.strictEqual((yield* enqueue(hot, ["zz-1", "zz-4", "m"], 1002)).duplicates, 3)
+        yield* hot.merge({ ...everything, limit: 100 })
+        assert.strictEqual((yield* enqueue(hot, ["zz-1", "m"], 1003)).duplicates, 2)
+        // An edge that lags behind the index (its rows were written by another hand) still refuses what it holds.
+        yield* sql`INSERT INTO seen_messages (source_id, message_id, seen_at) VALUES ('s1', 'zzz', 1000)`
+        assert.strictEqual((yield* enqueue(hot, ["zzz"], 1004)).duplicates, 1)
+      }))
+
     it.scoped("merges at most maxRows rows at a time, the oldest first", () =>
       Effect.gen(function*() {
         const { filename, hot } = yield* thread
-        const first = ["z1", "z2", "z3"]
+        const first = ["y1", "y2", "y3"]
         yield* enqueue(hot, first, 1000)
         yield* enqueue(hot, ["a1", "a2"], 1001)
         assert.deepStrictEqual(yield* hot.merge({ ...everything, maxRows: 3, limit: 2 }), {
@@ -190,7 +232,11 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
           done: true,
           left: 2
         })
-        assert.deepStrictEqual(yield* tables(filename), { log: ["a1", "a2"], seen: first, jobs: first })
+        assert.deepStrictEqual(yield* tables(filename), {
+          log: ["a1", "a2"],
+          seen: [...first, edge],
+          jobs: [...first, edge]
+        })
         assert.strictEqual((yield* enqueue(hot, [...first, "a1", "a2"], 1002)).duplicates, 5)
       }))
 
@@ -200,9 +246,9 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
         yield* enqueue(hot, ["m1", "m2"], 1000)
         yield* sql`DELETE FROM jobs WHERE message_id = 'm1'`
         yield* hot.merge({ ...everything, limit: 100 })
-        assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["m1", "m2"], jobs: ["m2"] })
+        assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["m1", "m2", edge], jobs: ["m2", edge] })
         yield* sql`DELETE FROM jobs WHERE message_id = 'm2'`
-        assert.deepStrictEqual((yield* tables(filename)).jobs, [])
+        assert.deepStrictEqual((yield* tables(filename)).jobs, [edge])
       }))
   })
 })
