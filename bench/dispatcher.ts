@@ -74,7 +74,7 @@ const bodies = Array.from({ length: jobs }, (_, i) =>
       event: "Order Completed",
       properties: { orderId: `order-${i}`, revenue: 12.5, currency: "EUR", ...padding },
       context: { ip: "203.0.113.7" },
-      messageId: `bench-${i}`
+      messageId: `bench-${String(i).padStart(9, "0")}`
     },
     { receivedAt: Date.parse("2026-11-21T12:00:00Z"), generatedMessageId: `bench-${i}` }
   ))))
@@ -127,7 +127,10 @@ const fill = (store: Store["Type"], sourceId: string, count: number, body: (i: n
       const size = Math.min(500, count - start)
       yield* store.enqueue(
         sourceId,
-        Array.from({ length: size }, (_, k) => ({ messageId: `bench-${start + k}`, body: body(start + k) })),
+        Array.from(
+          { length: size },
+          (_, k) => ({ messageId: `bench-${String(start + k).padStart(9, "0")}`, body: body(start + k) })
+        ),
         Date.now(),
         { countApiCall: false }
       )

@@ -57,7 +57,7 @@ const analyticsJsTrack = (run: string, i: number) => {
       library: { name: "analytics.js", version: "npm:next-1.84.3" },
       timezone: "Europe/Berlin"
     },
-    messageId: `ajs-next-${run}-${i}`,
+    messageId: `ajs-next-${run}-${String(i).padStart(9, "0")}`,
     anonymousId: `anon-${i % 5000}`,
     writeKey,
     sentAt: now,
