@@ -12,16 +12,10 @@ import { encodeComplete } from "./CompleteWire.js"
 import { encodeEnqueue } from "./EnqueueWire.js"
 import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
+import type { MergeProgress, MergeRequest } from "./SqliteMessageIdMerge.js"
 import { threadProgram } from "./SqliteThreadFile.js"
 import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./SqliteThreadProgram.js"
-import type {
-  ClaimRequest,
-  CompleteRequest,
-  EnqueueRequest,
-  MergeProgress,
-  MergeRequest,
-  PurgeRequest
-} from "./SqliteTransactions.js"
+import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 /**
  * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,

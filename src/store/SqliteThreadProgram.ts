@@ -12,8 +12,9 @@ import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
 import { RecentMessageIds } from "./RecentMessageIds.js"
 import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
+import type { MergeRequest } from "./SqliteMessageIdMerge.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, MergeRequest, PurgeRequest } from "./SqliteTransactions.js"
+import type { ClaimRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string
