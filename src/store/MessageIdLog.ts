@@ -59,7 +59,7 @@ export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
   })
 
 /**
- * Merges SQLite's message log (migration 9) into the dedupe and look-up indexes: all of it at start (the SQLite thread
+ * Merges SQLite's message id log (migration 9) into the dedupe and look-up indexes: all of it at start (the SQLite thread
  * remembers only what was logged since it started), then in the background whenever it is large or old enough. It
  * sleeps while nothing is enqueued: an idle store has no timer pending on the Clock.
  */
@@ -83,7 +83,7 @@ export const make = (options: MessageIdLogOptions = {}) =>
         yield* Effect.sleep(interval)
         left = yield* mergeWhenDue(hot, { minRows, maxAgeMs, step, maxRows }).pipe(
           Effect.catchAll((error) =>
-            Effect.as(Effect.logWarning("the message log could not be merged; trying again", error), 1)
+            Effect.as(Effect.logWarning("the message id log could not be merged; trying again", error), 1)
           )
         )
       }
@@ -92,7 +92,7 @@ export const make = (options: MessageIdLogOptions = {}) =>
     // A process stopped in order leaves the next one nothing to merge before it can start.
     yield* Effect.addFinalizer(() =>
       mergeAll(hot).pipe(
-        Effect.catchAll((error) => Effect.logWarning("the message log is left for the next start to merge", error))
+        Effect.catchAll((error) => Effect.logWarning("the message id log is left for the next start to merge", error))
       )
     )
   })

@@ -1169,7 +1169,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
     fail("purgeDeadLetters")
   )
 
-  // On SQLite's thread, what ingest saw since the last merge is in the message log: merged first, it is purged as the
+  // On SQLite's thread, what ingest saw since the last merge is in the message id log: merged first, it is purged as the
   // rest (a log row older than the dedupe window is one an idle store never merged).
   const mergeLog = Option.match(hotPaths, { onNone: () => Effect.void, onSome: MessageIdLog.mergeAll })
 

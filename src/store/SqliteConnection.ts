@@ -31,7 +31,7 @@ export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<Sqli
   readonly complete: (request: CompleteRequest) => Effect.Effect<CompleteResult, SqlError>
   readonly purge: (request: PurgeRequest) => Effect.Effect<number, SqlError>
   readonly merge: (request: MergeRequest) => Effect.Effect<MergeProgress, SqlError>
-  /** Waits until an enqueue committed since the last wait (the message log grew: `MessageIdLog`). */
+  /** Waits until an enqueue committed since the last wait (the message id log may have grown: `MessageIdLog`). */
   readonly enqueued: Effect.Effect<void>
 }>() {}
 

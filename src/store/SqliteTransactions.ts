@@ -169,7 +169,7 @@ export interface Transactions {
   readonly complete: (request: CompleteRequest) => CompleteResult
   /** One purge chunk; answers how many jobs it deleted (fewer than `limit`: nothing older is left). */
   readonly purge: (request: PurgeRequest) => number
-  /** One step of merging the message log (see `MergeRequest`). */
+  /** One step of merging the message id log (see `MergeRequest`). */
   readonly merge: (request: MergeRequest) => MergeProgress
 }
 

@@ -40,7 +40,7 @@ export interface SqliteOptions {
    * queue of ingest commits. Not used for `:memory:` or URI filenames.
    */
   readonly reader?: false | undefined
-  /** When the message log is merged into the dedupe and look-up indexes (see `MessageIdLog`). */
+  /** When the message id log is merged into the dedupe and look-up indexes (see `MessageIdLog`). */
   readonly messageIdLog?: MessageIdLog.MessageIdLogOptions | undefined
 }
 
@@ -52,7 +52,8 @@ export const sqliteFilename = (options: SqliteOptions): string =>
  * missing. One writing connection, on a thread of its own (`SqliteConnection`: a `SqlClient`, and the hot
  * transactions of ingest, claims and completions): keep transactions short, as one runs at a time.
  * Long reads go to a read-only connection on a second thread (`SqliteReader`), checkpoints run on a third
- * (`WalCheckpoints`). Ingest appends what it saw to a log merged into the indexes by message id later (`MessageIdLog`).
+ * (`WalCheckpoints`). Ingest writes a message id that would land inside an index by message id to a log instead,
+ * merged into the indexes later (`MessageIdLog`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
