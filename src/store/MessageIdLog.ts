@@ -4,7 +4,7 @@ import { SqliteHotPaths } from "./SqliteConnection.js"
 import { StoreError } from "./StoreError.js"
 
 export interface MessageIdLogOptions {
-  /** How long after an enqueue the log is looked at, and between looks while it holds rows. */
+  /** How long after something is logged the log is looked at, and between looks while it holds rows. */
   readonly interval?: Duration.DurationInput | undefined
   /** Merge once the log holds this many rows… */
   readonly minRows?: number | undefined
@@ -61,7 +61,7 @@ export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
 /**
  * Merges SQLite's message id log (migration 9) into the dedupe and look-up indexes: all of it at start (the SQLite thread
  * remembers only what was logged since it started), then in the background whenever it is large or old enough. It
- * sleeps while nothing is enqueued: an idle store has no timer pending on the Clock.
+ * sleeps while nothing is logged: an idle store has no timer pending on the Clock.
  */
 export const make = (options: MessageIdLogOptions = {}) =>
   Effect.gen(function*() {
@@ -76,8 +76,8 @@ export const make = (options: MessageIdLogOptions = {}) =>
       Effect.mapError((cause: SqlError) => new StoreError({ operation: "open", cause }))
     )
 
-    const afterEachEnqueue = Effect.gen(function*() {
-      yield* hot.enqueued
+    const afterEachLogging = Effect.gen(function*() {
+      yield* hot.awaitLogged
       let left = 1
       while (left > 0) {
         yield* Effect.sleep(interval)
@@ -88,7 +88,7 @@ export const make = (options: MessageIdLogOptions = {}) =>
         )
       }
     })
-    yield* Effect.forkScoped(Effect.forever(afterEachEnqueue))
+    yield* Effect.forkScoped(Effect.forever(afterEachLogging))
     // A process stopped in order leaves the next one nothing to merge before it can start.
     yield* Effect.addFinalizer(() =>
       mergeAll(hot).pipe(

@@ -518,6 +518,8 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
   // On SQLite's own thread (see `SqliteConnection`), the hot paths go there as whole transactions. They run no
   // `SqlClient` statement, so there is no inner span to silence: no `untraced` (two fiber-ref writes a call).
   const hotPaths = yield* Effect.serviceOption(SqliteHotPaths)
+  // Jobs written through `SqlClient` on SQLite are logged by a trigger (migration 9): the merges are told.
+  const noteLogged = Option.match(hotPaths, { onNone: () => Effect.void, onSome: (hot) => hot.noteLogged })
 
   const enqueueOnThread =
     (hot: SqliteHotPaths["Type"]) =>
@@ -601,6 +603,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
         message_type: typeOfKind(job.kind),
         event: null
       }))))
+      yield* noteLogged
       return ids
     },
     untraced,
@@ -1244,6 +1247,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
           message_type: "delete",
           event: null
         })))
+        yield* noteLogged
         yield* sql`
           INSERT INTO deletion_requests (id, user_id, source_ids, created_at, jobs_removed)
           VALUES (${deletion.id}, ${userId}, ${JSON.stringify(sources)}, ${now}, ${jobsRemoved})`
@@ -1340,6 +1344,7 @@ export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = 
               'pending', ${now}, ${now}
             FROM json_each(${JSON.stringify(ids.map((id, i) => [id, messageIds[i], userIds[i], bodies[i]]))})`
       })
+      yield* noteLogged
       return ids.length
     })
 

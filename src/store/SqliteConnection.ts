@@ -31,8 +31,10 @@ export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<Sqli
   readonly complete: (request: CompleteRequest) => Effect.Effect<CompleteResult, SqlError>
   readonly purge: (request: PurgeRequest) => Effect.Effect<number, SqlError>
   readonly merge: (request: MergeRequest) => Effect.Effect<MergeProgress, SqlError>
-  /** Waits until an enqueue committed since the last wait (the message id log may have grown: `MessageIdLog`). */
-  readonly enqueued: Effect.Effect<void>
+  /** Something may have been added to the message id log: an enqueue (noted by itself), jobs written through `SqlClient`. */
+  readonly noteLogged: Effect.Effect<void>
+  /** Waits for a `noteLogged` since the last wait (`MessageIdLog`). */
+  readonly awaitLogged: Effect.Effect<void>
 }>() {}
 
 /** How long closing waits for the statements already sent before the thread is terminated. */
@@ -215,14 +217,14 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const enqueuedLatch = yield* Effect.makeLatch(false)
+    const loggedLatch = yield* Effect.makeLatch(false)
     const hot: SqliteHotPaths["Type"] = {
       enqueue: (request) =>
         Effect.suspend(() => {
           const wire = encodeEnqueue(request)
           return Effect.tap(
             sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>,
-            () => enqueuedLatch.unsafeOpen()
+            () => loggedLatch.unsafeOpen()
           )
         }),
       claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
@@ -239,7 +241,8 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
         ),
       purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>,
       merge: (request) => sendOutside({ op: "merge", request }) as Effect.Effect<MergeProgress, SqlError>,
-      enqueued: Effect.zipRight(enqueuedLatch.await, enqueuedLatch.close)
+      noteLogged: loggedLatch.open,
+      awaitLogged: Effect.zipRight(loggedLatch.await, loggedLatch.close)
     }
     return { sql, hot }
   })

@@ -85,6 +85,18 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       ])
     }))
 
+  it.scoped("jobs the product makes itself (audiences, deletions) are merged by age too, with no ingest after them", () =>
+    Effect.gen(function*() {
+      const filename = yield* tempFile
+      const store = yield* openStore(filename, { interval: "1 second", maxAge: "10 seconds", minRows: 1000 })
+      const now = yield* Clock.currentTimeMillis
+      yield* store.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
+      assert.deepStrictEqual(yield* tables(filename), { log: ["aud-1"], seen: [], jobs: [] })
+      yield* TestClock.adjust("11 seconds")
+      const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
+      assert.deepStrictEqual(merged, { log: [], seen: [], jobs: ["aud-1"] })
+    }))
+
   it.scoped("merges at the next look once the log holds minRows rows", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
