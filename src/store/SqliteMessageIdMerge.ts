@@ -68,9 +68,6 @@ export const prepareMerge = (
     mergeSeen.run(from, to)
     mergeJobs.run(from, to)
   })
-  const finishMerge = db.transaction((lastLogRow: number) => {
-    dropLog.run(lastLogRow)
-  })
   const merge = (request: MergeRequest): MergeProgress => {
     try {
       if (merging === undefined) {
@@ -89,7 +86,7 @@ export const prepareMerge = (
       if (from <= to) mergeStep(from, to)
       merging.next = to + 1
       if (merging.next <= merging.rows) return { merged: to - from + 1, done: false, left: 0 }
-      finishMerge(merging.lastLogRow)
+      dropLog.run(merging.lastLogRow)
       for (const [sourceId, messageId, seenAt] of mergedSeen.iterate() as Iterable<[string, string, number]>) {
         recent.forget(sourceId, messageId, Number(seenAt))
       }
