@@ -5,7 +5,8 @@
  * when DATABASE_URL is set — which delivers to a loopback receiver in a third process. Reports
  * accepted and delivered messages/s, ingest→receipt p50/p99, the server's peak RSS, and the accept
  * latency p99 at a steady 1 000 messages/s, beside two floors measured in the same run under the same steady load (a
- * bare node:http server and an `@effect/platform` one, each only parsing the body). The same run POSTs the same
+ * bare node:http server and an `@effect/platform` one, each only parsing the body); the same two floors take the
+ * throughput phase's requests too, a baseline of accepted/s. The same run POSTs the same
  * delivered bodies straight to the same receiver with undici as the baseline. A probe preloaded into the server
  * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
  *
@@ -177,26 +178,41 @@ const warmUp = async (label: string, count: number, agent: Agent, server: Server
   sink.reset()
 }
 
-/** Throughput: every sender posts batches back to back; then waits until the receiver has every message. */
-const throughputPhase = async (label: string, agent: Agent, server: Server, sink: Sink, ids: Ids) => {
-  const run = `${label}-${Date.now()}`
-  const sentAt = new Map<string, number>()
-  await server.probe()
-  const bodies = Array.from({ length: totalMessages / batchSize }, (_, b) => {
+/** The throughput phase's requests: `totalMessages` messages in batches of `batchSize`, with their message ids. */
+const throughputBodies = (run: string, ids: Ids) =>
+  Array.from({ length: totalMessages / batchSize }, (_, b) => {
     const batch = Array.from({ length: batchSize }, (_, k) => message(run, b * batchSize + k, ids))
     return { ids: batch.map((m) => m.messageId), body: JSON.stringify({ batch }) }
   })
+
+/** Every sender posts the next request as soon as its last one was answered, until none is left. */
+const postAll = async (
+  agent: Agent,
+  url: string,
+  bodies: ReadonlyArray<{ readonly ids: ReadonlyArray<string>; readonly body: string }>,
+  onSend: (ids: ReadonlyArray<string>) => void = () => {}
+) => {
   let next = 0
-  refused = 0
-  const started = performance.now()
   await Promise.all(Array.from({ length: senders }, async () => {
     while (next < bodies.length) {
       const { body, ids } = bodies[next++]!
-      const at = performance.timeOrigin + performance.now()
-      for (const id of ids) sentAt.set(id, at)
-      await post(agent, server.url, body)
+      onSend(ids)
+      await post(agent, url, body)
     }
   }))
+}
+
+/** Throughput: every sender posts batches back to back; then waits until the receiver has every message. */
+const throughputPhase = async (label: string, agent: Agent, server: Server, sink: Sink, ids: Ids) => {
+  const sentAt = new Map<string, number>()
+  await server.probe()
+  const bodies = throughputBodies(`${label}-${Date.now()}`, ids)
+  refused = 0
+  const started = performance.now()
+  await postAll(agent, server.url, bodies, (batchIds) => {
+    const at = performance.timeOrigin + performance.now()
+    for (const id of batchIds) sentAt.set(id, at)
+  })
   const acceptSeconds = (performance.now() - started) / 1000
   const duringAccept = await server.probe()
   const refusedDuringAccept = refused
@@ -274,6 +290,26 @@ const steadyFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
     return await steadyLoad(agent, floor.url, `floor-${Date.now()}`)
+  } finally {
+    await agent.close()
+    floor.stop()
+  }
+}
+
+/**
+ * A floor of accepted/s: the throughput phase's requests, from the same senders, to a server in its own process that
+ * parses each body and answers at once (no validation, no store, nothing delivered). The same warm-up first.
+ */
+const acceptFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
+  const floor = await startFloor(script)
+  const agent = new Agent({ keepAliveTimeout: 30_000 })
+  try {
+    const run = `floor-${Date.now()}`
+    await postAll(agent, floor.url, throughputBodies(`${run}-warm-up`, "default").slice(0, warmUpMessages / batchSize))
+    const bodies = throughputBodies(run, "default")
+    const started = performance.now()
+    await postAll(agent, floor.url, bodies)
+    return totalMessages / ((performance.now() - started) / 1000)
   } finally {
     await agent.close()
     floor.stop()
@@ -377,6 +413,8 @@ const main = async () => {
   const rawBefore = flag("skip-raw") ? 0 : await rawBaseline()
   const floor = await steadyFloor("plainServer.mjs")
   const effectFloor = await steadyFloor("effectServer.mjs")
+  const acceptedFloor = await acceptFloor("plainServer.mjs")
+  const acceptedEffectFloor = await acceptFloor("effectServer.mjs")
   const sqlite = await runServer("sqlite", {}, "")
   // The same on SQLite with random message ids, as Segment's server-side and mobile libraries send them (`--skip-random`
   // leaves it out; with `--random-ids` every run has them already).
@@ -436,6 +474,15 @@ ${row("SQLite", sqlite)}
 ${sqliteRandom === undefined ? "" : row("SQLite, random message ids", sqliteRandom)}
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
 
+The floors of accepted/s: the same requests from the same senders to a server in its own process that parses each
+body and answers at once, no store — bare \`node:http\`: ${Math.round(acceptedFloor)} msg/s; \`@effect/platform\`'s
+\`HttpServer\` with hookrelay's middleware: ${Math.round(acceptedEffectFloor)} msg/s. hookrelay on SQLite accepted ${
+    (sqlite.acceptedPerSecond / acceptedFloor).toFixed(2)
+  }× the first and ${
+    (sqlite.acceptedPerSecond / acceptedEffectFloor).toFixed(2)
+  }× the second (validating, stamping, encoding
+and committing each message, while delivering).
+
 The floors of the accept latency: the same steady load against a server in its own process that parses each body
 and answers at once, no store — bare \`node:http\` (\`bench/support/plainServer.mjs\`): p50 ${
     floor.p50.toFixed(1)
@@ -491,6 +538,8 @@ Targets: ≥ 50 000 messages/s accepted on SQLite; delivered ≥ 0.35× raw; acc
       rawBefore,
       rawAfter,
       steadyFloor: floor,
+      acceptedFloor,
+      acceptedEffectFloor,
       steadyEffectFloor: effectFloor,
       sqlite,
       sqliteRandomIds: sqliteRandom,
