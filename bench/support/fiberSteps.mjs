@@ -1,6 +1,6 @@
 /**
  * Counts the instructions Effect's fiber runtime runs in a process, for measuring what a request costs in fiber steps
- * (README, "Fiber steps of a tracking request"). A preload, not part of hookrelay:
+ * (bench/NOTES.md, "Fiber steps of a tracking request"). A preload, not part of hookrelay:
  *
  *   node --import ./bench/support/fiberSteps.mjs dist/main.js
  *

@@ -1,7 +1,7 @@
 /**
  * A repro, not a benchmark: Effect fibers that suspend in `Effect.async` and resume later are promoted to the old
  * generation, while the same work finished synchronously is not. Found while looking for why the server promotes
- * ~600–750 KB/s at 100 requests/s whatever the route (README, "Young-generation survival in delivery").
+ * ~600–750 KB/s at 100 requests/s whatever the route (bench/NOTES.md, "Young-generation survival in delivery").
  *
  *   MODE=plain|sync|async node --min-semi-space-size=4 --max-semi-space-size=4 --trace-gc-nvp \
  *     bench/support/promotionRepro.mjs

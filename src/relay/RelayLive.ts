@@ -35,7 +35,7 @@ export const make = Effect.gen(function*() {
   const clock = yield* Effect.clock
 
   // Recorded in a synchronous step on success (a failed commit is a 5xx, not a latency): an `Effect` metric update and a
-  // timed span would add fiber steps to every tracking request (README, "Fiber steps of a tracking request").
+  // timed span would add fiber steps to every tracking request (bench/NOTES.md, "Fiber steps of a tracking request").
   const timed = <A, E, R>(commit: Effect.Effect<A, E, R>) =>
     Effect.suspend(() => {
       const started = clock.unsafeCurrentTimeNanos()
