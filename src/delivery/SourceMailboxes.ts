@@ -8,8 +8,8 @@
  * its bound), and a claim has a fixed cost besides its rows (its transaction on the SQLite thread, waking that thread,
  * the claimer's loop on the event loop). Measured with the dispatcher benchmark on a fast machine (bench/NOTES.md,
  * "A mailbox that grows"): claims of 128 jobs ran at 0.37–0.41× of raw undici, of up to 512 at 0.40–0.45×. A bigger
- * bound for every source would cost where it buys nothing: against a refused endpoint a 1 024-job mailbox keeps 1 024 jobs
- * retrying in memory (the backlog benchmark's RSS went from 159 to 228 MB), and two slow sources would fill
+ * bound for every source would cost where it buys nothing: against a refused endpoint a 1 024-job mailbox keeps
+ * 1 024 jobs retrying in memory (the backlog benchmark's RSS went from 159 to 228 MB), and two slow sources would fill
  * `maxJobsInMemory` (2 048) where eight do at `base`. Only a source whose endpoint answers at once drains its mailbox
  * fast enough for claims to matter; a slow or failing one keeps `base`.
  */
