@@ -3,7 +3,7 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, TestClock, TestServices } from "effect"
+import { Chunk, Effect, Layer, TestClock, TestServices } from "effect"
 import * as Path from "node:path"
 import * as SqlStore from "../../src/store/SqlStore.js"
 import { Store } from "../../src/store/Store.js"
@@ -98,7 +98,9 @@ describe("WAL checkpoints on a worker thread", () => {
 
       yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
       yield* store.enqueue("web", entries("a", 10), 2)
-      yield* liveSleep(50) // the change of the WAL file reaches the loop, which then sleeps on the clock
+      // The change of the WAL file reaches the loop in real time (a watch of the file); it then sleeps on the clock.
+      const now = yield* TestClock.currentTimeMillis
+      yield* waitUntil(TestClock.sleeps(), (sleeps) => Chunk.some(sleeps, (at) => at <= now + 1000), "the loop's sleep")
       yield* TestClock.adjust("999 millis")
       yield* liveSleep(50)
       assert.strictEqual((yield* stats).byWorker, 1, "nothing before the interval is over")
