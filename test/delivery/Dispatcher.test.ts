@@ -216,7 +216,7 @@ describe("Dispatcher", () => {
           yield* realWait(2)
           ;({ inside, outside } = yield* jobs)
         }
-        // Nor is the job that had its attempt tried again later.
+        // A second later on the Clock, still one request: the job inside the window was not tried again.
         yield* TestClock.adjust("1 second")
         yield* realWait(200)
         expect(receiver.requests).toHaveLength(1)
