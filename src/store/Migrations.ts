@@ -268,8 +268,8 @@ const noUserIndex = Effect.gen(function*() {
  * - `message_id_log`: what ingest adds, in arrival order (a rowid table: appending writes the last page only): a row
  *   per message whose id would land inside an index rather than at its end (`SqliteTransactions`: time-ordered ids
  *   are written to the indexes at once), and per job the product makes itself (audiences, deletions: the trigger
- *   below). `dedupe` marks what the 24 h dedupe counts (ingest's messages, with a job or filtered), `job_id` what the
- *   look-up needs.
+ *   below, as narrowed by migration 10). `dedupe` marks what the 24 h dedupe counts (ingest's messages, with a job or
+ *   filtered), `job_id` what the look-up needs.
  * - `message_jobs`: the jobs of a message id, for the admin look-up (it replaces `jobs_message`).
  * - The log is merged into `seen_messages` and `message_jobs` in the background (`MessageIdLog`), sorted by key, many
  *   thousand rows at a time: a page then takes many entries at once. Until then, the SQLite thread answers dedupe from
@@ -297,12 +297,34 @@ const messageIdLog = Effect.gen(function*() {
         `INSERT INTO message_jobs (message_id, job_id, source_id) SELECT message_id, id, source_id FROM jobs
           ORDER BY message_id, id`,
         `DROP INDEX jobs_message`,
-        `CREATE TRIGGER jobs_logged AFTER INSERT ON jobs WHEN NEW.kind <> 'message' BEGIN
+        `CREATE TRIGGER jobs_logged AFTER INSERT ON jobs BEGIN
           INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe)
-          VALUES (NEW.source_id, NEW.message_id, NEW.created_at, NEW.id, 0);
+          VALUES (NEW.source_id, NEW.message_id, NEW.created_at, NEW.id, NEW.kind = 'message');
         END`,
         `CREATE TRIGGER jobs_unlogged AFTER DELETE ON jobs BEGIN
           DELETE FROM message_jobs WHERE message_id = OLD.message_id AND job_id = OLD.id;
+        END`
+      ]),
+    orElse: () => Effect.void
+  })
+})
+
+/**
+ * SQLite: migration 9's `jobs_logged` trigger, as first shipped, logged every job inserted, ingest's too. Ingest now
+ * writes its own rows: the index entry at once for an id beyond the index's greatest (time-ordered ids), a log row
+ * only for the others (`SqliteTransactions`). Left in place, the old trigger would log every ingested job a second
+ * time, and the merges would write what the edge already wrote. The trigger keeps the jobs the product makes itself
+ * (audiences, deletions), which ingest does not write.
+ */
+const jobsLoggedOfTheProductOnly = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    sqlite: () =>
+      statements(sql, [
+        `DROP TRIGGER jobs_logged`,
+        `CREATE TRIGGER jobs_logged AFTER INSERT ON jobs WHEN NEW.kind <> 'message' BEGIN
+          INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe)
+          VALUES (NEW.source_id, NEW.message_id, NEW.created_at, NEW.id, 0);
         END`
       ]),
     orElse: () => Effect.void
@@ -321,7 +343,8 @@ export const migrations = {
   "6_usage_shards": usageShardsMigration,
   "7_pending_by_source": pendingBySource,
   "8_no_user_index": noUserIndex,
-  "9_message_id_log": messageIdLog
+  "9_message_id_log": messageIdLog,
+  "10_jobs_logged_of_the_product_only": jobsLoggedOfTheProductOnly
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

@@ -164,7 +164,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       const filename = yield* tempFile
       const context = yield* Layer.build(SqliteConnection.layer(filename))
       const sql = Context.get(context, SqlClient.SqlClient)
-      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => !name.startsWith("9_")))
+      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name) < 9))
       yield* Migrator.make({})({ loader: Migrator.fromRecord(before), table: migrationsTable }).pipe(
         Effect.provide(context)
       )
@@ -179,6 +179,30 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       assert.deepStrictEqual(indexes, [])
       const store = yield* Effect.provide(SqlStore.make, context)
       assert.deepStrictEqual((yield* store.jobsForMessage("m1")).map((job) => job.id), ["j1", "j2"])
+    }))
+
+  it.scoped("migration 10: a store migrated by migration 9 as first shipped stops logging ingest's jobs by trigger", () =>
+    Effect.gen(function*() {
+      const filename = yield* tempFile
+      const context = yield* Layer.build(SqliteConnection.layer(filename))
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name) < 10))
+      yield* Migrator.make({})({ loader: Migrator.fromRecord(before), table: migrationsTable }).pipe(
+        Effect.provide(context)
+      )
+      const insertJob = (id: string, messageId: string, kind: string) =>
+        sql`
+          INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at)
+          VALUES (${id}, 'web', ${messageId}, ${kind}, X'', 'pending', 1, 1)`
+      const log = sql<{ message_id: string; dedupe: number }>`
+        SELECT message_id, dedupe FROM message_id_log ORDER BY rowid`
+      yield* insertJob("j1", "m1", "message")
+      assert.deepStrictEqual(yield* log, [{ message_id: "m1", dedupe: 1 }], "the trigger as first shipped")
+
+      yield* Effect.provide(migrate, context)
+      yield* insertJob("j2", "m2", "message")
+      yield* insertJob("j3", "aud-1", "audience")
+      assert.deepStrictEqual(yield* log, [{ message_id: "m1", dedupe: 1 }, { message_id: "aud-1", dedupe: 0 }])
     }))
 
   describe("the merge on the thread", () => {
