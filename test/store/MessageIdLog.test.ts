@@ -63,6 +63,18 @@ const tempFile = Effect.map(
   (directory) => Path.join(directory, "hookrelay.db")
 ).pipe(Effect.provide(NodeFileSystem.layer))
 
+/** The store's connection on a new file, migrated up to (not including) migration `number`, as an older build left it. */
+const migratedBefore = (number: number) =>
+  Effect.gen(function*() {
+    const filename = yield* tempFile
+    const context = yield* Layer.build(SqliteConnection.layer(filename))
+    const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name) < number))
+    yield* Migrator.make({})({ loader: Migrator.fromRecord(before), table: migrationsTable }).pipe(
+      Effect.provide(context)
+    )
+    return { context, filename, sql: Context.get(context, SqlClient.SqlClient) }
+  })
+
 /** Builds the SQLite store on `filename` in this scope; answers it. */
 const openStore = (filename: string, messageIdLog: MessageIdLogOptions) =>
   Effect.map(
@@ -161,13 +173,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
 
   it.scoped("migration 9 indexes the jobs stored before it by message id, and drops jobs_message", () =>
     Effect.gen(function*() {
-      const filename = yield* tempFile
-      const context = yield* Layer.build(SqliteConnection.layer(filename))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name) < 9))
-      yield* Migrator.make({})({ loader: Migrator.fromRecord(before), table: migrationsTable }).pipe(
-        Effect.provide(context)
-      )
+      const { context, filename, sql } = yield* migratedBefore(9)
       yield* sql`
         INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at)
         VALUES ('j1', 'web', 'm1', 'message', X'', 'delivered', 1, 1), ('j2', 'app', 'm1', 'message', X'', 'pending', 2, 2),
@@ -183,13 +189,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
 
   it.scoped("migration 10: a store migrated by migration 9 as first shipped stops logging ingest's jobs by trigger", () =>
     Effect.gen(function*() {
-      const filename = yield* tempFile
-      const context = yield* Layer.build(SqliteConnection.layer(filename))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => Number.parseInt(name) < 10))
-      yield* Migrator.make({})({ loader: Migrator.fromRecord(before), table: migrationsTable }).pipe(
-        Effect.provide(context)
-      )
+      const { context, sql } = yield* migratedBefore(10)
       const insertJob = (id: string, messageId: string, kind: string) =>
         sql`
           INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at)
