@@ -47,11 +47,11 @@ export {
   layerPg,
   /** The engine on an embedded SQLite file, the default. Fails with `StoreError` when the file cannot be opened. */
   layerSqlite
-} from "./relay/Engine.js"
+} from "./relay/RelayLayer.js"
 export type {
   /** Dispatcher, transport and retention options of the engine layers. */
   EngineOptions
-} from "./relay/Engine.js"
+} from "./relay/RelayLayer.js"
 
 export {
   /**
@@ -127,6 +127,20 @@ export {
   WriteKeyConflict
 } from "./store/StoreError.js"
 
+export {
+  /** Another audience of the source is already sent as this property (HTTP 409). */
+  AudiencePropertyTaken,
+  /** Another sync of the same audience is running, in this process or another (HTTP 409). */
+  AudienceSyncInProgress,
+  /** The sync lost its audience lease to another sync; the chunks applied stand: run it again. */
+  AudienceSyncInterrupted,
+  /** A deletion request or sync input is invalid (HTTP 400); each issue names the field. */
+  InvalidAdminRequest,
+  /** No deletion request has this id (HTTP 404). */
+  UnknownDeletion,
+  /** A deletion request names sources that do not exist (HTTP 400). */
+  UnknownSources
+} from "./audiences/AudienceErrors.js"
 export type {
   /** What `Relay.syncAudience` changed: the property and the added / removed / unchanged counts. */
   AudienceSyncResult
@@ -141,20 +155,6 @@ export type {
   /** A deletion request with each notification's delivery status (`Relay.getDeletion`). */
   DeletionStatus
 } from "./audiences/Deletions.js"
-export {
-  /** Another audience of the source is already sent as this property (HTTP 409). */
-  AudiencePropertyTaken,
-  /** Another sync of the same audience is running, in this process or another (HTTP 409). */
-  AudienceSyncInProgress,
-  /** The sync lost its audience lease to another sync; the chunks applied stand: run it again. */
-  AudienceSyncInterrupted,
-  /** A deletion request or sync input is invalid (HTTP 400); each issue names the field. */
-  InvalidAdminRequest,
-  /** No deletion request has this id (HTTP 404). */
-  UnknownDeletion,
-  /** A deletion request names sources that do not exist (HTTP 400). */
-  UnknownSources
-} from "./audiences/Errors.js"
 export type {
   /** A computed trait's value: a JSON scalar; `null` clears it. */
   TraitValue

@@ -5,7 +5,7 @@ import { keepAliveTimeoutConfig, makeNodeServer } from "./ingest/NodeServer.js"
 import * as Server from "./ingest/Server.js"
 import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
 import { overloadConfig } from "./overload/OverloadConfig.js"
-import { layerEngine } from "./relay/Engine.js"
+import { layerEngine } from "./relay/RelayLayer.js"
 import * as Store from "./store/Store.js"
 import { retentionConfig } from "./store/StoreConfig.js"
 

@@ -1,6 +1,6 @@
 /**
  * A repro, not a benchmark: a long-lived `Map` whose entries come and go promotes nearly every value it ever held
- * (`src/domain/Slots.ts` explains why and is the fix).
+ * (`src/runtime/Slots.ts` explains why and is the fix).
  *
  *   MODE=map|slots|none node --trace-gc-nvp bench/support/mapChurnRepro.mjs
  *

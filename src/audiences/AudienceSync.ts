@@ -4,14 +4,14 @@ import { uuidv7 } from "../domain/MessageId.js"
 import type { AudienceRef, StoredSource, StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
-import { chunks } from "./Chunks.js"
 import {
   AudiencePropertyTaken,
   AudienceSyncInProgress,
   AudienceSyncInterrupted,
   InvalidAdminRequest
-} from "./Errors.js"
-import type { AudienceSyncError } from "./Errors.js"
+} from "./AudienceErrors.js"
+import type { AudienceSyncError } from "./AudienceErrors.js"
+import { chunks } from "./Chunks.js"
 import { identifyJobs } from "./Identify.js"
 import { maxSyncSize, sortedUnique, validateIdList, validateName } from "./Input.js"
 

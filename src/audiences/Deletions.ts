@@ -4,7 +4,7 @@ import { uuidv7 } from "../domain/MessageId.js"
 import type { JobStatus, StoredDeletion, StoredSource, StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
-import { InvalidAdminRequest, UnknownDeletion, UnknownSources } from "./Errors.js"
+import { InvalidAdminRequest, UnknownDeletion, UnknownSources } from "./AudienceErrors.js"
 import { validateIdList, validateUserId } from "./Input.js"
 
 /** A recorded deletion request, as `deleteUser` returns it. */

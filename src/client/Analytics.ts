@@ -6,8 +6,9 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
-import { Engine, makeEngine } from "./Engine.js"
-import type { ClientClosed, InvalidMessage, InvalidOptions, MessageTooLarge } from "./Errors.js"
+import { Engine, makeEngine } from "./ClientEngine.js"
+import type { ClientClosed, InvalidMessage, InvalidOptions, MessageTooLarge } from "./ClientErrors.js"
+import { layerNodeHttp, type Transport } from "./ClientTransport.js"
 import {
   type AnalyticsOptions,
   environmentVariables,
@@ -16,7 +17,6 @@ import {
   resolveOptions
 } from "./Options.js"
 import type { Outcome } from "./Outcome.js"
-import { layerNodeHttp, type Transport } from "./Transport.js"
 
 /** Why a call was refused. A message dropped because the queue is full is not an error (see `Outcome.Dropped`). */
 export type CallError = InvalidMessage | MessageTooLarge | ClientClosed

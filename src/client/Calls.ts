@@ -4,7 +4,7 @@ import { maxMessageBytes } from "../domain/Limits.js"
 import { copyWith } from "../domain/Merge.js"
 import { decodeMessage, type MessageType } from "../domain/Message.js"
 import { formatTimestamp } from "../domain/Timestamp.js"
-import { InvalidMessage, MessageTooLarge } from "./Errors.js"
+import { InvalidMessage, MessageTooLarge } from "./ClientErrors.js"
 import type { OutgoingMessage } from "./Outcome.js"
 import { library } from "./version.js"
 

@@ -6,8 +6,8 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { MessageType } from "../domain/Message.js"
 import { engineLayer } from "./Analytics.js"
 import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
-import { Engine, type EngineShape } from "./Engine.js"
-import { ClientClosed } from "./Errors.js"
+import { Engine, type EngineShape } from "./ClientEngine.js"
+import { ClientClosed } from "./ClientErrors.js"
 import { type AnalyticsOptions, resolveOptions } from "./Options.js"
 
 /**

@@ -7,7 +7,7 @@ import * as Schema from "effect/Schema"
 import { type FieldIssue, issuesFromParseError } from "../domain/Issues.js"
 import { maxBatchMessages } from "../domain/Limits.js"
 import { WebhookUrl, WriteKey } from "../domain/Settings.js"
-import { InvalidOptions } from "./Errors.js"
+import { InvalidOptions } from "./ClientErrors.js"
 import type { Outcome } from "./Outcome.js"
 
 /** What to do with a call when `maxQueueSize` messages are already queued. */

@@ -1,6 +1,6 @@
 import * as Data from "effect/Data"
 import type { JsonObject, Message } from "../domain/Message.js"
-import type { SendError } from "./Errors.js"
+import type { SendError } from "./ClientErrors.js"
 
 /** A message as the client sends it: validated, with its `messageId`, `timestamp` and `context.library`. */
 export type OutgoingMessage = Message & {

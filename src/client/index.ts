@@ -62,7 +62,7 @@ export {
 export {
   /** How far (in outcomes) an `outcomes` subscriber may fall behind before the oldest are discarded. */
   outcomeBuffer
-} from "./Engine.js"
+} from "./ClientEngine.js"
 
 export {
   /** The Promise client's methods. */
@@ -113,7 +113,7 @@ export {
   type SendError,
   /** A request failed on the network (refused, reset, DNS, TLS). Retried unless the certificate is invalid. */
   TransportError
-} from "./Errors.js"
+} from "./ClientErrors.js"
 
 export {
   /** The client's options; only `writeKey` is required. */
@@ -142,7 +142,7 @@ export {
   maxBackoff,
   /** The longest `Retry-After` honoured. */
   maxRetryAfter
-} from "./RetryPolicy.js"
+} from "./ClientRetry.js"
 
 export {
   /** Options of the node:http transport. */
@@ -157,7 +157,7 @@ export {
   type TransportResponse,
   /** The transport's single operation. */
   type TransportShape
-} from "./Transport.js"
+} from "./ClientTransport.js"
 
 export {
   /** `context.library` of every message: `{ name: "hookrelay", version }`. */

@@ -4,10 +4,10 @@ import type { LookupAddress, LookupOptions } from "node:dns"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { buildConnector } from "undici"
 import type { Dispatcher } from "undici"
-import { Slots } from "../domain/Slots.js"
 import { ipFamily } from "../network/AddressPolicy.js"
 import * as EgressPolicy from "../network/EgressPolicy.js"
 import type { ResolveError } from "../network/Resolver.js"
+import { Slots } from "../runtime/Slots.js"
 import * as OriginPools from "./OriginPools.js"
 
 /**

@@ -1,6 +1,5 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, type Option, type Redacted } from "effect"
-import type { DeletionStatus } from "../audiences/Deletions.js"
 import type {
   AudiencePropertyTaken,
   AudienceSyncInProgress,
@@ -8,7 +7,8 @@ import type {
   InvalidAdminRequest,
   UnknownDeletion,
   UnknownSources
-} from "../audiences/Errors.js"
+} from "../audiences/AudienceErrors.js"
+import type { DeletionStatus } from "../audiences/Deletions.js"
 import type { TraitValue } from "../audiences/Input.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { formatTimestamp } from "../domain/Timestamp.js"

@@ -1,8 +1,13 @@
 import { Context, type Effect, type Stream } from "effect"
+import type {
+  AudienceSyncError,
+  InvalidAdminRequest,
+  UnknownDeletion,
+  UnknownSources
+} from "../audiences/AudienceErrors.js"
 import type { AudienceSyncResult } from "../audiences/AudienceSync.js"
 import type { TraitSyncResult } from "../audiences/ComputedTraits.js"
 import type { DeletionRequest, DeletionStatus } from "../audiences/Deletions.js"
-import type { AudienceSyncError, InvalidAdminRequest, UnknownDeletion, UnknownSources } from "../audiences/Errors.js"
 import type { TraitValue } from "../audiences/Input.js"
 import type { DeliveryOutcome } from "../delivery/Outcomes.js"
 import type { BatchDefaults, BatchError } from "../domain/Batch.js"

@@ -1,6 +1,6 @@
 import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
+import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import * as Audiences from "../audiences/Audiences.js"
-import { InvalidAdminRequest } from "../audiences/Errors.js"
 import { DeliveryOutcomes } from "../delivery/Outcomes.js"
 import { validateBatch } from "../domain/Batch.js"
 import { deliveredBody, encodeBody } from "../domain/DeliveredBody.js"

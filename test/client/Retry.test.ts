@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
+import { parseRetryAfter } from "../../src/client/ClientRetry.js"
 import { maxRetryAfter, type Outcome, TransportError } from "../../src/client/index.js"
-import { parseRetryAfter } from "../../src/client/RetryPolicy.js"
 import { ok, type Responder, settle, startClient, status, trackCall } from "./support.js"
 
 const byAttempt = (answers: ReadonlyArray<ReturnType<typeof status>>): Responder => (received) =>

@@ -3,6 +3,7 @@ import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, FiberId, Lay
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
 import type { AddressInfo } from "node:net"
+import { makeNodeHttp } from "../../src/client/ClientTransport.js"
 import {
   Analytics,
   ClientClosed,
@@ -13,7 +14,6 @@ import {
   type Outcome,
   version
 } from "../../src/client/index.js"
-import { makeNodeHttp } from "../../src/client/Transport.js"
 import { tlsFixture } from "../delivery/support.js"
 
 interface Request {

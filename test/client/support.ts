@@ -1,7 +1,7 @@
 import { Clock, Deferred, Effect, Exit, Queue, Scope } from "effect"
+import type { TransportRequest, TransportResponse } from "../../src/client/ClientTransport.js"
 import { type AnalyticsOptions, type AnalyticsShape, make, type Outcome, Transport } from "../../src/client/index.js"
 import type { TransportError } from "../../src/client/index.js"
-import type { TransportRequest, TransportResponse } from "../../src/client/Transport.js"
 
 /** One request as the fake transport saw it. */
 export interface Received {

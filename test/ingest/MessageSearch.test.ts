@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { InvalidAdminRequest } from "../../src/audiences/Errors.js"
+import { InvalidAdminRequest } from "../../src/audiences/AudienceErrors.js"
 import { startServer } from "../delivery/support.js"
 import { startApp } from "../support/app.js"
 import { call, pollUntil, track } from "../support/http.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import { InvalidAdminRequest } from "../../src/audiences/Errors.js"
+import { InvalidAdminRequest } from "../../src/audiences/AudienceErrors.js"
 import { UnknownSource } from "../../src/domain/IngestErrors.js"
 import { layerSqlite } from "../../src/store/index.js"
 import { startServer } from "../delivery/support.js"

@@ -6,8 +6,8 @@ import * as Scope from "effect/Scope"
 import * as http from "node:http"
 import * as https from "node:https"
 import { copyWith } from "../domain/Merge.js"
+import { RequestTimeout, TransportError } from "./ClientErrors.js"
 import { type Deadlines, makeDeadlines } from "./Deadlines.js"
-import { RequestTimeout, TransportError } from "./Errors.js"
 
 /** One POST of a batch. */
 export interface TransportRequest {

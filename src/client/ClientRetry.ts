@@ -1,6 +1,6 @@
 import * as Duration from "effect/Duration"
 import * as Schedule from "effect/Schedule"
-import type { SendError } from "./Errors.js"
+import type { SendError } from "./ClientErrors.js"
 
 /** The first retry waits about this long; each later one twice the previous (±20 % jitter). */
 export const initialBackoff = Duration.seconds(1)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { KeyedSlots, Slots } from "../../src/domain/Slots.js"
+import { KeyedSlots, Slots } from "../../src/runtime/Slots.js"
 
 // Operations on a table of small keys: set (or overwrite), delete, read.
 const operations = fc.array(

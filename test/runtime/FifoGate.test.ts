@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
-import { FifoGate } from "../../src/domain/FifoGate.js"
+import { FifoGate } from "../../src/runtime/FifoGate.js"
 
 describe("FifoGate", () => {
   it.effect("lets `permits` run at once and the rest in arrival order", () =>

@@ -11,18 +11,26 @@ import * as Stream from "effect/Stream"
 import { maxRequestBytes } from "../domain/Limits.js"
 import type { MessageType } from "../domain/Message.js"
 import type { AnalyticsShape, CallError } from "./Analytics.js"
-import { type Batch, type BatchBody, batchSink, FlushRequest, type Item, timerFlush, writeBatchBody } from "./Batch.js"
+import {
+  type Batch,
+  type BatchBody,
+  batchSink,
+  FlushRequest,
+  type Item,
+  timerFlush,
+  writeBatchBody
+} from "./Batcher.js"
 import { makeBodyPool } from "./BodyPool.js"
 import { messageOf, type Prepared, prepareMessage } from "./Calls.js"
+import { ClientClosed } from "./ClientErrors.js"
+import { Transport } from "./ClientTransport.js"
 import { debugEnabled, makeDebugLog } from "./Debug.js"
-import { ClientClosed } from "./Errors.js"
 import type { ResolvedOptions } from "./Options.js"
 import { Outcome } from "./Outcome.js"
 import { boundedRing } from "./RingQueue.js"
 import { makeRoomWaiters } from "./RoomWaiters.js"
 import { makeSender } from "./Sender.js"
 import { makeSlabs, type QueuedMessage } from "./Slabs.js"
-import { Transport } from "./Transport.js"
 
 /** How many outcomes a slow `outcomes` subscriber may fall behind before the oldest are discarded. */
 export const outcomeBuffer = 4096
