@@ -28,8 +28,8 @@ export default tseslint.config(
   },
   {
     // V8 allocates a function literal assigned straight to a property in the old generation (its guess for methods);
-    // made per request or per job, it keeps that call's whole closure context past every young-generation collection
-    // (scripts/effect-pretenuring.mjs). Bind it to a name first.
+    // made per request or per job, it keeps that call's whole closure context past every young-generation collection.
+    // Bind it to a name first.
     files: ["src/**/*.ts"],
     rules: {
       "no-restricted-syntax": ["error", {

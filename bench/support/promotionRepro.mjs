@@ -19,9 +19,8 @@
  * straight to a property in the old generation ("pretenured", its guess for methods), and Effect's `async` does
  * `effect.effect_instruction_i0 = (resume) => { backingResume = resume; … }` on every call. That old closure is
  * garbage once the fiber resumes, but a scavenge takes it as live, so its young context (→ the resume callback → the
- * fiber → its stack and whatever the request holds) is copied and then promoted. `npm ci` now rewrites those
- * closures in the installed effect (`scripts/effect-pretenuring.mjs`), after which `async` mode promotes 2–10 KB a
- * scavenge like the others; to see the promotion again, run it against an unpatched effect 3.22.
+ * fiber → its stack and whatever the request holds) is copied and then promoted. hookrelay uses effect as published,
+ * so its hot paths keep the number of `Effect.async` suspensions per request and per job low instead.
  */
 /* global console, process, setImmediate */
 import { Effect } from "effect"
