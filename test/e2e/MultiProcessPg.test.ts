@@ -9,6 +9,7 @@ import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { type DispatcherProcess, type DispatcherStats, startDispatcherProcess } from "../support/dispatcherProcess.js"
 import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { skipUnlessCi } from "../support/services.js"
 
 /**
  * Several hookrelay processes on one PostgreSQL database (DESIGN.md "Scaling past one machine"): dispatchers in
@@ -16,8 +17,7 @@ import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
  * The outbox is filled from this process through the Store API; a receiver here counts every message id.
  */
 
-const skipReason = await postgresUnavailable()
-if (skipReason !== undefined) console.warn(`MultiProcessPg: skipped, ${skipReason}`)
+const skip = skipUnlessCi("MultiProcessPg", await postgresUnavailable())
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
@@ -79,7 +79,7 @@ const bodyFor = (messageId: string, now: number) =>
 
 const duplicatesOf = (receiver: Receiver) => [...receiver.deliveries.values()].filter((count) => count > 1).length
 
-describe.skipIf(skipReason !== undefined)("several processes on one PostgreSQL", () => {
+describe.skipIf(skip)("several processes on one PostgreSQL", () => {
   const cleanup: Array<() => Promise<unknown> | void> = []
   afterEach(async () => {
     for (const step of cleanup.splice(0).reverse()) await step()

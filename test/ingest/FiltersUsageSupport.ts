@@ -1,26 +1,24 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Exit, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { isPostgresUrl, layerPg, type Store } from "../../src/store/index.js"
+import { layerPg, type Store } from "../../src/store/index.js"
 import { basic } from "../support/http.js"
+import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { skipUnlessCi } from "../support/services.js"
 
 /**
  * Helpers of the filter, usage and message-log tests: the two stores to run them on, and a
  * batch POST. PostgreSQL is skipped, with the reason printed, when DATABASE_URL is unset or
- * unreachable.
+ * unreachable, and fails instead under CI.
  */
-
-const databaseUrl = process.env.DATABASE_URL ?? ""
 
 const admin = (url: string) =>
   PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds", maxConnections: 1 })
 
-export const pgSkipReason = await (async () => {
-  if (databaseUrl === "") return "DATABASE_URL is not set"
-  if (!isPostgresUrl(databaseUrl)) return "DATABASE_URL is not a postgres:// URL"
-  const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(admin(databaseUrl))))
-  return Exit.isSuccess(exit) ? undefined : `PostgreSQL at DATABASE_URL is unreachable: ${String(exit.cause)}`
-})()
+/** Why the PostgreSQL variants cannot run here (printed; under CI it fails instead), or undefined. */
+export const pgSkipReason = await postgresUnavailable().then((reason) =>
+  skipUnlessCi("the PostgreSQL variants", reason) ? reason : undefined
+)
 
 /** A store in a schema of its own, dropped when the layer's scope closes. */
 const freshPg = (): Layer.Layer<Store, unknown> => {
@@ -45,10 +43,6 @@ export const storeVariants: ReadonlyArray<StoreVariant> = [
   { name: "SQLite", store: () => undefined, skip: undefined },
   { name: "PostgreSQL", store: freshPg, skip: pgSkipReason }
 ]
-
-for (const variant of storeVariants) {
-  if (variant.skip !== undefined) console.warn(`Skipping the ${variant.name} variants: ${variant.skip}`)
-}
 
 /** `POST /v1/batch` with Basic auth; the HTTP status. */
 export const postBatch = (baseUrl: string, writeKey: string, batch: ReadonlyArray<Record<string, unknown>>) =>

@@ -10,6 +10,7 @@ import pg from "pg"
 import { secretsEqual } from "../../src/domain/Secrets.js"
 import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
+import { skipUnlessCi } from "../support/services.js"
 
 /**
  * SPEC §8: write keys, shared secrets and the admin token never appear in logs or answers. The real server
@@ -382,10 +383,9 @@ describe("secrets never in logs or answers: a full run of the server process", (
   })
 })
 
-const pgSkip = await postgresUnavailable()
-if (pgSkip !== undefined) console.warn(`Secrets (PostgreSQL run): skipped, ${pgSkip}`)
+const pgSkip = skipUnlessCi("Secrets (PostgreSQL run)", await postgresUnavailable())
 
-describe.skipIf(pgSkip !== undefined)("secrets never in logs or answers: store errors (PostgreSQL)", () => {
+describe.skipIf(pgSkip)("secrets never in logs or answers: store errors (PostgreSQL)", () => {
   it("the database password, write key, shared secret and admin token stay out of the store errors' logs", async () => {
     const password = `pgpw_${nonce}_N4`
     const schema = `secrets_${nonce}`

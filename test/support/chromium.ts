@@ -1,15 +1,13 @@
 import { existsSync } from "node:fs"
 import { chromium } from "playwright-core"
+import { skipUnlessCi } from "./services.js"
 
-/** Debian's Chromium, which `.ci/run` installs; the browser tests are skipped with a printed reason without it. */
+/** Debian's Chromium, which `.ci/run` installs; without it the browser tests are skipped, or fail under CI. */
 export const chromiumPath = "/usr/bin/chromium"
 
-/** Whether the browser tests can run; prints why not when they cannot. */
-export const chromiumAvailable = (what: string): boolean => {
-  const available = existsSync(chromiumPath)
-  if (!available) console.log(`skipping ${what}: ${chromiumPath} is missing (apt-get install chromium)`)
-  return available
-}
+/** Whether the browser tests can run; prints why not when they cannot, and throws under CI. */
+export const chromiumAvailable = (what: string): boolean =>
+  !skipUnlessCi(what, existsSync(chromiumPath) ? undefined : `${chromiumPath} is missing (apt-get install chromium)`)
 
 /**
  * Headless Chromium as this machine can run it: without the background-networking flags it tries to reach Google's
