@@ -34,6 +34,11 @@ type Step = (value: unknown) => unknown
 // The options `decodeWithIssues` decodes with; filters and declarations are given them as Schema gives them.
 const options: AST.ParseOptions = { errors: "all", onExcessProperty: "preserve" }
 
+/** Whether a parser's result is a success given synchronously (`Either.isEither` and `isRight`, without `dual`). */
+const isRight = (result: unknown): result is Either.Right<unknown, unknown> =>
+  typeof result === "object" && result !== null && Either.TypeId in result &&
+  (result as Either.Either<unknown, unknown>)._tag === "Right"
+
 const hasOwn = (value: object, key: PropertyKey): boolean => Object.prototype.hasOwnProperty.call(value, key)
 
 /**
@@ -50,20 +55,25 @@ const fastPath = (ast: AST.AST): ((input: Record<string, unknown>) => unknown) |
     node = node.from
   }
   if (!AST.isTypeLiteral(node) || node.indexSignatures.length > 0 || hasParseOptions(node)) return undefined
-  const fields = node.propertySignatures.map((property) => ({
-    name: property.name,
-    optional: property.isOptional,
-    step: stepOf(property.type)
-  }))
+  const names = node.propertySignatures.map((property) => property.name as string)
+  const optional = node.propertySignatures.map((property) => property.isOptional)
+  const steps = node.propertySignatures.map((property) => stepOf(property.type))
+  // Schema reads only own fields. A plain object's field that is not `undefined` is its own, unless `Object.prototype`
+  // has one of that name: only those, and fields of objects of other prototypes, are asked.
+  const inherited = names.map((name) => name in Object.prototype)
   return (input) => {
+    const prototype: unknown = Object.getPrototypeOf(input)
+    const plain = prototype === Object.prototype || prototype === null
     let output: Record<PropertyKey, unknown> | undefined
-    for (const { name, optional, step } of fields) {
-      if (!hasOwn(input, name)) {
-        if (optional) continue
+    for (let index = 0; index < names.length; index++) {
+      const name = names[index]!
+      const value = input[name]
+      if ((value === undefined || !plain || inherited[index]) && !hasOwn(input, name)) {
+        if (optional[index]) continue
         return undeclared
       }
+      const step = steps[index]
       if (step === undefined) return undeclared
-      const value = input[name as string]
       const decoded = step(value)
       if (decoded === undeclared) return undeclared
       if (decoded !== value) {
@@ -102,15 +112,15 @@ const stepOf = (ast: AST.AST): Step | undefined => {
       return (value) => {
         const decoded = from(value)
         if (decoded === undeclared) return undeclared
-        const transformed = transformation.decode(decoded, options, ast, value)
-        return Either.isEither(transformed) && Either.isRight(transformed) ? to(transformed.right) : undeclared
+        const transformed: unknown = transformation.decode(decoded, options, ast, value)
+        return isRight(transformed) ? to(transformed.right) : undeclared
       }
     }
     case "Declaration": {
       const decode = ast.decodeUnknown(...ast.typeParameters)
       return (value) => {
         const decoded: unknown = decode(value, options, ast)
-        return Either.isEither(decoded) && Either.isRight(decoded) ? decoded.right : undeclared
+        return isRight(decoded) ? decoded.right : undeclared
       }
     }
     case "Union":
