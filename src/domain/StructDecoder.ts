@@ -55,7 +55,7 @@ const fastPath = (ast: AST.AST): ((input: Record<string, unknown>) => unknown) |
     node = node.from
   }
   if (!AST.isTypeLiteral(node) || node.indexSignatures.length > 0 || hasParseOptions(node)) return undefined
-  const names = node.propertySignatures.map((property) => property.name as string)
+  const names = node.propertySignatures.map((property) => property.name)
   const optional = node.propertySignatures.map((property) => property.isOptional)
   const steps = node.propertySignatures.map((property) => stepOf(property.type))
   // Schema reads only own fields. A plain object's field that is not `undefined` is its own, unless `Object.prototype`
@@ -67,7 +67,7 @@ const fastPath = (ast: AST.AST): ((input: Record<string, unknown>) => unknown) |
     let output: Record<PropertyKey, unknown> | undefined
     for (let index = 0; index < names.length; index++) {
       const name = names[index]!
-      const value = input[name]
+      const value = (input as Record<PropertyKey, unknown>)[name]
       if ((value === undefined || !plain || inherited[index]) && !hasOwn(input, name)) {
         if (optional[index]) continue
         return undeclared
