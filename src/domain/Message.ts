@@ -1,9 +1,10 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { decodeWithIssues, type FieldIssue } from "./Issues.js"
+import type { FieldIssue } from "./Issues.js"
 import { maxMessageIdLength } from "./Limits.js"
-import { copyFields, copyWith, mergeFields } from "./Merge.js"
-import { IsoTimestamp, parseIso8601 } from "./Timestamp.js"
+import { copyWith } from "./Merge.js"
+import { structDecoder } from "./StructDecoder.js"
+import { IsoTimestamp } from "./Timestamp.js"
 
 export const messageTypes = ["identify", "track", "page", "screen", "group", "alias"] as const
 export const MessageType = Schema.Literal(...messageTypes)
@@ -116,31 +117,15 @@ export type Alias = typeof Alias.Type & Extra
 /** A validated tracking message of one of the six types (SPEC §2). */
 export type Message = Identify | Track | Page | Screen | Group | Alias
 
-/**
- * `decodeWithIssues(schema)`, cheaper on the common path. Schema's `onExcessProperty: "preserve"` tests every key of
- * the input against the known ones and builds a refusal for each unknown key it keeps (≈ 5 of 8 µs per message), and
- * `errors: "all"` only matters for a refused message. So a message is first decoded with the defaults (first error,
- * unknown keys dropped) and laid over a copy of its input, which puts back the unknown keys as they came: the result
- * of "preserve". A refused message is decoded again the full way, for every issue. Validity is the schema's either way.
- */
-const decodeKeepingUnknownFields = <A extends object, I>(schema: Schema.Schema<A, I, never>) => {
-  const quick = Schema.decodeUnknownEither(schema)
-  const withIssues = decodeWithIssues(schema)
-  return (input: Record<string, unknown>): Either.Either<A, ReadonlyArray<FieldIssue>> => {
-    const decoded = quick(input)
-    return Either.isRight(decoded) ? Either.right(mergeFields(input, decoded.right)) : withIssues(input)
-  }
-}
-
 const decoders: {
   readonly [T in MessageType]: (input: Record<string, unknown>) => Either.Either<Message, ReadonlyArray<FieldIssue>>
 } = {
-  identify: decodeKeepingUnknownFields(Identify),
-  track: decodeKeepingUnknownFields(Track),
-  page: decodeKeepingUnknownFields(Page),
-  screen: decodeKeepingUnknownFields(Screen),
-  group: decodeKeepingUnknownFields(Group),
-  alias: decodeKeepingUnknownFields(Alias)
+  identify: structDecoder(Identify),
+  track: structDecoder(Track),
+  page: structDecoder(Page),
+  screen: structDecoder(Screen),
+  group: structDecoder(Group),
+  alias: structDecoder(Alias)
 }
 
 // Clients send `null` (analytics.js: `userId: null`) or `undefined` for fields they do not know:
@@ -166,62 +151,6 @@ export const isJsonObject = (value: unknown): value is Record<string, unknown> =
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
- * The fields of each type as the schemas above take them unchanged (no number identifier to turn into its string),
- * `true` for a required one. A message whose known fields all pass these checks is what its schema decodes to itself:
- * `decodeMessage` then copies it instead of running the schema, which cost ~4 KB of allocation and most of the
- * validation time a message (Schema's struct parser checks and wraps every field in an `Either`; ~7 → ~1 µs a message
- * on a slow machine). Anything else (a number identifier, a refused field) goes through the schema, which has the last
- * word on what is valid and on every issue's text. The property test in `Message.test.ts` holds `decodeMessage` to the
- * schemas' own decode, on this path too. A field added to a schema goes here as well (missing, it would pass unchecked)
- * and into that test's `known` fields (which is what finds it missing).
- */
-type PlainField = (value: unknown) => boolean
-
-const nonEmptyText: PlainField = (value) => typeof value === "string" && value.length > 0
-const anyText: PlainField = (value) => typeof value === "string"
-const plainMessageId: PlainField = (value) =>
-  typeof value === "string" && value.length > 0 && value.length <= maxMessageIdLength
-const plainTimestamp: PlainField = (value) => typeof value === "string" && parseIso8601(value) !== undefined
-
-const plainCommonFields: ReadonlyArray<readonly [string, PlainField, boolean]> = [
-  ["messageId", plainMessageId, false],
-  ["userId", nonEmptyText, false],
-  ["anonymousId", nonEmptyText, false],
-  ["timestamp", plainTimestamp, false],
-  ["sentAt", plainTimestamp, false],
-  ["originalTimestamp", plainTimestamp, false],
-  ["context", isJsonObject, false],
-  ["integrations", isJsonObject, false]
-]
-
-const plainPageFields: ReadonlyArray<readonly [string, PlainField, boolean]> = [
-  ...plainCommonFields,
-  ["name", anyText, false],
-  ["category", anyText, false],
-  ["properties", isJsonObject, false]
-]
-
-const plainFields: { readonly [T in MessageType]: ReadonlyArray<readonly [string, PlainField, boolean]> } = {
-  identify: [...plainCommonFields, ["traits", isJsonObject, false]],
-  track: [...plainCommonFields, ["event", nonEmptyText, true], ["properties", isJsonObject, false]],
-  page: plainPageFields,
-  screen: plainPageFields,
-  group: [...plainCommonFields, ["groupId", nonEmptyText, true], ["traits", isJsonObject, false]],
-  alias: [...plainCommonFields, ["previousId", nonEmptyText, true]]
-}
-
-/** Whether `message` (its `type` being `type`, no absent values) is valid and decodes to itself (see `plainFields`). */
-const isPlainMessage = (type: MessageType, message: Record<string, unknown>): boolean => {
-  for (const [name, isPlain, required] of plainFields[type]) {
-    const value = message[name]
-    if (value === undefined ? required : !isPlain(value)) return false
-  }
-  return type === "alias"
-    ? message.userId !== undefined
-    : message.userId !== undefined || message.anonymousId !== undefined
-}
-
-/**
  * Validates one message. `expectedType` is the type fixed by the endpoint (`/v1/track`): a `type`
  * in the body must agree with it. Without it (batch items, the client library) `type` is required.
  */
@@ -242,13 +171,10 @@ export const decodeMessage = (
     if (declared !== undefined && declared !== expectedType) {
       return Either.left([{ path: "type", message: `must be "${expectedType}" on this endpoint` }])
     }
-    const typed = copyWith(message, "type", expectedType)
-    return isPlainMessage(expectedType, typed) ? Either.right(typed as Message) : decoders[expectedType](typed)
+    return decoders[expectedType](declared === undefined ? copyWith(message, "type", expectedType) : message)
   }
   if (!isMessageType(declared)) {
     return Either.left([{ path: "type", message: `must be one of ${messageTypes.join(", ")}` }])
   }
-  if (!isPlainMessage(declared, message)) return decoders[declared](message)
-  // A new object, as the schema's decode gives: `withoutAbsentValues` made one already if it dropped a field.
-  return Either.right((message === input ? copyFields(message) : message) as Message)
+  return decoders[declared](message)
 }
