@@ -4,6 +4,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -249,14 +250,12 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const consumerEnded = Effect.asVoid(Fiber.await(consumer))
     const flush: Effect.Effect<void, ClientClosed> = Effect.suspend(() => {
       if (state !== "open") return closed
-      return Effect.flatMap(Deferred.make<void>(), (done) =>
-        Effect.raceFirst(
-          waiters.drained.pipe(
-            Effect.zipRight(Queue.offer(queue, new FlushRequest(done))),
-            Effect.zipRight(Deferred.await(done))
-          ),
-          consumerEnded
-        ))
+      const done = Deferred.unsafeMake<void>(FiberId.none)
+      const request = new FlushRequest(done)
+      // At once when there is room, so that the request has its place among the calls around it.
+      const offered = !waiters.waiting() && queue.unsafeOffer(request)
+      const queued = offered ? Effect.void : Effect.zipRight(waiters.drained, Queue.offer(queue, request))
+      return Effect.raceFirst(Effect.zipRight(queued, Deferred.await(done)), consumerEnded)
     })
 
     const subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope> = Effect.suspend(() =>
