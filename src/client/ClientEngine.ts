@@ -181,10 +181,9 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       }
     }
 
-    const queued = (prepared: Prepared): { readonly _tag: "Queued"; readonly log: Effect.Effect<void> } => ({
-      _tag: "Queued",
-      log: debug ? log(`queued ${prepared.type} ${prepared.messageId}`) : Effect.void
-    })
+    const quietlyQueued = { _tag: "Queued", log: Effect.void } as const
+    const queued = (prepared: Prepared): { readonly _tag: "Queued"; readonly log: Effect.Effect<void> } =>
+      debug ? { _tag: "Queued", log: log(`queued ${prepared.type} ${prepared.messageId}`) } : quietlyQueued
 
     const dropped = (prepared: Prepared): Enqueued => {
       const thrown = observed() ? reportNow(Outcome.Dropped({ message: messageOf(prepared) })) : undefined
