@@ -1,8 +1,6 @@
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { MessageType } from "../domain/Message.js"
 import { engineLayer } from "./Analytics.js"
@@ -114,9 +112,6 @@ export const createClient = (options: AnalyticsOptions): Client => {
     if (built.debug && closing === undefined) runtime.runFork(log)
   }
 
-  const settle = <E>(exit: Exit.Exit<void, E>): Promise<void> =>
-    Exit.isSuccess(exit) ? resolved : Promise.reject(Cause.squash(exit.cause))
-
   const offer = (built: EngineShape, prepared: Prepared): Promise<void> => {
     const enqueued: Enqueued = built.offerNow(prepared)
     switch (enqueued._tag) {
@@ -151,8 +146,8 @@ export const createClient = (options: AnalyticsOptions): Client => {
     return park((built) => offer(built, prepared.right))
   }
 
-  const flushOn = (built: EngineShape): Promise<void> =>
-    handled(runtime.runPromiseExit(built.analytics.flush).then(settle))
+  // The engine's flush fails only once it is closed, and then everything before it has its outcome.
+  const flushOn = (built: EngineShape): Promise<void> => runtime.runPromiseExit(built.analytics.flush).then(ignore)
 
   return {
     identify: call<IdentifyParams>("identify"),
