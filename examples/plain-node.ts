@@ -8,19 +8,30 @@ import { createClient } from "hookrelay/client"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 
 export const makeApp = (endpoint: string) => {
-  const analytics = createClient({ writeKey: "wk_web_backend", endpoint, flushAt: 20, flushAfter: "1 second" })
+  const analytics = createClient({
+    writeKey: "wk_web_backend",
+    endpoint,
+    flushAt: 20,
+    flushAfter: "1 second",
+    // Calls are not awaited below: a refused call (its field named) or a failed batch is seen here.
+    onOutcome: (outcome) => {
+      if (outcome._tag === "Refused") console.error(`analytics: ${outcome.error.message}`)
+      if (outcome._tag === "Failure") {
+        console.error(`analytics: ${outcome.messages.length} lost: ${outcome.error.message}`)
+      }
+    }
+  })
 
-  // What an Express route handler would do: record, answer, never wait for the analytics request.
-  const signup = async (request: IncomingMessage, response: ServerResponse) => {
+  // What an Express route handler would do: record without waiting, answer. A call only queues;
+  // its Promise never rejects unhandled, so not awaiting it cannot crash the server.
+  const signup = (request: IncomingMessage, response: ServerResponse) => {
     const userId = new URL(request.url ?? "/", "http://localhost").searchParams.get("user") ?? "anonymous"
-    await analytics.identify({ userId, traits: { plan: "free" } })
-    await analytics.track({ userId, event: "Signed Up", properties: { source: "example" } })
+    analytics.identify({ userId, traits: { plan: "free" } })
+    analytics.track({ userId, event: "Signed Up", properties: { source: "example" } })
     response.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ userId }))
   }
 
-  const server = createServer((request, response) => {
-    signup(request, response).catch((error) => response.writeHead(500).end(String(error)))
-  })
+  const server = createServer(signup)
   return { server, analytics }
 }
 

@@ -1,13 +1,14 @@
+export type { AnalyticsShape } from "./AnalyticsShape.js"
+export type { CallError } from "./ClientErrors.js"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type * as Stream from "effect/Stream"
-import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
+import type { AnalyticsShape } from "./AnalyticsShape.js"
 import { Engine, makeEngine } from "./ClientEngine.js"
-import type { ClientClosed, InvalidMessage, InvalidOptions, MessageTooLarge } from "./ClientErrors.js"
+import type { InvalidOptions } from "./ClientErrors.js"
 import { layerNodeHttp, type Transport } from "./ClientTransport.js"
 import {
   type AnalyticsOptions,
@@ -16,42 +17,13 @@ import {
   type ResolvedOptions,
   resolveOptions
 } from "./Options.js"
-import type { Outcome } from "./Outcome.js"
-
-/** Why a call was refused. A message dropped because the queue is full is not an error (see `Outcome.Dropped`). */
-export type CallError = InvalidMessage | MessageTooLarge | ClientClosed
-
-/** The client library's Effect API (SPEC §9). */
-export interface AnalyticsShape {
-  /** Records who the user is and their traits. */
-  readonly identify: (params: IdentifyParams) => Effect.Effect<void, CallError>
-  /** Records an action of the user (`event`). */
-  readonly track: (params: TrackParams) => Effect.Effect<void, CallError>
-  /** Records a web page view. */
-  readonly page: (params: PageParams) => Effect.Effect<void, CallError>
-  /** Records a mobile screen view. */
-  readonly screen: (params: ScreenParams) => Effect.Effect<void, CallError>
-  /** Records that the user belongs to a group. */
-  readonly group: (params: GroupParams) => Effect.Effect<void, CallError>
-  /** Records that `previousId` and `userId` are one user. */
-  readonly alias: (params: AliasParams) => Effect.Effect<void, CallError>
-  /** Sends what is queued now and completes when every message queued before it has its outcome. */
-  readonly flush: Effect.Effect<void, ClientClosed>
-  /**
-   * Every outcome from the moment the stream is run: batches sent or failed, messages dropped.
-   * It ends when the client is closed. A subscriber more than `outcomeBuffer` (4 096) outcomes behind
-   * loses the oldest; the `onOutcome` option sees every one.
-   */
-  readonly outcomes: Stream.Stream<Outcome>
-  /** Like `outcomes`, but subscribed as soon as this effect runs (in the given scope), so nothing after it is missed. */
-  readonly subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope>
-}
 
 /**
  * The client library as an Effect service. Each call validates, stamps and queues a message
  * (it never waits for the network); batches are sent in the background. Closing the layer's
  * scope flushes everything queued, waits for the batches in flight, and makes later calls fail
- * with `ClientClosed`.
+ * with `ClientClosed`. A refused call fails with a typed `CallError` and is reported as a
+ * `Refused` outcome (`onOutcome`, `outcomes`).
  */
 export class Analytics extends Context.Tag("hookrelay/client/Analytics")<Analytics, AnalyticsShape>() {}
 

@@ -1,8 +1,8 @@
 import * as Either from "effect/Either"
 import { randomUUID } from "node:crypto"
 import { maxMessageBytes } from "../domain/Limits.js"
-import { copyWith } from "../domain/Merge.js"
-import { decodeMessage, type MessageType } from "../domain/Message.js"
+import { copyFields, copyWith } from "../domain/Merge.js"
+import { decodeMessage, isJsonObject, type MessageType } from "../domain/Message.js"
 import { formatTimestamp } from "../domain/Timestamp.js"
 import { InvalidMessage, MessageTooLarge } from "./ClientErrors.js"
 import type { OutgoingMessage } from "./Outcome.js"
@@ -50,11 +50,18 @@ export interface PageProperties {
   readonly [key: string]: unknown
 }
 
-/** `page`: a web page view. */
+/**
+ * `page`: a web page view. The page's fields (`url`, `title`, `referrer`, `path`, your own) are its
+ * `properties`; `traits` is accepted as another name for them (the name the seed's API and some
+ * Segment libraries use) and is delivered as `properties`. Give one of the two: both with different
+ * contents are refused (`InvalidMessage`, `path: "traits"`).
+ */
 export type PageParams = Identity & CommonParams & {
   readonly name?: string | undefined
   readonly category?: string | undefined
   readonly properties?: PageProperties | undefined
+  /** The page's properties under another name: sent as `properties`. */
+  readonly traits?: PageProperties | undefined
 }
 
 /** `screen`: a mobile app screen view. */
@@ -74,6 +81,7 @@ export type GroupParams = Identity & CommonParams & {
 export type AliasParams = CommonParams & {
   readonly userId: Id
   readonly previousId: Id
+  readonly anonymousId?: Id | undefined
 }
 
 /**
@@ -95,16 +103,108 @@ export const messageOf = (prepared: Prepared): OutgoingMessage => JSON.parse(pre
 const invalid = (type: MessageType, path: string, message: string) =>
   Either.left(new InvalidMessage({ type, path, issues: [{ path, message }] }))
 
+const commonFields = ["type", "userId", "anonymousId", "context", "integrations", "timestamp", "messageId"]
+
+/**
+ * The fields each call takes (SPEC §9). Any other field is refused rather than sent: the server
+ * would store it and deliver nothing of it, so the data would be lost without a word.
+ */
+const fieldsOf: { readonly [T in MessageType]: ReadonlySet<string> } = {
+  identify: new Set([...commonFields, "traits"]),
+  track: new Set([...commonFields, "event", "properties"]),
+  page: new Set([...commonFields, "name", "category", "properties"]),
+  screen: new Set([...commonFields, "name", "category", "properties"]),
+  group: new Set([...commonFields, "groupId", "traits"]),
+  alias: new Set([...commonFields, "previousId"])
+}
+
+const unknownField = (type: MessageType, input: Record<string, unknown>): string | undefined => {
+  const known = fieldsOf[type]
+  for (const key in input) {
+    if (!known.has(key) && input[key] !== undefined && input[key] !== null) return key
+  }
+  return undefined
+}
+
+/** The top-level field whose JSON is the largest: where a message over the limit has its bytes. */
+const largestField = (message: object): string => {
+  let largest = ""
+  let largestLength = -1
+  for (const [key, value] of Object.entries(message)) {
+    const length = JSON.stringify(value)?.length ?? 0
+    if (length > largestLength) {
+      largest = key
+      largestLength = length
+    }
+  }
+  return largest
+}
+
+const sameJson = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const aKeys = Object.keys(a)
+  const bKeys = Object.keys(b)
+  if (aKeys.length !== bKeys.length) return false
+  for (const key of aKeys) {
+    if (!Object.prototype.hasOwnProperty.call(b, key)) return false
+    if (!sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false
+  }
+  return true
+}
+
+/** A page's `traits` become its `properties` (the delivered page carries `properties` only). */
+const pageTraitsAsProperties = (
+  input: Record<string, unknown>
+): Either.Either<Record<string, unknown>, InvalidMessage> => {
+  const traits = input.traits
+  if (traits === undefined || traits === null) return Either.right(input)
+  if (!isJsonObject(traits)) return invalid("page", "traits", "must be an object")
+  const properties = input.properties
+  if (properties !== undefined && properties !== null && !sameJson(traits, properties)) {
+    return invalid(
+      "page",
+      "traits",
+      "is the page's properties under another name: give traits or properties, not both with different contents"
+    )
+  }
+  const moved = copyFields(input)
+  delete moved.traits
+  moved.properties = traits
+  return Either.right(moved)
+}
+
 /**
  * Validates a call with the domain's message schemas (the server's own rules), stamps it
- * (`messageId`, `timestamp` at `now` unless given, `context.library`) and encodes it once.
+ * (`messageId`, `timestamp` at `now` unless given, `context.library`) and encodes it once. Never
+ * throws: whatever the caller passes, the answer is a message or a typed refusal.
  */
 export const prepareMessage = (
   type: MessageType,
-  params: object,
+  params: unknown,
   now: number
 ): Either.Either<Prepared, InvalidMessage | MessageTooLarge> => {
-  let input = params as { readonly timestamp?: unknown }
+  try {
+    return prepare(type, params, now)
+  } catch (error) {
+    // A getter or a proxy that throws while the fields are read.
+    return invalid(type, "", `could not be read (${error instanceof Error ? error.message : String(error)})`)
+  }
+}
+
+const prepare = (
+  type: MessageType,
+  params: unknown,
+  now: number
+): Either.Either<Prepared, InvalidMessage | MessageTooLarge> => {
+  if (!isJsonObject(params)) return invalid(type, "", "must be an object of the call's fields")
+  let input: Record<string, unknown> = params
+  if (type === "page") {
+    const moved = pageTraitsAsProperties(input)
+    if (Either.isLeft(moved)) return Either.left(moved.left)
+    input = moved.right
+  }
   if (input.timestamp instanceof Date) {
     if (Number.isNaN(input.timestamp.getTime())) return invalid(type, "timestamp", "must be a valid date")
     input = copyWith(input, "timestamp", input.timestamp.toISOString())
@@ -113,6 +213,10 @@ export const prepareMessage = (
   if (Either.isLeft(decoded)) {
     const issues = decoded.left
     return Either.left(new InvalidMessage({ type, path: issues[0]?.path ?? "", issues }))
+  }
+  const unknown = unknownField(type, input)
+  if (unknown !== undefined) {
+    return invalid(type, unknown, `is not a field of a ${type} call (${[...fieldsOf[type]].join(", ")})`)
   }
   // `decodeMessage` returns a new top-level object (it copies its input before decoding), so it is
   // stamped in place: spreading it into yet another object costs memory on the hot path (measured:
@@ -129,7 +233,9 @@ export const prepareMessage = (
   }
   const bytes = Buffer.byteLength(json, "utf8")
   if (bytes > maxMessageBytes) {
-    return Either.left(new MessageTooLarge({ type, messageId, size: bytes, limit: maxMessageBytes }))
+    return Either.left(
+      new MessageTooLarge({ type, messageId, path: largestField(stamped), size: bytes, limit: maxMessageBytes })
+    )
   }
   return Either.right({ type, messageId, json, bytes })
 }

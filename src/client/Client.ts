@@ -1,89 +1,153 @@
-import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import type * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { MessageType } from "../domain/Message.js"
 import { engineLayer } from "./Analytics.js"
-import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
-import { Engine, type EngineShape } from "./ClientEngine.js"
-import { ClientClosed } from "./ClientErrors.js"
+import type {
+  AliasParams,
+  GroupParams,
+  IdentifyParams,
+  PageParams,
+  Prepared,
+  ScreenParams,
+  TrackParams
+} from "./Calls.js"
+import { prepareMessage } from "./Calls.js"
+import { Engine, type EngineShape, type Enqueued } from "./ClientEngine.js"
+import { type CallError, ClientClosed } from "./ClientErrors.js"
 import { type AnalyticsOptions, resolveOptions } from "./Options.js"
+import { notifyOutcome, Outcome } from "./Outcome.js"
 
 /**
  * The client for plain Node code: the same calls as the `Analytics` service, returning Promises.
  *
- * A call's Promise settles as soon as the message is queued (or refused): it resolves, or
- * rejects with `InvalidMessage`, `MessageTooLarge` or `ClientClosed` — so `await` it or attach
- * a `.catch`, or an invalid call becomes an unhandled rejection. A message dropped because the
- * queue is full does not reject: it is reported to `onOutcome` (and logged under
- * `DEBUG=analytics`). Delivery is reported to `onOutcome` too.
+ * The order of calls is the contract: every call made before `flush()` or `close()` — awaited or
+ * not, made before the client had finished starting or not — is part of what that `flush()` or
+ * `close()` sends and waits for. Only calls made after `close()` are refused.
+ *
+ * A call validates and stamps its message at once and queues it; its Promise resolves once the
+ * message is queued. A refused call (`InvalidMessage` naming the field, `MessageTooLarge`,
+ * `ClientClosed`) rejects its Promise for a caller who awaits it, and is reported to `onOutcome`
+ * as a `Refused` outcome — which is how a caller who does not await sees it. The client's
+ * Promises never become unhandled rejections: not awaiting a call cannot crash the process. A
+ * message dropped because the queue is full does not reject: it is reported to `onOutcome` as
+ * `Dropped`. Delivery (`Success`, `Failure`) is reported to `onOutcome` too.
  *
  * The client keeps a timer and connections open: call `close()` before the process should exit.
  */
 export interface Client {
   readonly identify: (params: IdentifyParams) => Promise<void>
   readonly track: (params: TrackParams) => Promise<void>
+  /** The page's fields go in `properties`, or in `traits` (the same thing, sent as `properties`). */
   readonly page: (params: PageParams) => Promise<void>
   readonly screen: (params: ScreenParams) => Promise<void>
   readonly group: (params: GroupParams) => Promise<void>
   readonly alias: (params: AliasParams) => Promise<void>
-  /** Sends what is queued and resolves when every message queued before it has its outcome. */
+  /**
+   * Sends what is queued and resolves when every call made before it has its outcome. Never
+   * rejects; after `close()` it resolves when the close does.
+   */
   readonly flush: () => Promise<void>
   /**
-   * Sends everything queued, waits for the batches in flight, then releases the connections.
-   * Later calls reject with `ClientClosed`. Calling it again returns the same Promise.
+   * Sends everything the calls before it queued, waits for the batches in flight, then releases
+   * the connections. Later calls reject with `ClientClosed`. Calling it again returns the same
+   * Promise. Never rejects.
    */
   readonly close: () => Promise<void>
 }
 
+/** A call or flush made before the runtime had started, in the order made. */
+interface Parked {
+  readonly run: (built: EngineShape) => Promise<void>
+  readonly resolve: () => void
+  readonly reject: (error: unknown) => void
+}
+
 const resolved = Promise.resolve()
+const ignore = () => undefined
+
+/** The Promise as returned, marked handled: a caller who ignores it cannot get an unhandled rejection. */
+const handled = (promise: Promise<void>): Promise<void> => {
+  promise.catch(ignore)
+  return promise
+}
+
+const rejected = (error: unknown): Promise<void> => handled(Promise.reject(error))
 
 /**
  * Creates a {@link Client}. Throws `InvalidOptions` at once when an option is wrong. One
  * `ManagedRuntime` runs the client for its whole life. A call runs no fiber: it is validated,
- * stamped and queued synchronously; a call that must wait for room (`overflow: "backpressure"`)
- * waits on a Promise; only reporting a drop runs an effect on the runtime.
+ * stamped and queued synchronously; until the runtime has started, calls and flushes wait in
+ * order in a list that the start empties into the queue before anything else; a call that must
+ * wait for room (`overflow: "backpressure"`) waits on a Promise.
  */
 export const createClient = (options: AnalyticsOptions): Client => {
   const checked = resolveOptions(options)
   if (Either.isLeft(checked)) throw checked.left
+  const onOutcome = checked.right.onOutcome
   const runtime = ManagedRuntime.make(engineLayer(checked.right))
+  // The clock the engine uses (the runtime provides Effect's default services).
+  const clock = Clock.make()
   let engine: EngineShape | undefined
+  let parked: Array<Parked> = []
   let closing: Promise<void> | undefined
-  const ready = runtime.runPromise(Engine).then((built) => {
+
+  const started = runtime.runPromise(Engine).then((built) => {
     engine = built
-    return built
+    const waiting = parked
+    parked = []
+    for (const entry of waiting) entry.run(built).then(entry.resolve, entry.reject)
   })
-  // A failed start is reported by every call; do not let it surface as an unhandled rejection too.
-  ready.catch(() => undefined)
+  // A failed start (a defect: building the engine cannot fail) rejects every parked call with its
+  // reason; `close` still disposes the runtime.
+  started.catch((error) => {
+    const waiting = parked
+    parked = []
+    for (const entry of waiting) entry.reject(error)
+  })
 
-  const settle = <E>(exit: Exit.Exit<void, E>): Promise<void> =>
-    Exit.isSuccess(exit) ? resolved : Promise.reject(Cause.squash(exit.cause))
+  // Logging (`DEBUG=analytics`) runs on the runtime, which is gone once `close()` was called.
+  const logged = (built: EngineShape, log: Effect.Effect<void>) => {
+    if (built.debug && closing === undefined) runtime.runFork(log)
+  }
 
-  const run = <E>(effect: Effect.Effect<void, E>): Promise<void> => runtime.runPromiseExit(effect).then(settle)
-
-  const enqueue = (built: EngineShape, type: MessageType, params: object): Promise<void> => {
-    if (built.debug) return run(built.analytics[type](params as never))
-    const enqueued = built.enqueueNow(type, params)
+  const offer = (built: EngineShape, prepared: Prepared): Promise<void> => {
+    const enqueued: Enqueued = built.offerNow(prepared)
     switch (enqueued._tag) {
       case "Queued":
-        return resolved
       case "Dropped":
-        runtime.runFork(enqueued.report)
+        logged(built, enqueued.log)
         return resolved
       case "Wait":
-        return enqueued.waitPromise()
+        return handled(enqueued.waitPromise())
       case "Refused":
-        return Promise.reject(enqueued.error)
+        logged(built, enqueued.log)
+        return rejected(enqueued.error)
     }
   }
 
-  const call = <P extends object>(type: MessageType) => (params: P): Promise<void> => {
-    if (closing !== undefined) return Promise.reject(new ClientClosed())
-    if (engine !== undefined) return enqueue(engine, type, params)
-    return ready.then((built) => enqueue(built, type, params))
+  const refuse = (type: MessageType, error: CallError): Promise<void> => {
+    if (engine !== undefined) logged(engine, engine.refuseNow(type, error).log)
+    else notifyOutcome(onOutcome, Outcome.Refused({ type, error }))
+    return rejected(error)
   }
+
+  /** Until the runtime has started: keeps `run`'s place in the order of calls. */
+  const park = (run: (built: EngineShape) => Promise<void>): Promise<void> =>
+    handled(new Promise<void>((resolve, reject) => parked.push({ run, resolve, reject })))
+
+  const call = <P extends object>(type: MessageType) => (params: P): Promise<void> => {
+    if (closing !== undefined) return refuse(type, new ClientClosed())
+    // Validated and stamped now: the message is what the caller passed at the time of the call.
+    const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
+    if (Either.isLeft(prepared)) return refuse(type, prepared.left)
+    if (engine !== undefined) return offer(engine, prepared.right)
+    return park((built) => offer(built, prepared.right))
+  }
+
+  // The engine's flush fails only once it is closed, and then everything before it has its outcome.
+  const flushOn = (built: EngineShape): Promise<void> => runtime.runPromiseExit(built.analytics.flush).then(ignore)
 
   return {
     identify: call<IdentifyParams>("identify"),
@@ -93,11 +157,15 @@ export const createClient = (options: AnalyticsOptions): Client => {
     group: call<GroupParams>("group"),
     alias: call<AliasParams>("alias"),
     flush: () => {
-      if (closing !== undefined) return Promise.reject(new ClientClosed())
-      return ready.then((built) => run(built.analytics.flush))
+      if (closing !== undefined) return closing
+      if (engine !== undefined) return flushOn(engine)
+      return park(flushOn)
     },
     close: () => {
-      closing ??= runtime.dispose()
+      // Disposing the runtime closes the engine, which sends everything queued first; the start
+      // has emptied the parked calls into the queue by then.
+      const dispose = () => runtime.dispose()
+      closing ??= handled(started.then(dispose, dispose).then(ignore, ignore))
       return closing
     }
   }

@@ -4,13 +4,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { maxRequestBytes } from "../domain/Limits.js"
 import type { MessageType } from "../domain/Message.js"
-import type { AnalyticsShape, CallError } from "./Analytics.js"
+import type { AnalyticsShape } from "./AnalyticsShape.js"
 import {
   type Batch,
   type BatchBody,
@@ -22,11 +23,11 @@ import {
 } from "./Batcher.js"
 import { makeBodyPool } from "./BodyPool.js"
 import { messageOf, type Prepared, prepareMessage } from "./Calls.js"
-import { ClientClosed } from "./ClientErrors.js"
+import { type CallError, ClientClosed } from "./ClientErrors.js"
 import { Transport } from "./ClientTransport.js"
 import { debugEnabled, makeDebugLog } from "./Debug.js"
 import type { ResolvedOptions } from "./Options.js"
-import { Outcome } from "./Outcome.js"
+import { notifyOutcome, Outcome } from "./Outcome.js"
 import { boundedRing } from "./RingQueue.js"
 import { makeRoomWaiters } from "./RoomWaiters.js"
 import { makeSender } from "./Sender.js"
@@ -35,11 +36,13 @@ import { makeSlabs, type QueuedMessage } from "./Slabs.js"
 /** How many outcomes a slow `outcomes` subscriber may fall behind before the oldest are discarded. */
 export const outcomeBuffer = 4096
 
-/** What became of a call, decided at once, without running an effect. */
+/**
+ * What became of a call, decided at once, without running an effect. Whatever had to be reported
+ * (`Dropped`, `Refused` outcomes) was reported; `log` is the `DEBUG=analytics` line to run, if any.
+ */
 export type Enqueued =
-  | { readonly _tag: "Queued"; readonly prepared: Prepared }
-  /** The queue was full: `report` publishes the `Dropped` outcome and logs it. */
-  | { readonly _tag: "Dropped"; readonly report: Effect.Effect<void> }
+  | { readonly _tag: "Queued"; readonly log: Effect.Effect<void> }
+  | { readonly _tag: "Dropped"; readonly log: Effect.Effect<void> }
   /**
    * The queue was full and `overflow` is `"backpressure"`: `wait` queues the message once there is
    * room; `waitPromise` does the same without running an effect (for the Promise facade).
@@ -49,16 +52,27 @@ export type Enqueued =
     readonly wait: Effect.Effect<void, ClientClosed>
     readonly waitPromise: () => Promise<void>
   }
-  | { readonly _tag: "Refused"; readonly error: CallError }
+  | Refusal
+
+/** A refused call, already reported as a `Refused` outcome. */
+export interface Refusal {
+  readonly _tag: "Refused"
+  readonly error: CallError
+  readonly log: Effect.Effect<void>
+}
 
 /**
- * The client's engine: the `Analytics` service, plus the synchronous entry the Promise facade
- * uses so that a call costs no fiber (a call is synchronous unless it must wait for room).
+ * The client's engine: the `Analytics` service, plus the synchronous entries the Promise facade
+ * uses so that a call costs no fiber and keeps its place in the order of calls (a call is
+ * synchronous unless it must wait for room).
  */
 export interface EngineShape {
   readonly analytics: AnalyticsShape
-  readonly enqueueNow: (type: MessageType, params: object) => Enqueued
-  /** `DEBUG=analytics`: calls should go through `analytics`, which logs them. */
+  /** Queues a message that `prepareMessage` accepted. */
+  readonly offerNow: (prepared: Prepared) => Enqueued
+  /** Reports a refused call (a `Refused` outcome); usable after close too. */
+  readonly refuseNow: (type: MessageType, error: CallError) => Refusal
+  /** `DEBUG=analytics`: the `log` effects say something and are worth running. */
   readonly debug: boolean
 }
 
@@ -88,17 +102,16 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     let subscribers = 0
     const observed = () => options.onOutcome !== undefined || subscribers > 0
 
-    const report = (outcome: Outcome): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (options.onOutcome !== undefined) {
-          try {
-            options.onOutcome(outcome)
-          } catch (error) {
-            return Effect.zipRight(log(`onOutcome threw: ${String(error)}`), PubSub.publish(hub, outcome))
-          }
-        }
-        return PubSub.publish(hub, outcome)
-      })
+    // Outcomes are reported synchronously, so that a call reports its refusal or drop without a
+    // fiber and after close too (the hub has ended then: only `onOutcome` hears it).
+    const reportNow = (outcome: Outcome): unknown => {
+      const thrown = notifyOutcome(options.onOutcome, outcome)
+      if (state !== "closed") hub.unsafeOffer(outcome)
+      return thrown
+    }
+    const logThrown = (thrown: unknown): Effect.Effect<void> =>
+      thrown === undefined ? Effect.void : log(`onOutcome threw: ${String(thrown)}`)
+    const report = (outcome: Outcome): Effect.Effect<void> => Effect.suspend(() => logThrown(reportNow(outcome)))
 
     const sendBatch = makeSender(options, transport, { observed, report }, log)
 
@@ -159,68 +172,89 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
 
     const closed = Effect.fail(new ClientClosed())
 
-    const logQueued = (prepared: Prepared): Effect.Effect<void> =>
-      debug ? log(`queued ${prepared.type} ${prepared.messageId}`) : Effect.void
+    const refuseNow = (type: MessageType, error: CallError): Refusal => {
+      const thrown = observed() ? reportNow(Outcome.Refused({ type, error })) : undefined
+      return {
+        _tag: "Refused",
+        error,
+        log: debug ? Effect.zipRight(log(`refused ${type}: ${error.message}`), logThrown(thrown)) : Effect.void
+      }
+    }
 
-    const reportDropped = (prepared: Prepared): Effect.Effect<void> =>
-      Effect.zipRight(
-        log(`queue full (${options.maxQueueSize} messages): dropped ${prepared.type} ${prepared.messageId}`),
-        Effect.suspend(() => observed() ? report(Outcome.Dropped({ message: messageOf(prepared) })) : Effect.void)
-      )
+    const quietlyQueued = { _tag: "Queued", log: Effect.void } as const
+    const queued = (prepared: Prepared): { readonly _tag: "Queued"; readonly log: Effect.Effect<void> } =>
+      debug ? { _tag: "Queued", log: log(`queued ${prepared.type} ${prepared.messageId}`) } : quietlyQueued
+
+    const dropped = (prepared: Prepared): Enqueued => {
+      const thrown = observed() ? reportNow(Outcome.Dropped({ message: messageOf(prepared) })) : undefined
+      return {
+        _tag: "Dropped",
+        log: debug
+          ? Effect.zipRight(
+            log(`queue full (${options.maxQueueSize} messages): dropped ${prepared.type} ${prepared.messageId}`),
+            logThrown(thrown)
+          )
+          : Effect.void
+      }
+    }
 
     // A message waiting for room holds its slab bytes while it waits. If its fiber is interrupted,
     // they are not released (it may have been queued at that very moment): the slab is then not
     // reused, and the garbage collector frees it.
     const offerWhenRoom = (prepared: Prepared, item: QueuedMessage): Effect.Effect<void, ClientClosed> =>
       Effect.flatMap(Queue.offer(queue, item), (accepted) => {
-        if (accepted) return logQueued(prepared)
+        if (accepted) return queued(prepared).log
         slabs.release(item)
-        return closed
+        return Effect.zipRight(refuseNow(prepared.type, new ClientClosed()).log, closed)
       })
 
-    const waitForRoom = (item: QueuedMessage): Promise<void> =>
-      waiters.wait(item).then((queued) => {
-        if (queued) return
+    const waitForRoom = (prepared: Prepared, item: QueuedMessage): Promise<void> =>
+      waiters.wait(item).then((isQueued) => {
+        if (isQueued) return
         slabs.release(item)
-        throw new ClientClosed()
+        throw refuseNow(prepared.type, new ClientClosed()).error
       })
 
-    const enqueueNow = (type: MessageType, params: object): Enqueued => {
-      if (state !== "open") return { _tag: "Refused", error: new ClientClosed() }
-      const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
-      if (Either.isLeft(prepared)) return { _tag: "Refused", error: prepared.left }
-      const item = slabs.store(prepared.right)
-      if (queue.unsafeOffer(item)) return { _tag: "Queued", prepared: prepared.right }
+    const offerNow = (prepared: Prepared): Enqueued => {
+      if (state !== "open") return refuseNow(prepared.type, new ClientClosed())
+      const item = slabs.store(prepared)
+      // Behind calls already waiting for room, a message waits too: calls keep their order.
+      if (!waiters.waiting() && queue.unsafeOffer(item)) return queued(prepared)
       if (options.overflow === "drop") {
         slabs.release(item)
-        return { _tag: "Dropped", report: reportDropped(prepared.right) }
+        return dropped(prepared)
       }
       // One of the two runs: `wait` for the Effect API, `waitPromise` for the Promise facade.
-      return { _tag: "Wait", wait: offerWhenRoom(prepared.right, item), waitPromise: () => waitForRoom(item) }
+      return { _tag: "Wait", wait: offerWhenRoom(prepared, item), waitPromise: () => waitForRoom(prepared, item) }
     }
 
     const enqueue = (type: MessageType) => (params: object): Effect.Effect<void, CallError> =>
       Effect.suspend(() => {
-        const enqueued = enqueueNow(type, params)
+        if (state !== "open") return Effect.zipRight(refuseNow(type, new ClientClosed()).log, closed)
+        const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
+        const enqueued = Either.isLeft(prepared) ? refuseNow(type, prepared.left) : offerNow(prepared.right)
         switch (enqueued._tag) {
           case "Queued":
-            return logQueued(enqueued.prepared)
           case "Dropped":
-            return enqueued.report
+            return enqueued.log
           case "Wait":
             return enqueued.wait
           case "Refused":
-            return Effect.fail(enqueued.error)
+            return Effect.zipRight(enqueued.log, Effect.fail(enqueued.error))
         }
       })
 
+    // A flush request goes behind every message queued before it (and behind the calls waiting for
+    // room); once the batcher has ended, every batch has its outcome, so the flush is done too.
+    const consumerEnded = Effect.asVoid(Fiber.await(consumer))
     const flush: Effect.Effect<void, ClientClosed> = Effect.suspend(() => {
       if (state !== "open") return closed
-      return Effect.flatMap(Deferred.make<void>(), (done) =>
-        Effect.zipRight(
-          Queue.offer(queue, new FlushRequest(done)),
-          Deferred.await(done)
-        ))
+      const done = Deferred.unsafeMake<void>(FiberId.none)
+      const request = new FlushRequest(done)
+      // At once when there is room, so that the request has its place among the calls around it.
+      const offered = !waiters.waiting() && queue.unsafeOffer(request)
+      const queued = offered ? Effect.void : Effect.zipRight(waiters.drained, Queue.offer(queue, request))
+      return Effect.raceFirst(Effect.zipRight(queued, Deferred.await(done)), consumerEnded)
     })
 
     const subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope> = Effect.suspend(() =>
@@ -265,7 +299,8 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         outcomes: Stream.unwrapScoped(subscribe),
         subscribe
       },
-      enqueueNow,
+      offerNow,
+      refuseNow,
       debug
     }
   })

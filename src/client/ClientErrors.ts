@@ -23,18 +23,22 @@ export class InvalidMessage extends Schema.TaggedError<InvalidMessage>("hookrela
   }
 }
 
-/** The message's JSON, as it would be sent, is over `limit` bytes (32 KiB, SPEC §2). Nothing was queued. */
+/**
+ * The message's JSON, as it would be sent, is over `limit` bytes (32 KiB, SPEC §2); `path` names
+ * its largest field, where the bytes are. Nothing was queued.
+ */
 export class MessageTooLarge extends Schema.TaggedError<MessageTooLarge>("hookrelay/client/MessageTooLarge")(
   "MessageTooLarge",
   {
     type: MessageType,
     messageId: Schema.String,
+    path: Schema.String,
     size: Schema.Number,
     limit: Schema.Number
   }
 ) {
   override get message(): string {
-    return `${this.type} message ${this.messageId} is ${this.size} bytes, over the limit of ${this.limit} bytes`
+    return `${this.type} message ${this.messageId} is ${this.size} bytes, over the limit of ${this.limit} bytes (largest field: ${this.path})`
   }
 }
 
@@ -47,6 +51,13 @@ export class ClientClosed extends Schema.TaggedError<ClientClosed>("hookrelay/cl
     return "the hookrelay client is closed"
   }
 }
+
+/**
+ * Why a call was refused: its message breaks a rule, is too large, or the client is closed. Each
+ * refusal fails the call (its Effect fails, its Promise rejects) and is reported as a `Refused`
+ * outcome. A message dropped because the queue is full is not a refusal (see `Outcome.Dropped`).
+ */
+export type CallError = InvalidMessage | MessageTooLarge | ClientClosed
 
 /** The client's options were refused; `issues` names each offending option. */
 export class InvalidOptions extends Schema.TaggedError<InvalidOptions>("hookrelay/client/InvalidOptions")(

@@ -40,8 +40,10 @@ export interface AnalyticsOptions {
   /** Batches being sent at the same time (1 to 64). Default 4. */
   readonly maxInFlight?: number | undefined
   /**
-   * Called synchronously with every {@link Outcome}: each batch's success or failure and each
-   * dropped message. It must not throw (an exception is caught and logged under `DEBUG=analytics`).
+   * Called synchronously with every {@link Outcome}: each batch's success or failure, each
+   * dropped message, and each refused call (`Refused`: invalid with the field named, too large,
+   * or made after close). The one place where calls that nobody awaits show their errors. It
+   * must not throw (an exception is caught and logged under `DEBUG=analytics`).
    */
   readonly onOutcome?: ((outcome: Outcome) => void) | undefined
 }

@@ -11,6 +11,8 @@ export interface RoomWaiters<A> {
   readonly wait: (item: A) => Promise<boolean>
   /** For the queue's `onRoom`: queues what fits, in a microtask (never inside the queue's take). */
   readonly onRoom: () => void
+  /** Whether some call waits: a new message then waits behind it, so that calls keep their order. */
+  readonly waiting: () => boolean
   /** Completes once no call waits any more. */
   readonly drained: Effect.Effect<void>
   /** Answers `false` to every waiting call and returns their items. */
@@ -48,6 +50,7 @@ export const makeRoomWaiters = <A>(offer: (item: A) => boolean): RoomWaiters<A> 
 
   return {
     wait: (item) => new Promise<boolean>((answer) => waiters.push({ item, answer })),
+    waiting: () => waiters.length > 0,
     onRoom: () => {
       if (waiters.length === 0 || scheduled) return
       scheduled = true

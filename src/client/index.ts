@@ -16,13 +16,26 @@
  * waits for it. `DEBUG=analytics` logs queueing, flushes and failures; otherwise the library is
  * silent.
  *
+ * The order of calls is the contract: every call made before `flush()` or `close()` — awaited
+ * or not — is part of what it sends and waits for; only calls after `close()` are refused. The
+ * client never crashes its host: a refused call (`InvalidMessage` naming the field,
+ * `MessageTooLarge`, `ClientClosed`) rejects its Promise (or fails its Effect with a typed error)
+ * for a caller who waits for it, never becomes an unhandled rejection, and is reported to
+ * `onOutcome` as a `Refused` outcome — where fire-and-forget callers see it.
+ *
  * @example
  * ```ts
  * import { createClient } from "hookrelay/client"
  *
- * const analytics = createClient({ writeKey: process.env.HOOKRELAY_WRITE_KEY!, endpoint: "https://relay.example.com" })
- * await analytics.track({ userId: "u-1", event: "Order Completed", properties: { total: 42 } })
- * await analytics.close()
+ * const analytics = createClient({
+ *   writeKey: process.env.HOOKRELAY_WRITE_KEY!,
+ *   endpoint: "https://relay.example.com",
+ *   onOutcome: (outcome) => {
+ *     if (outcome._tag === "Refused") console.error(outcome.error.message)
+ *   }
+ * })
+ * analytics.track({ userId: "u-1", event: "Order Completed", properties: { total: 42 } }) // no need to await
+ * await analytics.close() // sends it first
  * ```
  *
  * @example
@@ -47,7 +60,7 @@ export {
   Analytics,
   /** The methods of the {@link Analytics} service. */
   type AnalyticsShape,
-  /** Why a call was refused: `InvalidMessage`, `MessageTooLarge` or `ClientClosed`. */
+  /** Why a call was refused: `InvalidMessage`, `MessageTooLarge` or `ClientClosed` (also reported as a `Refused` outcome). */
   type CallError,
   /** The service over the node:http transport, from options given in code. Fails with `InvalidOptions`. */
   layer,
@@ -86,7 +99,7 @@ export type {
   IdentifyParams,
   /** `userId`, `anonymousId`, or both. */
   Identity,
-  /** Fields of a `page` call. */
+  /** Fields of a `page` call (`traits` is another name for its `properties`). */
   PageParams,
   /** Standard page properties (`url`, `title`, `referrer`, `path`) and your own. */
   PageProperties,
@@ -105,7 +118,7 @@ export {
   InvalidMessage,
   /** The options were refused; `issues` names each option. */
   InvalidOptions,
-  /** A message's JSON is over 32 KiB. Nothing was queued. */
+  /** A message's JSON is over 32 KiB; `path` names its largest field. Nothing was queued. */
   MessageTooLarge,
   /** A request got no answer within `timeout`. Retried. */
   RequestTimeout,
@@ -129,7 +142,7 @@ export {
 } from "./Options.js"
 
 export {
-  /** What became of messages: `Success`, `Failure` (with the batch's messages) or `Dropped`. */
+  /** What became of calls: `Success`, `Failure` (with the batch's messages), `Dropped` or `Refused`. */
   Outcome,
   /** A message as sent: validated and stamped. */
   type OutgoingMessage

@@ -150,7 +150,11 @@ describe("outcomes", () => {
       const seen = Chunk.toArray(yield* Stream.runCollect(outcomes))
       expect(seen.map((outcome) => outcome._tag)).toEqual(["Dropped", "Success", "Failure", "Success"])
       expect(seen.map((outcome) =>
-        outcome._tag === "Dropped" ? outcome.message.userId : outcome.messages.map((message) => message.userId).join()
+        outcome._tag === "Dropped"
+          ? outcome.message.userId
+          : outcome._tag === "Refused"
+          ? outcome.error._tag
+          : outcome.messages.map((message) => message.userId).join()
       )).toEqual(["user-3", "user-0", "user-1", "user-2"])
     }))
 

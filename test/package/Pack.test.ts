@@ -88,11 +88,23 @@ describe("the published package", () => {
       expect(output.trim().split("\n").at(-1)).toBe(
         JSON.stringify([["via-client", "delivered"], ["via-relay", "delivered"]])
       )
+
+      // The client as most people use it, from the installed package, in plain JavaScript: 45 calls
+      // not awaited, then close. Run with Node's default unhandled-rejection mode (no NODE_OPTIONS).
+      copyFileSync(Path.join(repoRoot, "test/package/consumer/snippet.mjs"), Path.join(project, "snippet.mjs"))
+      const batches = await startBatchRecorder()
+      const snippet = await run(process.execPath, ["snippet.mjs"], project, {
+        PORT: String(batches.port),
+        NODE_OPTIONS: ""
+      })
+      expect(snippet).toBe("")
+      expect(batches.sizes).toStrictEqual([20, 20, 5])
+      expect(batches.values).toStrictEqual(Array.from({ length: 45 }, (_, i) => i))
     } finally {
       rmSync(workspace, { recursive: true, force: true })
       stopReceiver()
     }
-  }, 300_000)
+  }, 600_000)
 })
 
 import { createServer, type Server } from "node:http"
@@ -107,4 +119,29 @@ const startReceiverPort = () =>
     })
     receiver.listen(0, "127.0.0.1", () => resolve((receiver!.address() as AddressInfo).port))
   })
-const stopReceiver = () => receiver?.close()
+let batchRecorder: Server | undefined
+/** Records the size and the `properties.i` of every batch POSTed to it. */
+const startBatchRecorder = () =>
+  new Promise<{ port: number; sizes: Array<number>; values: Array<number> }>((resolve) => {
+    const sizes: Array<number> = []
+    const values: Array<number> = []
+    batchRecorder = createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const batch = JSON.parse(Buffer.concat(chunks).toString("utf8")).batch as Array<{ properties: { i: number } }>
+        sizes.push(batch.length)
+        values.push(...batch.map((message) => message.properties.i))
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })
+    })
+    batchRecorder.listen(
+      0,
+      "127.0.0.1",
+      () => resolve({ port: (batchRecorder!.address() as AddressInfo).port, sizes, values })
+    )
+  })
+const stopReceiver = () => {
+  receiver?.close()
+  batchRecorder?.close()
+}
