@@ -173,7 +173,7 @@ export const AdminContract = HttpApi.make("hookrelay-admin")
 /**
  * What `OpenApi.fromApi` writes for routes served by `HttpApiBuilder`, not true of these: its own
  * decode error (the routes answer `InvalidRequest`), and an empty `security` on each operation,
- * which in OpenAPI would lift the document's bearer requirement.
+ * which in OpenAPI would lift the document's bearer requirement; and the repeated `$id`s below.
  */
 const descriptionId = SchemaAST.DescriptionAnnotationId
 
@@ -208,7 +208,14 @@ const servedAsRouted = (generated: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => 
     ])
   )
   const { HttpApiDecodeError: _, Issue: __, PropertyKey: ___, ...schemas } = generated.components.schemas
-  return { ...generated, paths: paths as OpenApi.OpenAPISpecPaths, components: { ...generated.components, schemas } }
+  const document = {
+    ...generated,
+    paths: paths as OpenApi.OpenAPISpecPaths,
+    components: { ...generated.components, schemas }
+  }
+  // Schema.Unknown and Schema.Object come out with the same `$id` wherever they occur: an id given twice, which
+  // makes the document invalid. Without it such a schema means what it should (any value, any object).
+  return JSON.parse(JSON.stringify(document, (key, value) => (key === "$id" ? undefined : value)))
 }
 
 let document: OpenApi.OpenAPISpec | undefined
