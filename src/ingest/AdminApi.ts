@@ -11,6 +11,7 @@ import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import { requireAdmin } from "./AdminAuth.js"
 import { openApiDocument } from "./AdminContract.js"
 import type * as S from "./AdminSchemas.js"
+import type * as Src from "./AdminSourceSchemas.js"
 import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { errorResponse } from "./ErrorBody.js"
 
@@ -79,7 +80,7 @@ const putSource = Effect.gen(function*() {
       decoded.left
     )
   }
-  return answer<typeof S.SourceView.Type>(sourceView(yield* relay.putSource(decoded.right)))
+  return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.putSource(decoded.right)))
 })
 
 const LimitParam = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
@@ -152,7 +153,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
       route(
         Effect.map(
           Effect.flatMap(Relay, (relay) => relay.listSources),
-          (list) => answer<typeof S.SourceList.Type>({ sources: list.map(sourceView) })
+          (list) => answer<typeof Src.SourceList.Type>({ sources: list.map(sourceView) })
         )
       )
     ),
@@ -161,7 +162,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
       "/admin/sources/:sourceId",
       route(Effect.gen(function*() {
         const relay = yield* Relay
-        return answer<typeof S.SourceView.Type>(sourceView(yield* relay.getSource(yield* param("sourceId"))))
+        return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.getSource(yield* param("sourceId"))))
       }))
     ),
     HttpRouter.del(

@@ -9,6 +9,7 @@ import {
 } from "@effect/platform"
 import { Schema, SchemaAST } from "effect"
 import * as S from "./AdminSchemas.js"
+import * as Src from "./AdminSourceSchemas.js"
 
 /**
  * The admin API as a contract (SPEC §5–§7, §11): every route with its path, query, body, answers
@@ -30,19 +31,19 @@ const Limit = Schema.optional(
 )
 
 const sources = HttpApiGroup.make("sources")
-  .add(HttpApiEndpoint.get("listSources", "/admin/sources").addSuccess(S.SourceList))
+  .add(HttpApiEndpoint.get("listSources", "/admin/sources").addSuccess(Src.SourceList))
   .add(
     HttpApiEndpoint.put("putSource", "/admin/sources/:sourceId")
       .setPath(SourcePath)
-      .setPayload(S.SourceSettings)
-      .addSuccess(S.SourceView)
+      .setPayload(Src.SourceSettings)
+      .addSuccess(Src.SourceView)
       .addError(S.InvalidRequest)
       .addError(S.Conflict)
       .addError(S.PayloadTooLarge)
       .annotate(OpenApi.Description, "Creates or replaces a source; secrets are masked in the answer.")
   )
   .add(
-    HttpApiEndpoint.get("getSource", "/admin/sources/:sourceId").setPath(SourcePath).addSuccess(S.SourceView)
+    HttpApiEndpoint.get("getSource", "/admin/sources/:sourceId").setPath(SourcePath).addSuccess(Src.SourceView)
       .addError(S.NotFound)
   )
   .add(

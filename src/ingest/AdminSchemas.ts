@@ -1,8 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { Filters } from "../domain/Filters.js"
 import { MessageIssue } from "../domain/IngestErrors.js"
-import { SourceConfig } from "../domain/Settings.js"
 
 /**
  * The bodies of the admin API (SPEC §5–§7, §11), as Schema: what `AdminContract` describes and the
@@ -10,7 +8,7 @@ import { SourceConfig } from "../domain/Settings.js"
  * handlers add or drop is a type error until the contract says so too.
  */
 
-const Timestamp = Schema.NullOr(Schema.String).annotations({ description: "ISO 8601, UTC" })
+export const Timestamp = Schema.NullOr(Schema.String).annotations({ description: "ISO 8601, UTC" })
 
 /** The JSON error answer of every admin endpoint, for one status and its codes. */
 export const failure = <const Codes extends readonly [string, ...Array<string>]>(
@@ -49,40 +47,6 @@ export const UnsupportedEncoding = failure(415, "UnsupportedEncoding", "unsuppor
   "unsupported_encoding"
 ])
 export const StoreUnavailable = failure(503, "StoreUnavailable", "the store cannot be reached", ["store_unavailable"])
-
-/** The body of `PUT /admin/sources/{sourceId}`: a source's settings (its id is the path's). */
-export const SourceSettings = Schema.encodedSchema(SourceConfig.pipe(Schema.omit("id"))).annotations({
-  identifier: "SourceSettings"
-})
-
-const EndpointView = Schema.Struct({
-  url: Schema.String,
-  headers: Schema.optionalWith(
-    Schema.Record({ key: Schema.String, value: Schema.String }).annotations({
-      description: "credentials masked"
-    }),
-    { exact: true }
-  )
-})
-
-export const SourceView = Schema.Struct({
-  id: Schema.String,
-  writeKey: Schema.String.annotations({ description: "masked" }),
-  webhooks: Schema.optionalWith(
-    Schema.Struct({
-      enabled: Schema.Boolean,
-      hasSharedSecret: Schema.Boolean,
-      sharedSecret: Schema.optionalWith(Schema.String.annotations({ description: "masked" }), { exact: true }),
-      endpoints: Schema.Array(EndpointView),
-      filters: Schema.optionalWith(Schema.encodedSchema(Filters), { exact: true })
-    }),
-    { exact: true }
-  ),
-  createdAt: Timestamp,
-  updatedAt: Timestamp
-}).annotations({ identifier: "Source" })
-
-export const SourceList = Schema.Struct({ sources: Schema.Array(SourceView) })
 
 const JobStatus = Schema.Literal("pending", "delivering", "delivered", "dead")
 

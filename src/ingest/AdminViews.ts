@@ -9,6 +9,7 @@ import type {
   UsageDay
 } from "../store/Model.js"
 import type * as S from "./AdminSchemas.js"
+import type * as Src from "./AdminSourceSchemas.js"
 
 const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
 
@@ -37,7 +38,7 @@ const webhooksView = (settings: WebhookSettings) => ({
 })
 
 /** A source as the admin API shows it: secrets never in full (SPEC §7). */
-export const sourceView = (source: StoredSource): typeof S.SourceView.Type => ({
+export const sourceView = (source: StoredSource): typeof Src.SourceView.Type => ({
   id: source.id,
   writeKey: maskSecret(source.writeKey),
   ...(source.webhooks !== undefined && { webhooks: webhooksView(source.webhooks) }),
