@@ -34,7 +34,8 @@ Environment (all optional):
   HOOKRELAY_KEEP_ALIVE_TIMEOUT      idle keep-alive of HTTP connections (65 seconds)
 
 SIGTERM or SIGINT stops accepting, finishes or releases in-flight work, and exits 0.
-Web console: /console (with HOOKRELAY_ADMIN_TOKEN).
+Web console: /console (with HOOKRELAY_ADMIN_TOKEN); admin API reference: /console/api,
+its OpenAPI 3.1 document: /admin/openapi.json.
 `
 
 const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0]
