@@ -1,4 +1,4 @@
-// Compiles the server (src/ → dist/) when dist/main.js is missing or older than a source file.
+// Compiles the server (src/ → dist/) when dist/cli.js (the entry) is missing or older than a source file.
 // `npm start` runs it first (prestart), so the server runs as plain JavaScript on plain `node`:
 // under tsx the same server process takes ~100 MB more memory (the loader and its transpile
 // caches), and `npm start` is how users run it. `npm run build` always rebuilds, from scratch.
@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { isStale, writtenAt } from "./staleness.js"
 
 const root = fileURLToPath(new URL("../", import.meta.url))
-const entry = Path.join(root, "dist", "main.js")
+const entry = Path.join(root, "dist", "cli.js")
 
 const sources = ["src", "tsconfig.json", "tsconfig.build.json", "package-lock.json"].map((name) =>
   Path.join(root, name)

@@ -78,6 +78,27 @@ const query = (params: Record<string, string | number | undefined>) => {
   return text === "" ? "" : `?${text}`
 }
 
+/** The parts of the OpenAPI document the reference page shows. */
+export interface OpenApiOperation {
+  readonly operationId: string
+  readonly tags?: ReadonlyArray<string>
+  readonly description?: string
+  readonly parameters?: ReadonlyArray<
+    { readonly name: string; readonly in: string; readonly required?: boolean; readonly description?: string }
+  >
+  readonly requestBody?: { readonly content: Record<string, { readonly schema: unknown }> }
+  readonly responses: Record<
+    string,
+    { readonly description: string; readonly content?: Record<string, { readonly schema: unknown }> }
+  >
+}
+export interface OpenApiDocument {
+  readonly info: { readonly title: string; readonly version: string; readonly description?: string }
+  readonly tags: ReadonlyArray<{ readonly name: string }>
+  readonly paths: Record<string, Record<string, OpenApiOperation>>
+  readonly components: { readonly schemas: Record<string, unknown> }
+}
+
 export const api = {
   /** Checks a token before keeping it: any admin call does. */
   checkToken: (token: string) => request<{ sources: Array<SourceView> }>("GET", "/admin/sources", undefined, token),
@@ -97,6 +118,7 @@ export const api = {
   replay: (jobId: string) =>
     request<{ jobId: string; status: string }>("POST", `/admin/dead-letters/${segment(jobId)}/replay`),
   backlog: () => request<Backlog>("GET", "/admin/backlog"),
+  openApi: () => request<OpenApiDocument>("GET", "/admin/openapi.json"),
   usage: (sourceId: string, days: number) =>
     request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`)
 }

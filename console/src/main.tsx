@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { session, setUnauthorizedHandler } from "./api.js"
 import { BacklogStrip } from "./components/BacklogStrip.js"
 import { Link } from "./components/ui.js"
+import { ApiReference } from "./pages/ApiReference.js"
 import { Login } from "./pages/Login.js"
 import { Messages } from "./pages/Messages.js"
 import { SourceEdit } from "./pages/SourceEdit.js"
@@ -20,6 +21,7 @@ const Page = (props: { readonly location: Location }) => {
   if (path === "/sources") return <Sources />
   if (path === "/messages") return <Messages location={props.location} />
   if (path === "/usage") return <Usage location={props.location} />
+  if (path === "/api") return <ApiReference />
   return (
     <section>
       <h1>Not found</h1>
@@ -30,7 +32,7 @@ const Page = (props: { readonly location: Location }) => {
   )
 }
 
-const titles: Record<string, string> = { sources: "Sources", messages: "Message log", usage: "Usage" }
+const titles: Record<string, string> = { sources: "Sources", messages: "Message log", usage: "Usage", api: "Admin API" }
 
 const App = () => {
   const location = useLocation()
@@ -89,6 +91,7 @@ const App = () => {
           <Link to="/sources" current={section === "sources"}>Sources</Link>
           <Link to="/messages" current={section === "messages"}>Message log</Link>
           <Link to="/usage" current={section === "usage"}>Usage</Link>
+          <Link to="/api" current={section === "api"}>API</Link>
         </nav>
         <button type="button" class="logout" onClick={logOut}>Log out</button>
       </header>

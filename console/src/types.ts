@@ -1,5 +1,8 @@
 // The admin API's JSON shapes as the console reads and sends them (src/ingest/AdminViews.ts,
 // src/ingest/ErrorBody.ts). No DOM here: the console's pure modules and their tests share it.
+// The answers it only reads are the contract's own types (src/ingest/AdminSchemas.ts; types only,
+// nothing of it is bundled); the source editor keeps its own looser shapes for what it edits.
+import type * as Contract from "../../src/ingest/AdminSchemas.js"
 
 export interface FieldIssue {
   readonly path: string
@@ -54,35 +57,11 @@ export interface SourceInput {
 
 export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
 
-export interface JobView {
-  readonly id: string
-  readonly sourceId: string
-  readonly messageId: string
-  readonly userId: string | null
-  readonly kind: string
-  readonly status: JobStatus
-  readonly createdAt: string | null
-  readonly firstAttemptAt: string | null
-  readonly nextDueAt: string | null
-  readonly attemptCount: number
-  readonly finishedAt: string | null
-  readonly lastError: string | null
-}
+export type JobView = typeof Contract.JobView.Type
 
-export interface AttemptView {
-  readonly url: string
-  readonly attempt: number
-  readonly startedAt: string | null
-  readonly durationMs: number | null
-  readonly statusCode: number | null
-  readonly error: string | null
-  readonly outcome: string
-  readonly responseSnippet: string | null
-}
+export type AttemptView = typeof Contract.AttemptView.Type
 
-export interface JobWithAttempts extends JobView {
-  readonly attempts: ReadonlyArray<AttemptView>
-}
+export type JobWithAttempts = typeof Contract.JobWithAttemptsView.Type
 
 export interface MessageView {
   readonly messageId: string
@@ -94,24 +73,8 @@ export interface MessageView {
   readonly jobs: ReadonlyArray<JobWithAttempts>
 }
 
-export interface Backlog {
-  readonly pending: number
-  readonly delivering: number
-  readonly delivered: number
-  readonly dead: number
-}
+export type Backlog = typeof Contract.Backlog.Type
 
-export interface UsageDay {
-  readonly day: string
-  readonly apiCalls: number
-  readonly messages: number
-  readonly filtered: number
-  readonly delivered: number
-  readonly dead: number
-  readonly averageLatencyMs: number | null
-}
+export type UsageDay = Usage["days"][number]
 
-export interface Usage {
-  readonly sourceId: string
-  readonly days: ReadonlyArray<UsageDay>
-}
+export type Usage = typeof Contract.UsageView.Type

@@ -1,6 +1,7 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Either, type Option, type Redacted, Schema } from "effect"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import { version } from "../client/version.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
@@ -8,6 +9,9 @@ import type { BlockedEndpoints } from "../network/EgressPolicy.js"
 import { defaultSearchLimit, defaultUsageDays, Relay } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import { requireAdmin } from "./AdminAuth.js"
+import { openApiDocument } from "./AdminContract.js"
+import type * as S from "./AdminSchemas.js"
+import type * as Src from "./AdminSourceSchemas.js"
 import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { errorResponse } from "./ErrorBody.js"
 
@@ -31,6 +35,9 @@ const readJson = Effect.gen(function*() {
 const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
 
 const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+
+/** An answer whose body is typed by the contract's schema for it (`AdminSchemas`). */
+const answer = <A>(body: A, status = 200) => json(body, status)
 
 type AdminFailure = UnknownSource | WriteKeyConflict | InvalidAdminRequest | BlockedEndpoints | StoreError
 
@@ -73,7 +80,7 @@ const putSource = Effect.gen(function*() {
       decoded.left
     )
   }
-  return json(sourceView(yield* relay.putSource(decoded.right)))
+  return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.putSource(decoded.right)))
 })
 
 const LimitParam = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
@@ -90,7 +97,7 @@ const deadLetters = Effect.gen(function*() {
     ])
   }
   const jobs = yield* relay.deadLetters({ sourceId, limit: limit.right })
-  return json({ deadLetters: jobs.map(jobView) })
+  return answer<typeof S.DeadLetters.Type>({ deadLetters: jobs.map(jobView) })
 })
 
 /**
@@ -110,7 +117,7 @@ const usage = Effect.gen(function*() {
   const sourceId = yield* param("sourceId")
   const params = yield* HttpServerRequest.ParsedSearchParams
   const days = yield* relay.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays))
-  return json(usageView(sourceId, days))
+  return answer<typeof S.UsageView.Type>(usageView(sourceId, days))
 })
 
 const searchMessages = Effect.gen(function*() {
@@ -121,7 +128,7 @@ const searchMessages = Effect.gen(function*() {
     sourceId: textParam(params.sourceId),
     limit: wholeNumberParam(params.limit, defaultSearchLimit)
   })
-  return json({ messages: messages.map(messageView) })
+  return answer<typeof S.MessageList.Type>({ messages: messages.map(messageView) })
 })
 
 const sourceMessages = Effect.gen(function*() {
@@ -132,10 +139,10 @@ const sourceMessages = Effect.gen(function*() {
     sourceId: source.id,
     limit: wholeNumberParam(params.limit, defaultSearchLimit)
   })
-  return json({ messages: messages.map(messageView) })
+  return answer<typeof S.MessageList.Type>({ messages: messages.map(messageView) })
 })
 
-/** The admin API (SPEC §7, §11, §12), every route behind the bearer token. */
+/** The admin API (SPEC §7, §11, §12), every route behind the bearer token; `AdminContract` describes it. */
 export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
   const guard = requireAdmin(adminToken)
   const route = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, AdminFailure, R>) =>
@@ -146,7 +153,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
       route(
         Effect.map(
           Effect.flatMap(Relay, (relay) => relay.listSources),
-          (list) => json({ sources: list.map(sourceView) })
+          (list) => answer<typeof Src.SourceList.Type>({ sources: list.map(sourceView) })
         )
       )
     ),
@@ -155,7 +162,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
       "/admin/sources/:sourceId",
       route(Effect.gen(function*() {
         const relay = yield* Relay
-        return json(sourceView(yield* relay.getSource(yield* param("sourceId"))))
+        return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.getSource(yield* param("sourceId"))))
       }))
     ),
     HttpRouter.del(
@@ -176,7 +183,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
         const messageId = yield* param("messageId")
         const jobs = yield* relay.messageJobs(messageId)
         if (jobs.length === 0) return errorResponse(404, "not_found", `no jobs for message ${messageId}`)
-        return json({ messageId, jobs: jobs.map(jobWithAttemptsView) })
+        return answer<typeof S.MessageJobs.Type>({ messageId, jobs: jobs.map(jobWithAttemptsView) })
       }))
     ),
     HttpRouter.get("/admin/dead-letters", route(deadLetters)),
@@ -187,13 +194,16 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
         const jobId = yield* param("jobId")
         const replayed = yield* relay.replayDeadLetter(jobId)
         return replayed
-          ? json({ success: true, jobId, status: "pending" }, 202)
+          ? answer<typeof S.Replayed.Type>({ success: true, jobId, status: "pending" }, 202)
           : errorResponse(404, "not_found", `job ${jobId} is not a dead letter`)
       }))
     ),
     HttpRouter.get(
       "/admin/backlog",
-      route(Effect.map(Effect.flatMap(Relay, (relay) => relay.backlog), (backlog) => json(backlog)))
-    )
+      route(
+        Effect.map(Effect.flatMap(Relay, (relay) => relay.backlog), (backlog) => answer<typeof S.Backlog.Type>(backlog))
+      )
+    ),
+    HttpRouter.get("/admin/openapi.json", route(Effect.sync(() => json(openApiDocument(version)))))
   )
 }

@@ -8,6 +8,8 @@ import type {
   StoredSource,
   UsageDay
 } from "../store/Model.js"
+import type * as S from "./AdminSchemas.js"
+import type * as Src from "./AdminSourceSchemas.js"
 
 const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
 
@@ -19,10 +21,8 @@ const credentialValue = /^\s*(bearer|basic|digest|token|apikey)\s/i
 const headerView = (name: string, value: string) =>
   sensitiveHeader.test(name) || credentialValue.test(value) ? maskSecret(value) : value
 
-const maskHeaders = (headers: Readonly<Record<string, string>> | undefined) =>
-  headers === undefined ? undefined : Object.fromEntries(
-    Object.entries(headers).map(([name, value]) => [name, headerView(name, value)])
-  )
+const maskHeaders = (headers: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, headerView(name, value)]))
 
 const webhooksView = (settings: WebhookSettings) => ({
   enabled: settings.enabled,
@@ -38,7 +38,7 @@ const webhooksView = (settings: WebhookSettings) => ({
 })
 
 /** A source as the admin API shows it: secrets never in full (SPEC §7). */
-export const sourceView = (source: StoredSource) => ({
+export const sourceView = (source: StoredSource): typeof Src.SourceView.Type => ({
   id: source.id,
   writeKey: maskSecret(source.writeKey),
   ...(source.webhooks !== undefined && { webhooks: webhooksView(source.webhooks) }),
@@ -46,7 +46,7 @@ export const sourceView = (source: StoredSource) => ({
   updatedAt: iso(source.updatedAt)
 })
 
-export const jobView = (job: JobSummary) => ({
+export const jobView = (job: JobSummary): typeof S.JobView.Type => ({
   id: job.id,
   sourceId: job.sourceId,
   messageId: job.messageId,
@@ -61,7 +61,7 @@ export const jobView = (job: JobSummary) => ({
   lastError: job.lastError
 })
 
-export const attemptView = (attempt: StoredAttempt) => ({
+export const attemptView = (attempt: StoredAttempt): typeof S.AttemptView.Type => ({
   url: attempt.url,
   attempt: attempt.attempt,
   startedAt: iso(attempt.startedAt),
@@ -72,13 +72,13 @@ export const attemptView = (attempt: StoredAttempt) => ({
   responseSnippet: attempt.responseSnippet
 })
 
-export const jobWithAttemptsView = (job: JobWithAttempts) => ({
+export const jobWithAttemptsView = (job: JobWithAttempts): typeof S.JobWithAttemptsView.Type => ({
   ...jobView(job),
   attempts: job.attempts.map(attemptView)
 })
 
 /** One message of the message log: what came in through one source, with its jobs and attempts. */
-export const messageView = (message: MessageRecord) => ({
+export const messageView = (message: MessageRecord): typeof S.MessageView.Type => ({
   messageId: message.messageId,
   sourceId: message.sourceId,
   userId: message.userId,
@@ -88,7 +88,7 @@ export const messageView = (message: MessageRecord) => ({
   jobs: message.jobs.map(jobWithAttemptsView)
 })
 
-export const usageView = (sourceId: string, days: ReadonlyArray<UsageDay>) => ({
+export const usageView = (sourceId: string, days: ReadonlyArray<UsageDay>): typeof S.UsageView.Type => ({
   sourceId,
   days: days.map((day) => ({
     day: day.day,

@@ -1,0 +1,171 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { MessageIssue } from "../domain/IngestErrors.js"
+
+/**
+ * The bodies of the admin API (SPEC §5–§7, §11), as Schema: what `AdminContract` describes and the
+ * OpenAPI document shows. The handlers' views are typed by them (`AdminViews`), so a field the
+ * handlers add or drop is a type error until the contract says so too.
+ */
+
+export const Timestamp = Schema.NullOr(Schema.String).annotations({ description: "ISO 8601, UTC" })
+
+/** The JSON error answer of every admin endpoint, for one status and its codes. */
+export const failure = <const Codes extends readonly [string, ...Array<string>]>(
+  status: number,
+  identifier: string,
+  description: string,
+  codes: Codes
+) =>
+  Schema.Struct({
+    success: Schema.Literal(false),
+    code: Schema.Literal(...codes),
+    message: Schema.String,
+    errors: Schema.Array(MessageIssue)
+  }).annotations({ identifier, description, ...HttpApiSchema.annotations({ status }) })
+
+export const Unauthorized = failure(401, "Unauthorized", "missing or wrong bearer token", ["unauthorized"])
+export const AdminDisabled = failure(404, "AdminDisabled", "HOOKRELAY_ADMIN_TOKEN is not set", ["admin_disabled"])
+export const NotFound = failure(404, "NotFound", "no such source, message, job or deletion", ["not_found"])
+export const InvalidRequest = failure(400, "InvalidRequest", "a field or parameter is invalid; `errors` names it", [
+  "invalid_request",
+  "invalid_settings",
+  "invalid_json",
+  "unknown_sources",
+  "unreadable_body"
+])
+export const Conflict = failure(409, "Conflict", "the request conflicts with the current state", [
+  "write_key_conflict",
+  "sync_in_progress",
+  "sync_interrupted",
+  "property_taken"
+])
+export const PayloadTooLarge = failure(413, "PayloadTooLarge", "the body is over the endpoint's limit", [
+  "payload_too_large"
+])
+export const UnsupportedEncoding = failure(415, "UnsupportedEncoding", "unsupported Content-Encoding", [
+  "unsupported_encoding"
+])
+export const StoreUnavailable = failure(503, "StoreUnavailable", "the store cannot be reached", ["store_unavailable"])
+
+const JobStatus = Schema.Literal("pending", "delivering", "delivered", "dead")
+
+export const JobView = Schema.Struct({
+  id: Schema.String,
+  sourceId: Schema.String,
+  messageId: Schema.String,
+  userId: Schema.NullOr(Schema.String),
+  kind: Schema.Literal("message", "delete", "audience"),
+  status: JobStatus,
+  createdAt: Timestamp,
+  firstAttemptAt: Timestamp,
+  nextDueAt: Timestamp,
+  attemptCount: Schema.Number,
+  finishedAt: Timestamp,
+  lastError: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "Job" })
+
+export const AttemptView = Schema.Struct({
+  url: Schema.String,
+  attempt: Schema.Number,
+  startedAt: Timestamp,
+  durationMs: Schema.Number,
+  statusCode: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  outcome: Schema.Literal("success", "retryable", "permanent", "aborted"),
+  responseSnippet: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "Attempt" })
+
+export const JobWithAttemptsView = Schema.Struct({
+  ...JobView.fields,
+  attempts: Schema.Array(AttemptView)
+}).annotations({ identifier: "JobWithAttempts" })
+
+export const MessageView = Schema.Struct({
+  messageId: Schema.String,
+  sourceId: Schema.String,
+  userId: Schema.NullOr(Schema.String),
+  type: Schema.NullOr(Schema.String),
+  event: Schema.NullOr(Schema.String),
+  receivedAt: Timestamp,
+  jobs: Schema.Array(JobWithAttemptsView)
+}).annotations({ identifier: "Message" })
+
+export const MessageList = Schema.Struct({ messages: Schema.Array(MessageView) })
+
+export const MessageJobs = Schema.Struct({ messageId: Schema.String, jobs: Schema.Array(JobWithAttemptsView) })
+
+export const DeadLetters = Schema.Struct({ deadLetters: Schema.Array(JobView) })
+
+export const Replayed = Schema.Struct({
+  success: Schema.Literal(true),
+  jobId: Schema.String,
+  status: Schema.Literal("pending")
+}).annotations(HttpApiSchema.annotations({ status: 202 }))
+
+export const UsageView = Schema.Struct({
+  sourceId: Schema.String,
+  days: Schema.Array(Schema.Struct({
+    day: Schema.String,
+    apiCalls: Schema.Number,
+    messages: Schema.Number,
+    filtered: Schema.Number,
+    delivered: Schema.Number,
+    dead: Schema.Number,
+    averageLatencyMs: Schema.NullOr(Schema.Number)
+  }))
+}).annotations({ identifier: "Usage" })
+
+export const Backlog = Schema.Struct({
+  pending: Schema.Number,
+  delivering: Schema.Number,
+  delivered: Schema.Number,
+  dead: Schema.Number
+}).annotations({ identifier: "Backlog" })
+
+export const DeletionInput = Schema.Struct({
+  userId: Schema.String,
+  sourceIds: Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
+})
+
+export const DeletionCreated = Schema.Struct({ id: Schema.String }).annotations(
+  HttpApiSchema.annotations({ status: 202 })
+)
+
+export const DeletionView = Schema.Struct({
+  id: Schema.String,
+  userId: Schema.String,
+  sourceIds: Schema.Array(Schema.String),
+  createdAt: Schema.String,
+  jobsRemoved: Schema.Number,
+  notifications: Schema.Array(Schema.Struct({
+    sourceId: Schema.String,
+    jobId: Schema.String,
+    status: Schema.Literal("pending", "delivering", "delivered", "dead", "purged"),
+    attempts: Schema.Number,
+    finishedAt: Schema.NullOr(Schema.String)
+  }))
+}).annotations({ identifier: "Deletion" })
+
+export const AudienceMembers = Schema.Struct({ userIds: Schema.Array(Schema.String) })
+
+export const AudienceSynced = Schema.Struct({
+  property: Schema.String,
+  added: Schema.Number,
+  removed: Schema.Number,
+  unchanged: Schema.Number
+})
+
+export const TraitValues = Schema.Struct({
+  values: Schema.Record({
+    key: Schema.String,
+    value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean, Schema.Null)
+  })
+})
+
+export const TraitSynced = Schema.Struct({
+  property: Schema.String,
+  changed: Schema.Number,
+  cleared: Schema.Number,
+  unchanged: Schema.Number
+})
