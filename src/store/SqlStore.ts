@@ -4,7 +4,6 @@ import type * as Statement from "@effect/sql/Statement"
 import { Array as Arr, DateTime, Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
-import * as MessageIdLog from "./MessageIdLog.js"
 import { migrate, usageShards } from "./Migrations.js"
 import type {
   AttemptRecord,
@@ -62,7 +61,8 @@ import {
   usageRow,
   utcDay
 } from "./Rows.js"
-import { SqliteHotPaths, SqliteReader } from "./SqliteConnection.js"
+import * as MessageIdLog from "./sqlite/MessageIdLog.js"
+import { SqliteHotPaths, SqliteReader } from "./sqlite/SqliteConnection.js"
 import {
   byUsageKey,
   claimParameters,
@@ -74,7 +74,7 @@ import {
   sqliteInsertAttempts,
   usageOnConflict,
   usageOnShardConflict
-} from "./SqliteTransactions.js"
+} from "./sqlite/SqliteTransactions.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 
 /**

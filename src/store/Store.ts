@@ -4,13 +4,13 @@ import type { ConfigError } from "effect"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
-import * as MessageIdLog from "./MessageIdLog.js"
 import type { StoreShape } from "./Model.js"
-import * as SqliteConnection from "./SqliteConnection.js"
+import * as MessageIdLog from "./sqlite/MessageIdLog.js"
+import * as SqliteConnection from "./sqlite/SqliteConnection.js"
+import * as WalCheckpoints from "./sqlite/WalCheckpoints.js"
 import * as SqlStore from "./SqlStore.js"
 import { dataDirectoryConfig, postgresUrlConfig } from "./StoreConfig.js"
 import { StoreError } from "./StoreError.js"
-import * as WalCheckpoints from "./WalCheckpoints.js"
 
 /**
  * The outbox and everything around it: sources, jobs, attempts, dedupe, usage. One behaviour,

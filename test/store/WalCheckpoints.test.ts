@@ -5,9 +5,9 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, TestClock, TestServices } from "effect"
 import * as Path from "node:path"
+import * as WalCheckpoints from "../../src/store/sqlite/WalCheckpoints.js"
 import * as SqlStore from "../../src/store/SqlStore.js"
 import { Store } from "../../src/store/Store.js"
-import * as WalCheckpoints from "../../src/store/WalCheckpoints.js"
 
 /** A source and `count` messages of about 600 bytes each, so that every batch adds a few dozen WAL pages. */
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", padding: "x".repeat(600) }))

@@ -1,4 +1,4 @@
-import type { AttemptRecord, Completion } from "./Model.js"
+import type { AttemptRecord, Completion } from "../Model.js"
 import type { CompleteRequest } from "./SqliteTransactions.js"
 
 /**

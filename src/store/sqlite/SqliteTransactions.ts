@@ -1,6 +1,12 @@
-import { dedupeWindowMs } from "./Model.js"
-import type { AttemptRecord, CompleteResult, Completion, EnqueueEntry, EnqueueOptions, EnqueueResult } from "./Model.js"
-import type { RecentMessageIds } from "./RecentMessageIds.js"
+import { dedupeWindowMs } from "../Model.js"
+import type {
+  AttemptRecord,
+  CompleteResult,
+  Completion,
+  EnqueueEntry,
+  EnqueueOptions,
+  EnqueueResult
+} from "../Model.js"
 import {
   attemptRow,
   chunksOf,
@@ -15,7 +21,8 @@ import {
   makeTally,
   sortOutSeen,
   utcDay
-} from "./Rows.js"
+} from "../Rows.js"
+import type { RecentMessageIds } from "./RecentMessageIds.js"
 import type { Database } from "./SqliteDriver.js"
 import { type MergeProgress, type MergeRequest, prepareMerge } from "./SqliteMessageIdMerge.js"
 

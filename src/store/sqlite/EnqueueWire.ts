@@ -1,4 +1,4 @@
-import type { EnqueueEntry } from "./Model.js"
+import type { EnqueueEntry } from "../Model.js"
 import type { EnqueueRequest } from "./SqliteTransactions.js"
 
 /**
