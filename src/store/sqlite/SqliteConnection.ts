@@ -13,9 +13,9 @@ import { encodeComplete } from "./CompleteWire.js"
 import { encodeEnqueue } from "./EnqueueWire.js"
 import { loadDriver } from "./SqliteDriver.js"
 import type { MergeProgress, MergeRequest } from "./SqliteMessageIdMerge.js"
+import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteRequests.js"
 import { threadProgram } from "./SqliteThreadFile.js"
 import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./SqliteThreadProgram.js"
-import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 /**
  * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,

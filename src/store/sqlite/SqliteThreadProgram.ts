@@ -13,8 +13,8 @@ import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
 import { RecentMessageIds } from "./RecentMessageIds.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import type { MergeRequest } from "./SqliteMessageIdMerge.js"
+import type { ClaimRequest, PurgeRequest } from "./SqliteRequests.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string
