@@ -8,21 +8,22 @@ const notExcluded = (excluding: boolean) => excluding ? " AND source_id NOT IN (
 // Each UPDATE is atomic on its own (SQLite runs one statement at a time). Parameters: `claimParameters`. The rows are
 // chosen by rowid: the due index holds it, so the subquery reads no table row and the UPDATE needs no look-up of the
 // text key (measured with callgrind: ~9 % fewer SQLite instructions per claimed row).
-const sqliteClaimExpired = (excluding: boolean, returning: string) => `
+const claimExpiredText = (excluding: boolean) => `
   UPDATE jobs SET lease_owner = ?, lease_expires_at = ?
   WHERE rowid IN (
     SELECT rowid FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ?${notExcluded(excluding)}
     ORDER BY lease_expires_at LIMIT ${boundLimit})
-  RETURNING ${returning}`
+  RETURNING ${claimTupleColumns}`
 
-const sqliteClaimPending = (excluding: boolean, returning: string) => `
+// Leaving no source out (`claimPendingExcluding` below does).
+const claimPendingText = `
   UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
   WHERE rowid IN (
-    SELECT rowid FROM jobs WHERE status = 'pending' AND next_due_at <= ?${notExcluded(excluding)}
+    SELECT rowid FROM jobs WHERE status = 'pending' AND next_due_at <= ?
     ORDER BY next_due_at LIMIT ${boundLimit})
-  RETURNING ${returning}`
+  RETURNING ${claimTupleColumns}`
 
-/** The parameters of `sqliteClaimExpired` / `sqliteClaimPending` taking at most `room` jobs. */
+/** The parameters of `claimExpiredText` / `claimPendingText` taking at most `room` jobs. */
 const claimParameters = (request: ClaimRequest, room: number): Array<unknown> => {
   const until = request.now + request.leaseMs
   return request.excludeSourceIds.length > 0
@@ -34,10 +35,10 @@ const claimParameters = (request: ClaimRequest, room: number): Array<unknown> =>
 export const prepareClaim = (db: Database) => {
   const tuples = (text: string) => db.prepare(text).raw(true)
   const claimExpired = [
-    tuples(sqliteClaimExpired(false, claimTupleColumns)),
-    tuples(sqliteClaimExpired(true, claimTupleColumns))
+    tuples(claimExpiredText(false)),
+    tuples(claimExpiredText(true))
   ] as const
-  const claimPending = tuples(sqliteClaimPending(false, claimTupleColumns))
+  const claimPending = tuples(claimPendingText)
 
   // A claim that leaves sources out takes the other sources' due jobs one source at a time through
   // `jobs_pending_source` (migration 7): the sources with pending jobs one index seek each, then each included source's
