@@ -5,6 +5,7 @@ import { ConfigProvider, Effect, Layer } from "effect"
 import * as Path from "node:path"
 import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
+import { deletionStoreSuite } from "./deletionStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
@@ -17,6 +18,7 @@ const freshSqlite = () =>
 
 describe("Store (SQLite)", () => {
   storeSuite(freshSqlite, { shared: false })
+  deletionStoreSuite(freshSqlite)
   audienceStoreSuite(freshSqlite)
   messageLogStoreSuite(freshSqlite)
 
