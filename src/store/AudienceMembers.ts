@@ -17,9 +17,8 @@ import { fail, type StoreKit, untraced } from "./StoreKit.js"
  * Inserts the identify jobs of the users a chunk changed, in the chunk's transaction, as ONE
  * statement whose rows travel as one parameter (a JSON array on SQLite, text[]s on PostgreSQL)
  * with each body as its JSON text, turned into its UTF-8 bytes by the database (`CAST(… AS
- * BLOB)`, `convert_to(…, 'UTF8')`): the same bytes `encodeBody` makes. Measured on a
- * 100 000-member sync: the multi-row INSERT's 4 500-parameter statements cost ≈ 110 MB of
- * garbage (compiling and binding them) and a fifth of the time; this costs a few MB.
+ * BLOB)`, `convert_to(…, 'UTF8')`): the same bytes `encodeBody` makes. Multi-row INSERTs of
+ * thousands of parameters cost far more garbage and time to compile and bind (`bench/audiences.ts`).
  */
 export const insertIdentifyJobs = (
   { newJobIds, noteLogged, sql }: StoreKit,
@@ -62,9 +61,8 @@ export const insertIdentifyJobs = (
 /**
  * The ids travel as one parameter (a JSON array on SQLite, a text[] on PostgreSQL): the
  * statement text is the same for every chunk and no parameter limit applies. Members already
- * present (most of a later sync's) are left by ON CONFLICT DO NOTHING; measured on PostgreSQL,
- * that beats filtering them first with NOT EXISTS (planned as a hash anti-join over the whole
- * audience: 2 000 ids against 100 000 members, 10 ms vs 43 ms).
+ * present (most of a later sync's) are left by ON CONFLICT DO NOTHING: on PostgreSQL, filtering
+ * them first with NOT EXISTS is planned as a hash anti-join over the whole audience, and is slower.
  */
 const addMembers = (sql: SqlClient.SqlClient, ref: AudienceRef, userIds: ReadonlyArray<string>, now: number) =>
   sql.onDialectOrElse({

@@ -39,20 +39,17 @@ export const prepareComplete = (db: Database) => {
   const usage = db.prepare(`
     INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
-  // One prepared INSERT per attempt, not one JSON parameter as through `SqlClient` (`Attempts`): on this thread there is no round trip to save,
-  // and binding nine values cost about half of building and walking the JSON (measured: ~2 against ~4.3 µs a row).
+  // One prepared INSERT per attempt, not one JSON parameter as through `SqlClient` (`Attempts`): on this thread there
+  // is no round trip to save, and binding nine values costs less than building and walking the JSON.
   const insertAttempt = db.prepare(`
     INSERT INTO attempts (job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
   // Plain deliveries one row at a time, as the attempts: on this thread one UPDATE joined to a JSON parameter (written,
   // walked by json_each, joined, and its RETURNING rows written as JSON texts and parsed again) cost more than binding
-  // five values and reading two. Measured on the thread in the dispatcher benchmark (`--fake sqlite`, alternate builds,
-  // 9 runs each): its time in completions per 20 000 jobs, median 304 ms before, 250 after.
+  // five values and reading two (`bench/dispatcher.ts --fake sqlite`).
   // No RETURNING: SQLite runs a statement with one as if it had a trigger, which gives up the one-pass update of a row
-  // found by its key (the row's key goes to a temporary table first) and writes each returned row to another. Alone,
-  // on a file outbox of 20 000 leased jobs, 400 completions a transaction: ~12.4 µs a job with RETURNING, ~4.2 with the
-  // update and then a read of the two columns by key. On the thread, in the dispatcher benchmark (`--fake sqlite`,
-  // alternate builds, 9 runs each) far less: completions 130–155 → 125–145 ms per 20 000 jobs.
+  // found by its key (the row's key goes to a temporary table first) and writes each returned row to another: the
+  // update and then a read of the two columns by key costs less.
   const delivered = db.prepare(`
     UPDATE jobs SET
       status = 'delivered',
@@ -72,7 +69,7 @@ export const prepareComplete = (db: Database) => {
     const tally = makeTally()
     for (const [id, at, first, inc, knownSourceId, knownCreatedAt] of plain) {
       if (delivered.run(at, inc, first, id, owner).changes === 0) continue
-      // The dispatcher sends what its claim read; reading it back cost ~1.3 µs a job here, a quarter of the update.
+      // The dispatcher sends what its claim read: no need to read it back.
       const [sourceId, createdAt] = knownSourceId !== null && knownCreatedAt !== null
         ? [knownSourceId, knownCreatedAt]
         : deliveredJob.get(id) as [string, number]
