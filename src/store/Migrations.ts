@@ -237,7 +237,7 @@ const usageShardsMigration = Effect.gen(function*() {
  * it walked every due row of the left-out sources to find the others' (SQLite: 22–33 ms with 200 000 due jobs of one
  * source whose endpoint was down, 112 ms with a million, up to five times a second, each one holding up every ingest
  * commit queued behind it on the one connection; PostgreSQL: 32.7 ms of the database's CPU each). With this index the
- * claim takes each other source's earliest due jobs with one seek per source (`SqliteTransactions`, `SqlStore`).
+ * claim takes each other source's earliest due jobs with one seek per source (`sqlite/SqliteClaim`, `pg/PgClaim`).
  */
 const pendingBySource = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

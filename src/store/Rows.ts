@@ -11,7 +11,7 @@ import type {
 
 /**
  * How the store's values become rows and rows become values again: the pure part of the store,
- * shared by `SqlStore` (any `SqlClient`) and the SQLite thread (`SqliteHotPaths`). It imports no
+ * shared by the store's modules and the SQLite thread (`sqlite/SqliteTransactions`). It imports no
  * package, so the SQLite thread loads nothing else.
  */
 
@@ -334,3 +334,22 @@ export const makeTally = () => {
   }
   return { applied, usage, count, result }
 }
+
+const usageSums = `
+    api_calls = usage_daily.api_calls + excluded.api_calls,
+    messages = usage_daily.messages + excluded.messages,
+    filtered = usage_daily.filtered + excluded.filtered,
+    delivered = usage_daily.delivered + excluded.delivered,
+    dead = usage_daily.dead + excluded.dead,
+    latency_ms = usage_daily.latency_ms + excluded.latency_ms,
+    latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`
+
+/** What a usage upsert adds to an existing (source, day) row. */
+export const usageOnConflict = `ON CONFLICT (source_id, day) DO UPDATE SET ${usageSums}`
+
+/** PostgreSQL's usage rows are sharded (`usageShards` in `Migrations.ts`): what an upsert adds to its shard's row. */
+export const usageOnShardConflict = `ON CONFLICT (source_id, day, shard) DO UPDATE SET ${usageSums}`
+
+/** The order usage rows are written in, so that transactions lock them in the same order. */
+export const byUsageKey = (a: { source_id: string; day: number }, b: { source_id: string; day: number }) =>
+  a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : a.day - b.day

@@ -4,13 +4,15 @@ import type { ConfigError } from "effect"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
-import * as MessageIdLog from "./MessageIdLog.js"
 import type { StoreShape } from "./Model.js"
-import * as SqliteConnection from "./SqliteConnection.js"
-import * as SqlStore from "./SqlStore.js"
+import * as PgStore from "./pg/PgStore.js"
+import * as MessageIdLog from "./sqlite/MessageIdLog.js"
+import type { SqliteHotPaths } from "./sqlite/SqliteConnection.js"
+import * as SqliteConnection from "./sqlite/SqliteConnection.js"
+import * as SqliteStore from "./sqlite/SqliteStore.js"
+import * as WalCheckpoints from "./sqlite/WalCheckpoints.js"
 import { dataDirectoryConfig, postgresUrlConfig } from "./StoreConfig.js"
 import { StoreError } from "./StoreError.js"
-import * as WalCheckpoints from "./WalCheckpoints.js"
 
 /**
  * The outbox and everything around it: sources, jobs, attempts, dedupe, usage. One behaviour,
@@ -19,8 +21,12 @@ import * as WalCheckpoints from "./WalCheckpoints.js"
  */
 export class Store extends Context.Tag("hookrelay/Store")<Store, StoreShape>() {}
 
-/** The store over whatever `SqlClient` the context provides (migrations run when it is built). */
-export const layerSql: Layer.Layer<Store, StoreError, SqlClient.SqlClient> = Layer.effect(Store, SqlStore.make)
+/**
+ * The SQLite store over the connection in context (`SqliteConnection.layer`, and its `SqliteReader` when provided):
+ * migrations run when it is built. `layerSqlite` is this over a file, with its checkpoints and message id log.
+ */
+export const layerOnSqliteConnection: Layer.Layer<Store, StoreError, SqlClient.SqlClient | SqliteHotPaths> = Layer
+  .effect(Store, SqliteStore.make)
 
 export const sqliteFileName = "hookrelay.db"
 
@@ -67,8 +73,8 @@ export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, Sto
     // After the store's own connection settings (built first through provideMerge), so that
     // `wal_autocheckpoint = 0` is the last word.
     const withCheckpoints = options.checkpoints === false || !WalCheckpoints.isSharedFile(filename)
-      ? layerSql
-      : WalCheckpoints.layer(filename, options.checkpoints ?? {}).pipe(Layer.provideMerge(layerSql))
+      ? layerOnSqliteConnection
+      : WalCheckpoints.layer(filename, options.checkpoints ?? {}).pipe(Layer.provideMerge(layerOnSqliteConnection))
     // After the migrations (the store is built first), before anything is enqueued (the layer is not ready until the
     // log left by an earlier process is merged).
     const store = MessageIdLog.layer(options.messageIdLog).pipe(Layer.provideMerge(withCheckpoints))
@@ -120,7 +126,7 @@ export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
         Effect.mapError((cause) => new StoreError({ operation: "open", cause }))
       )
     })
-    return Layer.effect(Store, Effect.zipRight(createSchema, SqlStore.make)).pipe(
+    return Layer.effect(Store, Effect.zipRight(createSchema, PgStore.make)).pipe(
       Layer.provide(
         PgClient.layer({
           url: Redacted.make(url),

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { decodeClaim, encodeClaim } from "../../src/store/ClaimWire.js"
 import type { ClaimRow, ClaimTuple } from "../../src/store/Rows.js"
+import { decodeClaim, encodeClaim } from "../../src/store/sqlite/ClaimWire.js"
 
 /** A claimed row as the SQLite thread's raw statement returns it (`claimTupleColumns`): SQLite's `json_array` of the
  * fields, then the body. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { decodeComplete, encodeComplete } from "../../src/store/CompleteWire.js"
-import type { CompleteRequest } from "../../src/store/SqliteTransactions.js"
+import { decodeComplete, encodeComplete } from "../../src/store/sqlite/CompleteWire.js"
+import type { CompleteRequest } from "../../src/store/sqlite/SqliteRequests.js"
 
 const crossing = (request: CompleteRequest) => {
   const wire = encodeComplete(request)

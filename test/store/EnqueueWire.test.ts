@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { decodeEnqueue, encodeEnqueue } from "../../src/store/EnqueueWire.js"
-import type { EnqueueRequest } from "../../src/store/SqliteTransactions.js"
+import { decodeEnqueue, encodeEnqueue } from "../../src/store/sqlite/EnqueueWire.js"
+import type { EnqueueRequest } from "../../src/store/sqlite/SqliteRequests.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

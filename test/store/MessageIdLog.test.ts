@@ -5,12 +5,12 @@ import { Migrator } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Clock, Context, Effect, Layer, TestClock } from "effect"
 import * as Path from "node:path"
-import type { MessageIdLogOptions } from "../../src/store/MessageIdLog.js"
 import { migrate, migrations, migrationsTable } from "../../src/store/Migrations.js"
-import { SqliteHotPaths } from "../../src/store/SqliteConnection.js"
-import * as SqliteConnection from "../../src/store/SqliteConnection.js"
-import { loadDriver } from "../../src/store/SqliteDriver.js"
-import * as SqlStore from "../../src/store/SqlStore.js"
+import type { MessageIdLogOptions } from "../../src/store/sqlite/MessageIdLog.js"
+import { SqliteHotPaths } from "../../src/store/sqlite/SqliteConnection.js"
+import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
+import { loadDriver } from "../../src/store/sqlite/SqliteDriver.js"
+import * as SqliteStore from "../../src/store/sqlite/SqliteStore.js"
 import { layerSqlite, Store } from "../../src/store/Store.js"
 import { body, entry } from "./storeSuite.js"
 
@@ -183,7 +183,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       assert.deepStrictEqual(yield* tables(filename), { log: [], seen: [], jobs: ["d1", "m1", "m1"] })
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE name = 'jobs_message'`
       assert.deepStrictEqual(indexes, [])
-      const store = yield* Effect.provide(SqlStore.make, context)
+      const store = yield* Effect.provide(SqliteStore.make, context)
       assert.deepStrictEqual((yield* store.jobsForMessage("m1")).map((job) => job.id), ["j1", "j2"])
     }))
 

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto"
 import { isPostgresUrl, layerPg, Store } from "../../src/store/index.js"
 import { utcDay } from "../../src/store/Rows.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
+import { deletionStoreSuite } from "./deletionStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { entry, storeSuite, survivesReopen } from "./storeSuite.js"
 
@@ -47,6 +48,7 @@ const freshPg = (url: string) => () => {
 describe.skipIf(skipReason !== undefined)("Store (PostgreSQL)", () => {
   const url = databaseUrl ?? ""
   storeSuite(freshPg(url), { shared: true })
+  deletionStoreSuite(freshPg(url))
   audienceStoreSuite(freshPg(url))
   messageLogStoreSuite(freshPg(url))
 

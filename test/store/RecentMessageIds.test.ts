@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { RecentMessageIds } from "../../src/store/RecentMessageIds.js"
+import { RecentMessageIds } from "../../src/store/sqlite/RecentMessageIds.js"
 
 describe("RecentMessageIds (the SQLite thread's memory of ids not yet merged)", () => {
   it("counts staged ids as seen, keeps them on commit, takes them back on rollback", () => {

@@ -4,9 +4,9 @@ import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, type Either, Exit, Fiber, Layer, Scope } from "effect"
 import { migrate } from "../../src/store/Migrations.js"
-import { SqliteHotPaths, SqliteReader } from "../../src/store/SqliteConnection.js"
-import * as SqliteConnection from "../../src/store/SqliteConnection.js"
-import { layerSql, Store } from "../../src/store/Store.js"
+import { SqliteHotPaths, SqliteReader } from "../../src/store/sqlite/SqliteConnection.js"
+import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
+import { layerOnSqliteConnection, Store } from "../../src/store/Store.js"
 import { entry } from "./storeSuite.js"
 
 /** Holds a transaction open on the SqlClient until `finish`, after `before` ran inside it. */
@@ -330,7 +330,7 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
       const connections = withReader
         ? SqliteConnection.layerReader(filename).pipe(Layer.provideMerge(writer))
         : writer
-      const context = yield* Layer.build(layerSql.pipe(Layer.provideMerge(connections)))
+      const context = yield* Layer.build(layerOnSqliteConnection.pipe(Layer.provideMerge(connections)))
       return { context, store: Context.get(context, Store), filename }
     }).pipe(Effect.provide(NodeFileSystem.layer))
 

@@ -1,12 +1,11 @@
 import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as Path from "node:path"
 import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
-import * as SqlStore from "../../src/store/SqlStore.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
+import { deletionStoreSuite } from "./deletionStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
@@ -19,6 +18,7 @@ const freshSqlite = () =>
 
 describe("Store (SQLite)", () => {
   storeSuite(freshSqlite, { shared: false })
+  deletionStoreSuite(freshSqlite)
   audienceStoreSuite(freshSqlite)
   messageLogStoreSuite(freshSqlite)
 
@@ -43,24 +43,4 @@ describe("Store (SQLite)", () => {
       }).pipe(Effect.provide(layerFromConfig.pipe(Layer.provide(Layer.setConfigProvider(provider)))))
       assert.isTrue(yield* fs.exists(Path.join(directory, sqliteFileName)))
     }).pipe(Effect.provide(NodeFileSystem.layer)))
-})
-
-/**
- * The same store over `@effect/sql-sqlite-node`'s client alone, without `SqliteHotPaths`: enqueue, claims and
- * completions then take their `SqlClient` path (claims and completions share their statement texts with the hot
- * transactions the product runs on the SQLite thread).
- */
-const freshSqlClientOnly = () =>
-  Layer.unwrapScoped(
-    Effect.map(
-      FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeTempDirectoryScoped())),
-      (directory) =>
-        Layer.effect(Store, SqlStore.make).pipe(
-          Layer.provide(SqliteClient.layer({ filename: Path.join(directory, "store.db") }))
-        )
-    )
-  ).pipe(Layer.provide(NodeFileSystem.layer))
-
-describe("Store (SQLite through SqlClient only)", () => {
-  storeSuite(freshSqlClientOnly, { shared: false })
 })

@@ -5,9 +5,9 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, TestClock, TestServices } from "effect"
 import * as Path from "node:path"
-import * as SqlStore from "../../src/store/SqlStore.js"
-import { Store } from "../../src/store/Store.js"
-import * as WalCheckpoints from "../../src/store/WalCheckpoints.js"
+import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
+import * as WalCheckpoints from "../../src/store/sqlite/WalCheckpoints.js"
+import { layerOnSqliteConnection, Store } from "../../src/store/Store.js"
 
 /** A source and `count` messages of about 600 bytes each, so that every batch adds a few dozen WAL pages. */
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", padding: "x".repeat(600) }))
@@ -27,14 +27,14 @@ const waitUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, what:
     return yield* Effect.dieMessage(`timed out waiting for ${what}`)
   })
 
-/** The store and its checkpoints over one SQLite file in a temporary directory, built in the test's scope. */
+/** The store (on its SQLite thread) and its checkpoints over one SQLite file in a temporary directory, built in the test's scope. */
 const openStore = (options: WalCheckpoints.WalCheckpointOptions) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const directory = yield* fs.makeTempDirectoryScoped()
     const filename = Path.join(directory, "store.db")
     const context = yield* Layer.build(
-      Layer.effect(Store, SqlStore.make).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
+      layerOnSqliteConnection.pipe(Layer.provideMerge(SqliteConnection.layer(filename)))
     )
     const stats = yield* WalCheckpoints.make(filename, options).pipe(Effect.provide(context))
     return { filename, stats, store: context.unsafeMap.get(Store.key) as Store["Type"], context, fs }
@@ -121,7 +121,7 @@ describe("WAL checkpoints on a worker thread", () => {
       assert.isTrue((yield* stats).failed)
       assert.strictEqual(rows[0]!.wal_autocheckpoint, WalCheckpoints.walCheckpointDefaults.fallbackAutocheckpoint)
     }).pipe(
-      Effect.provide(SqliteClient.layer({ filename: ":memory:" })),
+      Effect.provide(SqliteConnection.layer(":memory:")),
       Effect.provide(NodeFileSystem.layer)
     ))
 })

@@ -5,17 +5,17 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
-import { FifoGate } from "../runtime/FifoGate.js"
-import { Slots } from "../runtime/Slots.js"
+import { FifoGate } from "../../runtime/FifoGate.js"
+import { Slots } from "../../runtime/Slots.js"
+import type { ClaimedJob, CompleteResult, EnqueueResult } from "../Model.js"
 import { type ClaimWire, decodeClaim } from "./ClaimWire.js"
 import { encodeComplete } from "./CompleteWire.js"
 import { encodeEnqueue } from "./EnqueueWire.js"
-import type { ClaimedJob, CompleteResult, EnqueueResult } from "./Model.js"
 import { loadDriver } from "./SqliteDriver.js"
 import type { MergeProgress, MergeRequest } from "./SqliteMessageIdMerge.js"
+import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteRequests.js"
 import { threadProgram } from "./SqliteThreadFile.js"
 import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./SqliteThreadProgram.js"
-import type { ClaimRequest, CompleteRequest, EnqueueRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 /**
  * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,
@@ -56,6 +56,58 @@ const asBuffers = (rows: unknown): unknown => {
 }
 
 type Request = ThreadRequest extends infer R ? R extends { readonly id: number } ? Omit<R, "id"> : never : never
+
+/** A `SqlClient` connection whose statements go to the thread through `send`. */
+const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>): Connection => {
+  const execute = (sql: string, params: ReadonlyArray<unknown>, mode: ExecuteMode) =>
+    Effect.map(send({ op: "execute", sql, params, mode }), asBuffers)
+  return {
+    execute: (sql, params, transformRows) =>
+      Effect.map(
+        execute(sql, params, "rows"),
+        (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+      ),
+    executeRaw: (sql, params) => execute(sql, params, "raw"),
+    executeValues: (sql, params) =>
+      execute(sql, params, "values") as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>,
+    executeUnprepared: (sql, params, transformRows) =>
+      Effect.map(
+        execute(sql, params ?? [], "unprepared"),
+        (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+      ),
+    executeStream: () => Effect.dieMessage("executeStream not implemented") as never
+  }
+}
+
+/** The hot transactions, each one message sent as any statement outside a transaction is. */
+const hotPaths = (
+  sendOutside: (request: Request, transfer?: ReadonlyArray<ArrayBuffer>) => Effect.Effect<unknown, SqlError>,
+  loggedLatch: Effect.Latch
+): SqliteHotPaths["Type"] => ({
+  enqueue: (request) =>
+    Effect.suspend(() => {
+      const wire = encodeEnqueue(request)
+      return Effect.tap(
+        sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>,
+        () => loggedLatch.unsafeOpen()
+      )
+    }),
+  claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
+  // An endpoint state that is not JSON (a BigInt from a caller outside the types) fails the batch as the thread's
+  // own encoding of it did, a SqlError, not a defect of the caller's fiber.
+  complete: (request) =>
+    Effect.flatMap(
+      Effect.try({
+        try: () => encodeComplete(request),
+        catch: (cause) => new SqlError({ cause, message: "Failed to encode a completion batch" })
+      }),
+      (wire) => sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
+    ),
+  purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>,
+  merge: (request) => sendOutside({ op: "merge", request }) as Effect.Effect<MergeProgress, SqlError>,
+  noteLogged: loggedLatch.open,
+  awaitLogged: Effect.zipRight(loggedLatch.await, loggedLatch.close)
+})
 
 /**
  * The store's one SQLite connection, on a thread of its own (`SqliteThreadProgram`): better-sqlite3
@@ -184,28 +236,6 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
         (answer) => Effect.uninterruptible(Deferred.await(answer))
       )
 
-    const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>): Connection => {
-      const execute = (sql: string, params: ReadonlyArray<unknown>, mode: ExecuteMode) =>
-        Effect.map(send({ op: "execute", sql, params, mode }), asBuffers)
-      return {
-        execute: (sql, params, transformRows) =>
-          Effect.map(
-            execute(sql, params, "rows"),
-            (rows) =>
-              transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
-          ),
-        executeRaw: (sql, params) => execute(sql, params, "raw"),
-        executeValues: (sql, params) =>
-          execute(sql, params, "values") as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>,
-        executeUnprepared: (sql, params, transformRows) =>
-          Effect.map(
-            execute(sql, params ?? [], "unprepared"),
-            (rows) =>
-              transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
-          ),
-        executeStream: () => Effect.dieMessage("executeStream not implemented") as never
-      }
-    }
     const outside = connection(sendOutside)
     const inside = connection(sendInside)
 
@@ -217,33 +247,7 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const loggedLatch = yield* Effect.makeLatch(false)
-    const hot: SqliteHotPaths["Type"] = {
-      enqueue: (request) =>
-        Effect.suspend(() => {
-          const wire = encodeEnqueue(request)
-          return Effect.tap(
-            sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>,
-            () => loggedLatch.unsafeOpen()
-          )
-        }),
-      claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
-      // An endpoint state that is not JSON (a BigInt from a caller outside the types) fails the batch as the thread's
-      // own encoding of it did, a SqlError, not a defect of the caller's fiber.
-      complete: (request) =>
-        Effect.flatMap(
-          Effect.try({
-            try: () => encodeComplete(request),
-            catch: (cause) => new SqlError({ cause, message: "Failed to encode a completion batch" })
-          }),
-          (wire) =>
-            sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
-        ),
-      purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>,
-      merge: (request) => sendOutside({ op: "merge", request }) as Effect.Effect<MergeProgress, SqlError>,
-      noteLogged: loggedLatch.open,
-      awaitLogged: Effect.zipRight(loggedLatch.await, loggedLatch.close)
-    }
+    const hot = hotPaths(sendOutside, yield* Effect.makeLatch(false))
     return { sql, hot }
   })
 

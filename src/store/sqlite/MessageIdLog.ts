@@ -1,7 +1,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Layer } from "effect"
+import { StoreError } from "../StoreError.js"
 import { SqliteHotPaths } from "./SqliteConnection.js"
-import { StoreError } from "./StoreError.js"
 
 export interface MessageIdLogOptions {
   /** How long after something is logged the log is looked at, and between looks while it holds rows. */

@@ -1,5 +1,5 @@
-import type { ClaimedJob, JobKind } from "./Model.js"
-import { type ClaimTuple, jobsInDueOrder } from "./Rows.js"
+import type { ClaimedJob, JobKind } from "../Model.js"
+import { type ClaimTuple, jobsInDueOrder } from "../Rows.js"
 
 /**
  * A claim's jobs as they cross from the SQLite thread: their fields as one JSON text and their bodies

@@ -1,5 +1,5 @@
-import type { AttemptRecord, Completion } from "./Model.js"
-import type { CompleteRequest } from "./SqliteTransactions.js"
+import type { AttemptRecord, Completion } from "../Model.js"
+import type { CompleteRequest } from "./SqliteRequests.js"
 
 /**
  * A completion batch as it crosses to the SQLite thread: its numbers in one buffer, handed over without a copy, and

@@ -6,15 +6,15 @@
  */
 import { createRequire } from "node:module"
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads"
+import { makeJobIds } from "../Rows.js"
 import { encodeClaim } from "./ClaimWire.js"
 import { type CompleteWire, decodeComplete } from "./CompleteWire.js"
 import { decodeEnqueue, type EnqueueWire } from "./EnqueueWire.js"
 import { RecentMessageIds } from "./RecentMessageIds.js"
-import { makeJobIds } from "./Rows.js"
 import type { Database, PreparedStatement } from "./SqliteDriver.js"
 import type { MergeRequest } from "./SqliteMessageIdMerge.js"
+import type { ClaimRequest, PurgeRequest } from "./SqliteRequests.js"
 import { prepareTransactions, type Transactions } from "./SqliteTransactions.js"
-import type { ClaimRequest, PurgeRequest } from "./SqliteTransactions.js"
 
 export interface ThreadData {
   readonly driver: string

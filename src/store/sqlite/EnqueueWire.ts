@@ -1,5 +1,5 @@
-import type { EnqueueEntry } from "./Model.js"
-import type { EnqueueRequest } from "./SqliteTransactions.js"
+import type { EnqueueEntry } from "../Model.js"
+import type { EnqueueRequest } from "./SqliteRequests.js"
 
 /**
  * A request's messages as they cross to the SQLite thread: their fields as one JSON text and their bodies in one

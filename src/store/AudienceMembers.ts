@@ -1,0 +1,210 @@
+import type { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type {
+  AudienceChunk,
+  AudienceChunkResult,
+  AudienceRef,
+  AudienceSyncStart,
+  IdentifyJobBuilder,
+  StoreShape
+} from "./Model.js"
+import { num } from "./Rows.js"
+import { fail, type StoreKit, untraced } from "./StoreKit.js"
+
+/** Audiences (SPEC §6): their sync leases, their members, and the identify job of each member added or removed. */
+
+/**
+ * Inserts the identify jobs of the users a chunk changed, in the chunk's transaction, as ONE
+ * statement whose rows travel as one parameter (a JSON array on SQLite, text[]s on PostgreSQL)
+ * with each body as its JSON text, turned into its UTF-8 bytes by the database (`CAST(… AS
+ * BLOB)`, `convert_to(…, 'UTF8')`): the same bytes `encodeBody` makes. Multi-row INSERTs of
+ * thousands of parameters cost far more garbage and time to compile and bind (`bench/audiences.ts`).
+ */
+export const insertIdentifyJobs = (
+  { newJobIds, noteLogged, sql }: StoreKit,
+  sourceId: string,
+  changes: ReadonlyArray<readonly [userId: string, value: unknown]>,
+  identify: IdentifyJobBuilder | undefined,
+  now: number
+) =>
+  Effect.gen(function*() {
+    if (identify === undefined || changes.length === 0) return 0
+    const ids = newJobIds(now, changes.length)
+    const messageIds = new Array<string>(changes.length)
+    const userIds = new Array<string>(changes.length)
+    const bodies = new Array<string>(changes.length)
+    for (let i = 0; i < changes.length; i++) {
+      const [userId, value] = changes[i]!
+      const job = identify(userId, value)
+      messageIds[i] = job.messageId
+      userIds[i] = userId
+      bodies[i] = job.bodyText
+    }
+    yield* sql.onDialectOrElse({
+      pg: () =>
+        sql`
+          INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at)
+          SELECT id, ${sourceId}, mid, uid, 'audience', convert_to(body, 'UTF8'), 'pending', ${now}, ${now}
+          FROM unnest(${ids}::text[], ${messageIds}::text[], ${userIds}::text[], ${bodies}::text[])
+            AS t(id, mid, uid, body)`,
+      orElse: () =>
+        sql`
+          INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at)
+          SELECT value ->> 0, ${sourceId}, value ->> 1, value ->> 2, 'audience', CAST(value ->> 3 AS BLOB),
+            'pending', ${now}, ${now}
+          FROM json_each(${JSON.stringify(ids.map((id, i) => [id, messageIds[i], userIds[i], bodies[i]]))})`
+    })
+    yield* noteLogged
+    return ids.length
+  })
+
+/**
+ * The ids travel as one parameter (a JSON array on SQLite, a text[] on PostgreSQL): the
+ * statement text is the same for every chunk and no parameter limit applies. Members already
+ * present (most of a later sync's) are left by ON CONFLICT DO NOTHING: on PostgreSQL, filtering
+ * them first with NOT EXISTS is planned as a hash anti-join over the whole audience, and is slower.
+ */
+const addMembers = (sql: SqlClient.SqlClient, ref: AudienceRef, userIds: ReadonlyArray<string>, now: number) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql<{ user_id: string }>`
+        INSERT INTO audience_members (source_id, audience, user_id, added_at)
+        SELECT ${ref.sourceId}, ${ref.audience}, u, ${now} FROM unnest(${userIds}::text[]) AS u
+        ON CONFLICT (source_id, audience, user_id) DO NOTHING
+        RETURNING user_id`,
+    orElse: () =>
+      sql<{ user_id: string }>`
+        INSERT INTO audience_members (source_id, audience, user_id, added_at)
+        SELECT ${ref.sourceId}, ${ref.audience}, value, ${now} FROM json_each(${JSON.stringify(userIds)}) WHERE true
+        ON CONFLICT (source_id, audience, user_id) DO NOTHING
+        RETURNING user_id`
+  })
+
+const removeMembers = (sql: SqlClient.SqlClient, ref: AudienceRef, userIds: ReadonlyArray<string>) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql<{ user_id: string }>`
+        DELETE FROM audience_members
+        WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND user_id = ANY(${userIds}::text[])
+        RETURNING user_id`,
+    orElse: () =>
+      sql<{ user_id: string }>`
+        DELETE FROM audience_members
+        WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
+          AND user_id IN (SELECT value FROM json_each(${JSON.stringify(userIds)}))
+        RETURNING user_id`
+  })
+
+type AudienceOperations = Pick<
+  StoreShape,
+  "startAudienceSync" | "applyAudienceChunk" | "audienceMembersPage" | "audienceMembersAmong" | "endAudienceSync"
+>
+
+export const make = (kit: StoreKit): AudienceOperations => {
+  const { sql } = kit
+
+  const startAudienceSync = Effect.fn("Store.startAudienceSync")(
+    function*(ref: AudienceRef, property: string, owner: string, now: number, leaseUntil: number) {
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const taken = yield* sql<{ audience: string }>`
+          SELECT audience FROM audiences
+          WHERE source_id = ${ref.sourceId} AND property = ${property} AND audience <> ${ref.audience}`
+        if (taken.length > 0) {
+          return { _tag: "PropertyTaken", audience: taken[0]!.audience } satisfies AudienceSyncStart
+        }
+        const created = yield* sql<{ audience: string }>`
+          INSERT INTO audiences (source_id, audience, property, created_at, synced_at)
+          VALUES (${ref.sourceId}, ${ref.audience}, ${property}, ${now}, ${now})
+          ON CONFLICT (source_id, audience) DO NOTHING
+          RETURNING audience`
+        // On PostgreSQL a concurrent starter waits for this row's lock, then sees the new owner.
+        const acquired = yield* sql<{ audience: string }>`
+          UPDATE audiences SET sync_owner = ${owner}, sync_expires_at = ${leaseUntil}
+          WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
+            AND (sync_owner IS NULL OR sync_expires_at <= ${now})
+          RETURNING audience`
+        if (acquired.length > 0) return { _tag: "Started", created: created.length > 0 } satisfies AudienceSyncStart
+        const held = yield* sql<{ sync_expires_at: unknown }>`
+          SELECT sync_expires_at FROM audiences WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}`
+        return { _tag: "Busy", leaseExpiresAt: num(held[0]?.sync_expires_at ?? now) } satisfies AudienceSyncStart
+      }))
+    },
+    fail("startAudienceSync")
+  )
+
+  const applyAudienceChunk = Effect.fn("Store.applyAudienceChunk")(
+    function*(chunk: AudienceChunk) {
+      const { ref } = chunk
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        // Renewing the lease first also locks the audience row (PostgreSQL) for the chunk.
+        const held = yield* sql<{ audience: string }>`
+          UPDATE audiences SET sync_expires_at = ${chunk.leaseUntil}
+          WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND sync_owner = ${chunk.owner}
+          RETURNING audience`
+        if (held.length === 0) return { _tag: "LeaseLost" } satisfies AudienceChunkResult
+        if (chunk.userIds.length === 0) {
+          return { _tag: "Applied", changed: 0, jobsCreated: 0 } satisfies AudienceChunkResult
+        }
+        const member = chunk.change === "add"
+        const changed = member
+          ? yield* addMembers(sql, ref, chunk.userIds, chunk.now)
+          : yield* removeMembers(sql, ref, chunk.userIds)
+        const jobsCreated = yield* insertIdentifyJobs(
+          kit,
+          ref.sourceId,
+          changed.map((row) => [row.user_id, member] as const),
+          chunk.identify,
+          chunk.now
+        )
+        return { _tag: "Applied", changed: changed.length, jobsCreated } satisfies AudienceChunkResult
+      }))
+    },
+    untraced,
+    fail("applyAudienceChunk")
+  )
+
+  const audienceMembersPage = Effect.fn("Store.audienceMembersPage")(
+    function*(ref: AudienceRef, after: string | undefined, limit: number) {
+      const from = after === undefined ? sql.literal("") : sql` AND user_id > ${after}`
+      const rows = yield* sql<{ user_id: string }>`
+        SELECT user_id FROM audience_members
+        WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}${from}
+        ORDER BY user_id LIMIT ${Math.max(1, Math.floor(limit))}`
+      return rows.map((row) => row.user_id)
+    },
+    untraced,
+    fail("audienceMembersPage")
+  )
+
+  const audienceMembersAmong = Effect.fn("Store.audienceMembersAmong")(
+    function*(ref: AudienceRef, userIds: ReadonlyArray<string>) {
+      if (userIds.length === 0) return []
+      const rows = yield* sql.onDialectOrElse({
+        pg: () =>
+          sql<{ user_id: string }>`
+            SELECT user_id FROM audience_members
+            WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND user_id = ANY(${userIds}::text[])`,
+        orElse: () =>
+          sql<{ user_id: string }>`
+            SELECT user_id FROM audience_members
+            WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience}
+              AND user_id IN (SELECT value FROM json_each(${JSON.stringify(userIds)}))`
+      })
+      return rows.map((row) => row.user_id)
+    },
+    untraced,
+    fail("audienceMembersAmong")
+  )
+
+  const endAudienceSync = Effect.fn("Store.endAudienceSync")(
+    function*(ref: AudienceRef, owner: string, now: number, completed: boolean) {
+      const synced = completed ? sql`, synced_at = ${now}` : sql.literal("")
+      yield* sql`
+        UPDATE audiences SET sync_owner = NULL, sync_expires_at = NULL${synced}
+        WHERE source_id = ${ref.sourceId} AND audience = ${ref.audience} AND sync_owner = ${owner}`
+    },
+    fail("endAudienceSync")
+  )
+
+  return { startAudienceSync, applyAudienceChunk, audienceMembersPage, audienceMembersAmong, endAudienceSync }
+}

@@ -1,0 +1,46 @@
+import { Effect } from "effect"
+import type { StoreShape } from "./Model.js"
+import { fail, type HotPaths, inChunks, type StoreKit } from "./StoreKit.js"
+
+/** Retention: finished jobs and their attempts, dead letters on an operator's word, message ids past the dedupe window. */
+
+/** Jobs per purge chunk where a chunk is a transaction of several round trips (PostgreSQL). */
+export const purgeChunk = 1000
+
+export const make = (
+  { sql }: StoreKit,
+  hot: HotPaths
+): Pick<StoreShape, "purgeDelivered" | "purgeDeadLetters" | "purgeSeen"> => {
+  const purgeDelivered = Effect.fn("Store.purgeDelivered")(
+    function*(olderThan: number) {
+      return yield* hot.purgeJobs("delivered", olderThan, undefined)
+    },
+    fail("purgeDelivered")
+  )
+
+  const purgeDeadLetters = Effect.fn("Store.purgeDeadLetters")(
+    function*(options: { readonly olderThan: number; readonly sourceId?: string | undefined }) {
+      return yield* hot.purgeJobs("dead", options.olderThan, options.sourceId)
+    },
+    fail("purgeDeadLetters")
+  )
+
+  const purgeSeen = Effect.fn("Store.purgeSeen")(
+    function*(olderThan: number) {
+      // On SQLite, what ingest saw since the last merge is in the message id log: merged first, it is purged as the
+      // rest (a log row older than the dedupe window is one an idle store never merged).
+      yield* hot.beforePurgeSeen
+      return yield* inChunks(purgeChunk * 5, (limit) =>
+        Effect.map(
+          sql<{ source_id: string }>`
+            DELETE FROM seen_messages WHERE (source_id, message_id) IN (
+              SELECT source_id, message_id FROM seen_messages WHERE seen_at < ${olderThan} LIMIT ${limit})
+            RETURNING source_id`,
+          (rows) => rows.length
+        ))
+    },
+    fail("purgeSeen")
+  )
+
+  return { purgeDelivered, purgeDeadLetters, purgeSeen }
+}

@@ -1,0 +1,84 @@
+import { DateTime, Effect } from "effect"
+import { usageShards } from "./Migrations.js"
+import type { StoreShape, UsageDay, UsageDelta } from "./Model.js"
+import {
+  byUsageKey,
+  dayMs,
+  num,
+  usageOnConflict,
+  usageOnShardConflict,
+  type UsageRow,
+  usageRow,
+  utcDay
+} from "./Rows.js"
+import { fail, type StoreKit } from "./StoreKit.js"
+
+/** Usage counters per source and UTC day: what ingest and completions add, and the days an admin reads. */
+
+const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.unsafeMake(day * dayMs))
+
+export const makeWrites = ({ sql }: StoreKit) => {
+  // PostgreSQL: each transaction adds to the next of the `usageShards` rows of a (source, day), in turn, so that
+  // concurrent commits do not queue for one row's lock (see the migration). Rows in key order: two transactions on
+  // one shard lock them in the same order.
+  let nextShard = 0
+  const takeShard = (): number => {
+    const shard = nextShard
+    nextShard = (nextShard + 1) % usageShards
+    return shard
+  }
+  const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
+    rows.length === 0 ? Effect.void : Effect.asVoid(sql.onDialectOrElse({
+      pg: () => {
+        const shard = takeShard()
+        const sharded = [...rows].sort(byUsageKey).map((row) => ({ ...row, shard }))
+        return sql`INSERT INTO usage_daily ${sql.insert(sharded)} ${sql.literal(usageOnShardConflict)}`
+      },
+      orElse: () => sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.literal(usageOnConflict)}`
+    }))
+  return { takeShard, bumpUsage }
+}
+
+export type UsageWriter = ReturnType<typeof makeWrites>
+
+export const make = (kit: StoreKit, writes: UsageWriter): Pick<StoreShape, "addUsage" | "usage"> => {
+  const addUsage = Effect.fn("Store.addUsage")(
+    function*(sourceId: string, now: number, delta: UsageDelta) {
+      yield* writes.bumpUsage([usageRow(sourceId, now, delta)])
+    },
+    fail("addUsage")
+  )
+
+  const usage = Effect.fn("Store.usage")(
+    function*(sourceId: string, now: number, days: number) {
+      const last = utcDay(now)
+      const first = last - Math.max(1, Math.floor(days)) + 1
+      const rows = yield* kit.reads<Record<string, unknown>>`
+        SELECT day, sum(api_calls) AS api_calls, sum(messages) AS messages, sum(filtered) AS filtered,
+          sum(delivered) AS delivered, sum(dead) AS dead, sum(latency_ms) AS latency_ms,
+          sum(latency_jobs) AS latency_jobs
+        FROM usage_daily
+        WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}
+        GROUP BY day`
+      const byDay = new Map(rows.map((row) => [num(row.day), row]))
+      const result: Array<UsageDay> = []
+      for (let day = first; day <= last; day++) {
+        const row = byDay.get(day)
+        const latencyJobs = row ? num(row.latency_jobs) : 0
+        result.push({
+          day: formatDay(day),
+          apiCalls: row ? num(row.api_calls) : 0,
+          messages: row ? num(row.messages) : 0,
+          filtered: row ? num(row.filtered) : 0,
+          delivered: row ? num(row.delivered) : 0,
+          dead: row ? num(row.dead) : 0,
+          averageLatencyMs: row && latencyJobs > 0 ? Math.round(num(row.latency_ms) / latencyJobs) : null
+        })
+      }
+      return result
+    },
+    fail("usage")
+  )
+
+  return { addUsage, usage }
+}
