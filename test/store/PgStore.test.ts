@@ -1,9 +1,11 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Redacted } from "effect"
+import { Deferred, Effect, Fiber, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { isPostgresUrl, layerPg, Store } from "../../src/store/index.js"
+import { layerPg, Store } from "../../src/store/index.js"
 import { utcDay } from "../../src/store/Rows.js"
+import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { skipUnlessCi } from "../support/services.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { deletionStoreSuite } from "./deletionStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
@@ -11,22 +13,13 @@ import { entry, storeSuite, survivesReopen } from "./storeSuite.js"
 
 /**
  * The same suite against PostgreSQL at DATABASE_URL, each test in a new schema that is dropped
- * afterwards. Skipped (with the reason printed) when DATABASE_URL is unset or unreachable.
+ * afterwards. Skipped (with the reason printed) when DATABASE_URL is unset or unreachable; under CI that fails.
  */
-
-const databaseUrl = process.env.DATABASE_URL
 
 const admin = (url: string) =>
   PgClient.layer({ url: Redacted.make(url), connectTimeout: "3 seconds", maxConnections: 1 })
 
-const skipReason = await (async () => {
-  if (databaseUrl === undefined || databaseUrl === "") return "DATABASE_URL is not set"
-  if (!isPostgresUrl(databaseUrl)) return "DATABASE_URL is not a postgres:// URL"
-  const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(admin(databaseUrl))))
-  return Exit.isSuccess(exit) ? undefined : `PostgreSQL at DATABASE_URL is unreachable: ${String(exit.cause)}`
-})()
-
-if (skipReason !== undefined) console.warn(`Skipping the PostgreSQL store tests: ${skipReason}`)
+const skip = skipUnlessCi("the PostgreSQL store tests", await postgresUnavailable())
 
 /** A schema name unique to this run and test. */
 const newSchema = () => `hookrelay_test_${randomBytes(6).toString("hex")}`
@@ -45,8 +38,8 @@ const freshPg = (url: string) => () => {
   return layerPg({ url, schema, maxConnections: 8 }).pipe(Layer.provide(dropSchemaAfterwards(url, schema)))
 }
 
-describe.skipIf(skipReason !== undefined)("Store (PostgreSQL)", () => {
-  const url = databaseUrl ?? ""
+describe.skipIf(skip)("Store (PostgreSQL)", () => {
+  const url = databaseUrl
   storeSuite(freshPg(url), { shared: true })
   deletionStoreSuite(freshPg(url))
   audienceStoreSuite(freshPg(url))
