@@ -21,15 +21,34 @@ export interface Draft {
 
 const opt = <A>(arb: fc.Arbitrary<A>, freq = 2) => fc.option(arb, { nil: undefined, freq })
 
-const text = (maxLength: number) => fc.string({ unit: "grapheme", maxLength })
-const nonBlank = (maxLength: number) =>
-  fc.string({ unit: "grapheme", minLength: 1, maxLength }).filter((value) => value.trim().length > 0)
+/** Mostly printable ASCII (cheap to draw), now and then any Unicode grapheme. */
+const text = (maxLength: number) =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.string({ maxLength }) },
+    { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength }) }
+  )
+const nonBlank = (maxLength: number) => text(maxLength).filter((value) => value.trim().length > 0)
 
 const key = fc.oneof(
   { weight: 6, arbitrary: fc.string({ maxLength: 12 }) },
   { weight: 1, arbitrary: fc.constantFrom("__proto__", "constructor", "toString", "", "a.b", "$set", "Webhooks") }
 )
-export const jsonObject = fc.dictionary(key, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 })
+const scalar = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null)
+)
+export const jsonObject = fc.dictionary(
+  key,
+  fc.oneof(
+    { weight: 8, arbitrary: scalar },
+    { weight: 1, arbitrary: fc.array(scalar, { maxLength: 4 }) },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }
+  ),
+  { maxKeys: 5 }
+)
 
 /** A user, anonymous, group or previous id: a string under the soak's own prefix, or a number (made a string). */
 const identity = (prefix: string) =>
