@@ -152,9 +152,10 @@ export const admin: fc.Arbitrary<Maker> = fc.tuple(
   fc.array(fc.oneof(fc.nat(50).map((n) => `gone-${n}`), fc.integer(), fc.constant(null)), { maxLength: 20 })
 ).map(([route, token, id, source, query, pick, members]) => (context): HttpCase => {
   const ok = token === "right"
+  const detail = route === "put source" ? `: ${source.breakage}` : ""
   const send = (method: string, path: string, expect: Expect, body?: Buffer, deletion = false): HttpCase => ({
     ...request(
-      `admin: ${route}${ok ? "" : ` (token ${token})`}`,
+      `admin: ${route}${detail}${ok ? "" : ` (token ${token})`}`,
       ok ? expect : "4xx",
       path,
       body,
