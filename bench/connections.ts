@@ -156,7 +156,7 @@ const main = async () => {
   buildServer()
   const sink = await startSink()
   const setup = benchSetup({ sourceId: "connections", writeKey, hookUrl: `${sink.url}/hook` })
-  const server = await startHookrelay({ env: setup.env })
+  const server = await startHookrelay({ env: setup.env, startTimeoutMillis: 120_000 })
   const port = Number(new URL(server.url).port)
   const pool = new Pool(server.url, { connections: 16, keepAliveTimeout: 30_000 })
 
