@@ -11,7 +11,9 @@
  *
  * Checked: p99 with the abusers ≤ 2 × p99 without (the mean of the phases before and after); no normal request fails;
  * every slow client is cut, none before the header deadline nor later than one sweep after it. Writes
- * bench/results/connections.{md,json} (default options only). Exit status 1 when a check fails.
+ * bench/results/connections.{md,json} (default numbers of abusers and phase length; any rate). Exit status 1 when a check
+ * fails. The rate must be one the server sustains on the machine: past it, requests queue and every phase measures the
+ * queue, not the abusers.
  */
 import { randomUUID } from "node:crypto"
 import { connect, type Socket } from "node:net"
@@ -254,7 +256,8 @@ const main = async () => {
     ""
   ].join("\n")
   console.log(markdown)
-  const defaults = idleCount === 1000 && slowCount === 100 && rate === 200 && phaseSeconds === 20
+  // The rate is in the results: a loaded machine may need a lower one for the normal clients not to queue.
+  const defaults = idleCount === 1000 && slowCount === 100 && phaseSeconds === 20
   if (defaults) writeResults("connections", markdown, json)
   process.exit(passed ? 0 : 1)
 }
