@@ -221,9 +221,15 @@ const garbled: fc.Arbitrary<Maker> = fc.tuple(
         return send("4xx", Buffer.from(bytes), [])
       case "BOM":
         return send("any", Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]))
-      case "latin-1":
-        made.json.properties = { name: "Café Müller ñ ß", note: "déjà vu" }
-        return send("any", Buffer.from(JSON.stringify(made.json), "latin1"))
+      case "latin-1": {
+        // Latin-1 keeps only the low byte of each character: every other field is made ASCII, so that the id and the
+        // rest survive as sent and only the accented letters turn into invalid UTF-8.
+        const ascii = JSON.parse(JSON.stringify(made.json).replace(/[^\x20-\x7e]/g, "?")) as Record<string, unknown>
+        if (made.carried !== undefined) ascii.messageId = made.carried.id.replace(/[^\x20-\x7e]/g, "")
+        ascii.properties = { name: "Café Müller ñ ß", note: "déjà vu" }
+        const keep = made.carried === undefined ? [] : [{ ...made.carried, id: ascii.messageId as string }]
+        return send("any", Buffer.from(JSON.stringify(ascii), "latin1"), keep)
+      }
       case "invalid UTF-8": {
         made.json.properties = { name: "@@BAD@@" }
         const [before, after] = JSON.stringify(made.json).split("@@BAD@@")
