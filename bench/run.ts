@@ -2,8 +2,12 @@
  * `npm run bench`: every benchmark, one after the other (each in processes of its own), each
  * writing its results under bench/results/ as markdown and JSON. Loopback only; bounded in count.
  *
- *   npm run bench                 # all
- *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, web-sources, client, audiences)
+ *   npm run bench                 # all but the abuse runs
+ *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, web-sources, client, audiences,
+ *                                 # soak, connections)
+ *
+ * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
+ * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
  */
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
@@ -14,11 +18,14 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   "end-to-end": ["bench/endToEnd.ts"],
   "web-sources": ["bench/webSources.ts"],
   client: ["bench/client/clientBench.ts"],
-  audiences: ["bench/audiences.ts"]
+  audiences: ["bench/audiences.ts"],
+  soak: ["bench/soak.ts"],
+  connections: ["bench/connections.ts"]
 }
+const onlyWhenNamed = new Set(["soak", "connections"])
 
 const chosen = process.argv.slice(2).filter((name) => !name.startsWith("-"))
-const names = chosen.length === 0 ? Object.keys(benchmarks) : chosen
+const names = chosen.length === 0 ? Object.keys(benchmarks).filter((name) => !onlyWhenNamed.has(name)) : chosen
 let failed = 0
 for (const name of names) {
   const script = benchmarks[name]

@@ -18,11 +18,21 @@ export interface SinkStats {
   readonly cpuMicros: number
 }
 
+/** What a sink started with SINK_COUNT_IDS=1 received: each message id's receipts, delete notifications apart. */
+export interface SinkCounts {
+  readonly counts: Record<string, number>
+  readonly deletes: number
+  /** Bodies that were not JSON or carried no string `messageId`. */
+  readonly unparsed: number
+}
+
 export interface Sink {
   readonly url: string
   readonly port: number
   /** Counts; with `receipts` (SINK_RECEIPTS=1), each message id's first receipt time too. */
   readonly stats: (receipts?: boolean) => Promise<SinkStats>
+  /** Each message id's receipts (only counted by a sink started with SINK_COUNT_IDS=1). */
+  readonly counts: () => Promise<SinkCounts>
   readonly reset: () => void
   readonly stop: () => Promise<void>
   readonly process: ChildProcess
@@ -52,6 +62,16 @@ export const startSink = (env: Record<string, string> = {}): Promise<Sink> =>
             }
             child.on("message", onMessage)
             child.send({ type: "stats", receipts })
+          }),
+        counts: () =>
+          new Promise((done) => {
+            const onMessage = (reply: { type: string } & SinkCounts) => {
+              if (reply.type !== "counts") return
+              child.off("message", onMessage)
+              done(reply)
+            }
+            child.on("message", onMessage)
+            child.send({ type: "counts" })
           }),
         reset: () => child.send({ type: "reset" }),
         stop: () =>

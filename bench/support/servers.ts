@@ -46,6 +46,8 @@ export const startHookrelay = async (options: {
   readonly entry?: string | undefined
   readonly nodeArgs?: ReadonlyArray<string> | undefined
   readonly stdout?: string | undefined
+  /** How long the server may take to answer `/healthz` (default 30 s; a shared, loaded machine may need longer). */
+  readonly startTimeoutMillis?: number | undefined
 }): Promise<HookrelayProcess> => {
   const port = await freePort()
   const child = spawn(process.execPath, [
@@ -66,9 +68,13 @@ export const startHookrelay = async (options: {
         return false
       }
     },
-    30_000,
+    options.startTimeoutMillis ?? 30_000,
     50
-  )
+  ).catch((error: unknown) => {
+    // Not left running once the benchmark gives up on it.
+    child.kill("SIGKILL")
+    throw error
+  })
   const stop = () =>
     new Promise<void>((resolve) => {
       child.once("exit", () => resolve())

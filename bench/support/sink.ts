@@ -8,6 +8,10 @@
  *
  * Receipt times (SINK_RECEIPTS=1) are sent only when asked for: the end-to-end benchmark polls the counts every 100 ms
  * while the server delivers, and 50 000 receipts serialized at each poll loaded the machine the server shares.
+ *
+ * With SINK_COUNT_IDS=1 each body is parsed as JSON (a fuzzed message id may hold quotes or any character) and every
+ * message id's receipts are counted, delete notifications (they carry no id) apart:
+ *   { type: "counts" } → { type: "counts", counts: { [messageId]: receipts }, deletes, unparsed }
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -19,6 +23,22 @@ let lastAt = 0
 const seen = new Set<string>()
 const receipts = new Map<string, number>()
 const keepReceipts = process.env.SINK_RECEIPTS === "1"
+const countIds = process.env.SINK_COUNT_IDS === "1"
+const counts = new Map<string, number>()
+let deletes = 0
+let unparsed = 0
+
+const count = (body: string) => {
+  try {
+    const message = JSON.parse(body) as { type?: unknown; messageId?: unknown }
+    if (message.type === "delete") deletes += 1
+    else if (typeof message.messageId === "string") {
+      counts.set(message.messageId, (counts.get(message.messageId) ?? 0) + 1)
+    } else unparsed += 1
+  } catch {
+    unparsed += 1
+  }
+}
 
 const messageIdOf = (body: string): string | undefined => {
   const match = /"messageId":"([^"]*)"/.exec(body)
@@ -33,7 +53,9 @@ const server = createServer((request, response) => {
     requests += 1
     if (firstAt === 0) firstAt = now
     lastAt = now
-    const id = messageIdOf(Buffer.concat(chunks).toString("utf8"))
+    const text = Buffer.concat(chunks).toString("utf8")
+    if (countIds) count(text)
+    const id = messageIdOf(text)
     if (id !== undefined) {
       seen.add(id)
       if (keepReceipts && !receipts.has(id)) receipts.set(id, now)
@@ -50,7 +72,9 @@ server.listen(Number(process.env.SINK_PORT ?? 0), "127.0.0.1", () => {
 })
 
 process.on("message", (message: { type: string; receipts?: boolean }) => {
-  if (message.type === "stats") {
+  if (message.type === "counts") {
+    process.send?.({ type: "counts", counts: Object.fromEntries(counts), deletes, unparsed })
+  } else if (message.type === "stats") {
     process.send?.({
       type: "stats",
       requests,
@@ -66,6 +90,9 @@ process.on("message", (message: { type: string; receipts?: boolean }) => {
     lastAt = 0
     seen.clear()
     receipts.clear()
+    counts.clear()
+    deletes = 0
+    unparsed = 0
   } else if (message.type === "stop") {
     server.close()
     server.closeAllConnections()

@@ -1,7 +1,8 @@
 import * as Either from "effect/Either"
 import { InvalidMessages, type MessageIssue, MessageTooLarge, TooManyMessages } from "./IngestErrors.js"
-import { maxBatchMessages, maxMessageBytes } from "./Limits.js"
+import { maxBatchMessages, maxMessageBytes, maxNestingDepth } from "./Limits.js"
 import { decodeMessage, isJsonObject, type JsonObject, type Message, type MessageType } from "./Message.js"
+import { fieldNestedBeyond } from "./Nesting.js"
 import { applyBatchDefaults } from "./Stamp.js"
 
 export interface BatchDefaults {
@@ -36,6 +37,13 @@ export const validateBatch = (
   for (let index = 0; index < items.length; index++) {
     const item = items[index]
     const merged = isJsonObject(item) ? applyBatchDefaults(item, defaults) : item
+    // Before the size is measured: serializing a value nested thousands of levels deep overflows the stack.
+    const tooDeep = isJsonObject(merged) ? fieldNestedBeyond(merged, maxNestingDepth) : undefined
+    if (tooDeep !== undefined) {
+      const issue = { path: tooDeep, message: `is nested more than ${maxNestingDepth} levels deep` }
+      errors.push(single ? issue : { index, ...issue })
+      continue
+    }
     const size = measure ? jsonByteLength(merged) : 0
     if (size > maxMessageBytes) {
       return Either.left(

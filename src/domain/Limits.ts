@@ -8,3 +8,9 @@ export const maxMessageBytes = 32 * 1024
 export const maxRequestBytes = 500 * 1000
 export const maxBatchMessages = 2500
 export const maxMessageIdLength = 100
+/**
+ * How deep a message's values may nest (objects and arrays). `JSON.parse` builds any depth, but `JSON.stringify`, which
+ * measures and delivers every message, overflows the stack a few thousand levels down: a 30 KB body of nested
+ * brackets was answered 500. Deeper messages are refused as invalid, naming their field.
+ */
+export const maxNestingDepth = 100

@@ -50,6 +50,27 @@ describe("validateBatch (SPEC §2: all or nothing)", () => {
     expect(validateBatch([track(0), big], {}, undefined, undefined)).toStrictEqual(refused)
   })
 
+  it("refuses a message nested more than 100 levels deep, naming its field, whatever the size bound", () => {
+    const nested = (depth: number): unknown => JSON.parse(`${"[".repeat(depth)}1${"]".repeat(depth)}`)
+    // Thousands of levels: JSON.stringify overflowed the stack and the request was answered 500.
+    const deep = { ...track(1), properties: { deep: nested(6000) } }
+    const refused = Either.left(
+      new InvalidMessages({
+        errors: [{ index: 1, path: "properties", message: "is nested more than 100 levels deep" }]
+      })
+    )
+    expect(validateBatch([track(0), deep])).toStrictEqual(refused)
+    expect(validateBatch([track(0), deep], {}, undefined, 1000)).toStrictEqual(refused)
+    expect(validateBatch([{ userId: "u", event: "E", context: { a: nested(100) } }], {}, "track")).toStrictEqual(
+      Either.left(
+        new InvalidMessages({ errors: [{ path: "context", message: "is nested more than 100 levels deep" }] })
+      )
+    )
+    // `properties` is level 1: 99 arrays inside it reach level 100, the last one allowed.
+    expect(Either.isRight(validateBatch([{ ...track(0), properties: { a: nested(99) } }]))).toBe(true)
+    expect(Either.isLeft(validateBatch([{ ...track(0), properties: { a: nested(100) } }]))).toBe(true)
+  })
+
   it("has no index for the single-message endpoints", () => {
     expect(validateBatch([{ userId: "u" }], {}, "track")).toStrictEqual(
       Either.left(new InvalidMessages({ errors: [{ path: "event", message: "is missing" }] }))
