@@ -16,8 +16,8 @@ import { Relay } from "../relay/Relay.js"
 import type { StoreError } from "../store/StoreError.js"
 import { requireAdmin } from "./AdminAuth.js"
 import { errorResponse } from "./ErrorBody.js"
-import { storeUnavailableResponse } from "./StoreUnavailable.js"
 import { readLimitedBody } from "./RequestBody.js"
+import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 /**
  * The admin routes of deletion requests and audience/computed-trait syncs (SPEC §5, §6), behind

@@ -15,9 +15,9 @@ import { IngestAdmission } from "../overload/IngestAdmission.js"
 import { IngestPressure } from "../overload/IngestPressure.js"
 import type { EnqueueEntry } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
-import { StoreError } from "../store/StoreError.js"
 import { makeSourceCache } from "../store/SourceCache.js"
 import { Store } from "../store/Store.js"
+import { StoreError } from "../store/StoreError.js"
 import * as StoreHealth from "../store/StoreHealth.js"
 import { defaultUsageDays, type IngestOptions, maxSearchLimit, maxUsageDays, Relay, type RelayShape } from "./Relay.js"
 
@@ -187,7 +187,10 @@ export const make = Effect.gen(function*() {
       Effect.catchTag("TimeoutException", () =>
         health.observe(
           "getSource",
-          new StoreError({ operation: "getSource", cause: Object.assign(new Error("no answer"), { code: "ETIMEDOUT" }) })
+          new StoreError({
+            operation: "getSource",
+            cause: Object.assign(new Error("no answer"), { code: "ETIMEDOUT" })
+          })
         )),
       Effect.ignore,
       Effect.zipRight(health.status)

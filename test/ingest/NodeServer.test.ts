@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import { HttpServerResponse } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Exit, Fiber, TestClock } from "effect"
 import type { AddressInfo } from "node:net"
 import { connect } from "node:net"
@@ -117,7 +117,10 @@ describe("the node HTTP server's keep-alive", () => {
 
 describe("a request that reaches the port", () => {
   const ask = async (port: number, path: string, method = "GET") => {
-    const response = await request(`http://127.0.0.1:${port}${path}`, { method, ...(method === "POST" && { body: "{}" }) })
+    const response = await request(`http://127.0.0.1:${port}${path}`, {
+      method,
+      ...(method === "POST" && { body: "{}" })
+    })
     const text = await response.body.text()
     return { status: response.statusCode, retryAfter: response.headers["retry-after"], body: JSON.parse(text) }
   }
