@@ -46,6 +46,8 @@ export interface FaultRunResult {
   /** Log lines saying the store became unavailable / available again. */
   readonly outageLogLines: number
   readonly recoveryLogLines: number
+  /** Every error the server logged, by message (how often each). */
+  readonly errorLogs: Record<string, number>
   /** The server process ran the whole time (never restarted). */
   readonly serverSurvived: boolean
 }
@@ -94,6 +96,22 @@ const startServer = async (env: Record<string, string>) => {
     await sleep(100)
   }
   return { url, child, output: () => output, exited: () => exited }
+}
+
+const errorLogs = (output: string): Record<string, number> => {
+  const counts: Record<string, number> = {}
+  for (const line of output.split("\n")) {
+    if (!line.includes("ERROR")) continue
+    let message = line.slice(0, 120)
+    try {
+      const parsed = JSON.parse(line) as { message?: unknown }
+      message = String(Array.isArray(parsed.message) ? parsed.message[0] : parsed.message).slice(0, 120)
+    } catch {
+      // not JSON: its first characters
+    }
+    counts[message] = (counts[message] ?? 0) + 1
+  }
+  return counts
 }
 
 export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunResult> => {
@@ -238,7 +256,8 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
       readyReasons: [...readyReasons],
       outageLogLines: output.split("the store is unavailable").length - 1,
       recoveryLogLines: output.split("the store is available again").length - 1,
-      serverSurvived: !server.exited()
+      serverSurvived: !server.exited(),
+      errorLogs: errorLogs(output)
     }
   } finally {
     if (server !== undefined && !server.exited()) {
