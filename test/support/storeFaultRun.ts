@@ -247,6 +247,7 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
       duplicates += Math.max(0, times - 1)
     }
     const output = server.output()
+    if (process.env.FAULT_SERVER_LOG !== undefined) writeFileSync(process.env.FAULT_SERVER_LOG, output)
     return {
       store: options.store,
       outageMillis: options.outageMillis,
