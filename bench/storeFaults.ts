@@ -34,9 +34,13 @@ export const runStoreFaults = async (): Promise<boolean> => {
   for (const r of results) {
     const { messages: m, probes: p } = r
     console.log(
-      `${r.store} (${r.outageMillis / 1000} s away): requests sent ${p.sent} / answered ${p.answered} / refused ${p.refused} / hung ${p.hung}; ` +
+      `${r.store} (${
+        r.outageMillis / 1000
+      } s away): requests sent ${p.sent} / answered ${p.answered} / refused ${p.refused} / hung ${p.hung}; ` +
         `messages sent ${m.sent} / accepted ${m.accepted} / delivered ${m.delivered} / duplicates ${m.duplicates} / lost ${m.lost}` +
-        ` (client gave up on ${m.refusedByServer}); server survived: ${r.serverSurvived}; readyz: ${r.readyReasons.join(",")}`
+        ` (client gave up on ${m.refusedByServer}); server survived: ${r.serverSurvived}; readyz: ${
+          r.readyReasons.join(",")
+        }`
     )
     if (m.lost > 0 || p.hung > 0 || !r.serverSurvived || (r.clientStatuses["401"] ?? 0) > 0) ok = false
   }

@@ -709,6 +709,10 @@ export const make = (options: DispatcherOptions = {}) =>
     // (every ingest commit of its source) into a claim (one index probe per source with pending jobs, migration 7). A
     // claim without exclusions in between does not forget it (it would have found the other sources' due jobs too).
     let emptyExclusion: { readonly key: string; readonly until: number } | undefined
+    /** Claims failed in a row: logged once, and the polls back off while the store cannot answer. */
+    let claimFailures = 0
+
+    const claimBackoffMaxMillis = Math.max(idlePollMillis, 2_000)
 
     const claimer = Effect.gen(function*() {
       while (true) {
@@ -734,10 +738,27 @@ export const make = (options: DispatcherOptions = {}) =>
         if (expired) expiredCheckedAt = now
         const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated, expired })
           .pipe(
-            Effect.catchAll((error) =>
-              Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
-            )
+            Effect.tap(() => (claimFailures = 0)),
+            Effect.catchAll((error) => {
+              claimFailures += 1
+              return Effect.as(
+                claimFailures === 1
+                  ? Effect.logError(
+                    "could not claim due jobs; trying again with backoff until the store answers",
+                    error
+                  )
+                  : Effect.void,
+                undefined
+              )
+            })
           )
+        if (claimed === undefined) {
+          // A store that cannot answer: wait longer each time (no job is touched, so no attempt or window is spent).
+          yield* signal.wait(
+            Duration.millis(Math.min(claimBackoffMaxMillis, idlePollMillis * 2 ** (claimFailures - 1)))
+          )
+          continue
+        }
         if (exclusionKey !== undefined) {
           emptyExclusion = claimed.length === 0 ? { key: exclusionKey, until: now + idlePollMillis } : undefined
         }

@@ -123,9 +123,12 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
   let server: Awaited<ReturnType<typeof startServer>> | undefined
   try {
     const config = Path.join(root, "config.json")
-    writeFileSync(config, JSON.stringify({
-      sources: [{ id: "faults", writeKey, webhooks: { enabled: true, endpoints: [{ url: receiver.url }] } }]
-    }))
+    writeFileSync(
+      config,
+      JSON.stringify({
+        sources: [{ id: "faults", writeKey, webhooks: { enabled: true, endpoints: [{ url: receiver.url }] } }]
+      })
+    )
     const env: Record<string, string> = { HOOKRELAY_CONFIG: config, HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true" }
     if (options.store === "postgres") {
       postgres = startThrowawayPostgres(options.pgPort ?? 5499)
