@@ -48,6 +48,8 @@ export interface FaultRunResult {
   readonly recoveryLogLines: number
   /** Every error the server logged, by message (how often each). */
   readonly errorLogs: Record<string, number>
+  /** A few duplicated messages: when each copy arrived, in seconds from the store going away. */
+  readonly duplicateArrivals: Array<Array<number>>
   /** The server process ran the whole time (never restarted). */
   readonly serverSurvived: boolean
 }
@@ -57,18 +59,23 @@ const sleep = (millis: number) => new Promise<void>((resolve) => setTimeout(reso
 
 const startReceiver = async () => {
   const delivered = new Map<string, number>()
+  /** When each message arrived, for the duplicates' story. */
+  const arrivals = new Map<string, Array<number>>()
   const server: Server = createServer((incoming, response) => {
     const chunks: Array<Buffer> = []
     incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
     incoming.on("end", () => {
       const id = /"messageId":"([^"]*)"/.exec(Buffer.concat(chunks).toString("utf8"))?.[1]
-      if (id !== undefined) delivered.set(id, (delivered.get(id) ?? 0) + 1)
+      if (id !== undefined) {
+        delivered.set(id, (delivered.get(id) ?? 0) + 1)
+        arrivals.set(id, [...(arrivals.get(id) ?? []), Date.now()])
+      }
       response.writeHead(200).end("ok")
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
-  return { url, delivered, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+  return { url, delivered, arrivals, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
 }
 
 const startServer = async (env: Record<string, string>) => {
@@ -221,6 +228,7 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
     await send(options.steadyMillis)
     log(`taking the store away for ${options.outageMillis} ms`)
     storeAway = true
+    const awayAt = Date.now()
     if (postgres !== undefined) postgres.stop()
     else disk!.fill()
     await send(options.outageMillis)
@@ -260,6 +268,9 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
       readyReasons: [...readyReasons],
       outageLogLines: output.split("the store is unavailable").length - 1,
       recoveryLogLines: output.split("the store is available again").length - 1,
+      duplicateArrivals: [...receiver.arrivals.values()].filter((times) => times.length > 1).slice(0, 5).map((times) =>
+        times.map((at) => Math.round((at - awayAt) / 100) / 10)
+      ),
       serverSurvived: !server.exited(),
       errorLogs: errorLogs(output)
     }
