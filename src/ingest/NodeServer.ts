@@ -17,6 +17,12 @@ export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.s
     Config.withDefault(keepAliveDefault)
   )
 
+/** `HOOKRELAY_REQUEST_DEADLINE`: how long a request may take before it is answered 503; default 60 s. */
+export const requestDeadlineConfig: Config.Config<Duration.Duration> = Config.string("HOOKRELAY_REQUEST_DEADLINE").pipe(
+  Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
+  Config.withDefault(Duration.seconds(60))
+)
+
 /**
  * `node:http`'s server whose `close` also ends each keep-alive connection as soon as its last answer is sent. Node closes
  * the connections idle at that moment and waits for the others; one busy then stayed open after its answer until its

@@ -5,7 +5,12 @@ import type { AddressInfo } from "node:net"
 import { connect } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
 import { Agent, Pool, request } from "undici"
-import { keepAliveDefault, keepAliveTimeoutConfig, makeNodeServer } from "../../src/ingest/NodeServer.js"
+import {
+  keepAliveDefault,
+  keepAliveTimeoutConfig,
+  makeNodeServer,
+  requestDeadlineConfig
+} from "../../src/ingest/NodeServer.js"
 import { requestDeadlineDefault, withDeadline } from "../../src/ingest/Server.js"
 
 const read = (env: Record<string, string>) =>
@@ -148,6 +153,15 @@ describe("a request that reaches the port", () => {
       await new Promise((resolve) => server.close(resolve))
     }
   })
+
+  it.effect("has a deadline of 60 s, or HOOKRELAY_REQUEST_DEADLINE", () =>
+    Effect.gen(function*() {
+      const deadline = (env: Record<string, string>) =>
+        Effect.withConfigProvider(requestDeadlineConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+      expect(Duration.toMillis(yield* deadline({}))).toBe(Duration.toMillis(requestDeadlineDefault))
+      expect(Duration.toMillis(yield* deadline({ HOOKRELAY_REQUEST_DEADLINE: "30 seconds" }))).toBe(30_000)
+      expect(Exit.isFailure(yield* Effect.exit(deadline({ HOOKRELAY_REQUEST_DEADLINE: "soon" })))).toBe(true)
+    }))
 
   it.effect("gets 503 timeout once its deadline passes, even while its handler cannot be interrupted", () =>
     Effect.gen(function*() {
