@@ -55,6 +55,7 @@ export interface FaultRunResult {
 }
 
 const writeKey = "wk_store_faults_0123456789abcdef"
+const adminToken = "admin-token-store-faults-0123456789"
 const sleep = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis))
 
 const startReceiver = async () => {
@@ -136,7 +137,11 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
         sources: [{ id: "faults", writeKey, webhooks: { enabled: true, endpoints: [{ url: receiver.url }] } }]
       })
     )
-    const env: Record<string, string> = { HOOKRELAY_CONFIG: config, HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true" }
+    const env: Record<string, string> = {
+      HOOKRELAY_CONFIG: config,
+      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
+      HOOKRELAY_ADMIN_TOKEN: adminToken
+    }
     if (options.store === "postgres") {
       postgres = startThrowawayPostgres(options.pgPort ?? 5499)
       env.DATABASE_URL = postgres.url
@@ -247,7 +252,16 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
     // Every accepted message delivered, or a deadline.
     const drainUntil = Date.now() + 120_000
     while ([...accepted].some((id) => !receiver.delivered.has(id)) && Date.now() < drainUntil) await sleep(200)
-    await sleep(1_000) // late duplicates
+    // Late duplicates: jobs whose outcome could not be written are delivered again once their lease lapses, so the
+    // count waits until no job is pending or delivering any more.
+    const settleUntil = Date.now() + 150_000
+    while (Date.now() < settleUntil) {
+      const backlog = await fetch(`${url}/admin/backlog`, { headers: { authorization: `Bearer ${adminToken}` } })
+        .then((response) => response.json() as Promise<{ pending: number; delivering: number }>, () => undefined)
+      if (backlog !== undefined && backlog.pending === 0 && backlog.delivering === 0) break
+      await sleep(500)
+    }
+    await sleep(1_000)
     let delivered = 0
     let duplicates = 0
     let lost = 0
