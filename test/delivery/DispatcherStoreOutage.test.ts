@@ -85,4 +85,63 @@ describe("the dispatcher while the store is away", () => {
         expect(receiver.requests).toHaveLength(1)
       }).pipe(Effect.provide(context))
     }))
+
+  it.scoped("writes a finished job once the store is back, within its lease: delivered once, not again after it", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+      const directory = yield* tempDirectory
+      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
+      const outage = { down: false, writes: 0 }
+      const flaky = Layer.effect(
+        Store,
+        Effect.map(Store, (store) =>
+          Store.of({
+            ...store,
+            completeMany: (...args) => {
+              outage.writes += 1
+              return outage.down
+                ? Effect.fail(new StoreError({ operation: "completeMany", cause: refused().cause }))
+                : store.completeMany(...args)
+            }
+          }))
+      )
+      const logs = captureLogs()
+      const context = yield* Layer.build(
+        Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer, logs.layer).pipe(
+          Layer.provideMerge(Layer.provideMerge(flaky, StoreLayers.layerSqlite({ directory })))
+        )
+      )
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        yield* store.upsertSource({
+          id: "s1",
+          writeKey: "key-s1",
+          webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
+        }, now)
+        yield* store.enqueue("s1", [{ messageId: "m1", body: new TextEncoder().encode("{\"messageId\":\"m1\"}") }], now)
+        outage.down = true
+        yield* Layer.build(Dispatcher.layer())
+        yield* waitUntil(() => receiver.requests.length === 1, "the job delivered")
+        // The store stays away for 10 s: the outcome cannot be written.
+        for (let step = 0; step < 100; step += 1) {
+          yield* TestClock.adjust("100 millis")
+          yield* realWait(1)
+        }
+        expect(outage.writes).toBeGreaterThan(1)
+        outage.down = false
+        // Past the job's 60 s lease: had its outcome been dropped, the job would be claimed and delivered again.
+        for (let step = 0; step < 90; step += 1) {
+          yield* TestClock.adjust("1 second")
+          yield* realWait(2)
+        }
+        yield* realWait(200)
+        const job = (yield* store.jobsForMessage("m1"))[0]!
+        expect(job.status).toBe("delivered")
+        expect(job.attemptCount).toBe(1)
+        expect(receiver.requests).toHaveLength(1)
+        const writeLogs = logs.lines.filter((line) => line.message.includes("could not write finished jobs"))
+        expect(writeLogs).toHaveLength(1)
+      }).pipe(Effect.provide(context))
+    }))
 })
