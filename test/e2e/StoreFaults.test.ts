@@ -19,9 +19,11 @@ const expectRecovered = (result: FaultRunResult, reason: string) => {
   expect(result.clientStatuses["401"] ?? 0).toBe(0)
   expect(result.probes.statuses["POST /v1/track 401"] ?? 0).toBe(0)
   expect(result.readyReasons).toStrictEqual([reason])
-  // Said once, and its end once.
-  expect(result.outageLogLines).toBe(1)
-  expect(result.recoveryLogLines).toBe(1)
+  // Said once per outage and its end once, not once per request. A disk filled while SQLite still has room in its
+  // WAL lets a write or two through, which ends the outage and starts another: a few, never hundreds.
+  expect(result.outageLogLines).toBeGreaterThanOrEqual(1)
+  expect(result.outageLogLines).toBeLessThanOrEqual(reason === "store_full" ? 3 : 1)
+  expect(result.recoveryLogLines).toBe(result.outageLogLines)
   // Everything acknowledged is delivered; analytics-node outlasted the outage, so that is everything sent.
   expect(result.messages.accepted).toBe(result.messages.sent)
   expect(result.messages.lost).toBe(0)
