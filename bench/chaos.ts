@@ -6,6 +6,7 @@
  * Loopback only; stops by itself in about 2 minutes.
  *
  *   npx tsx bench/chaos.ts            (CHAOS_SEED=<n> for another flapping schedule)
+ *   npx tsx bench/chaos.ts --store-faults   (the store stopped / its disk filled under load: bench/storeFaults.ts)
  */
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -255,7 +256,12 @@ const main = async () => {
   }
 }
 
-main().then(
+// `--store-faults`: the store taken away under load instead (bench/storeFaults.ts).
+const run = process.argv.includes("--store-faults")
+  ? () => import("./storeFaults.js").then(({ runStoreFaults }) => runStoreFaults()).then((ok) => (ok ? 0 : 1))
+  : main
+
+run().then(
   (code) => process.exit(code),
   (error: unknown) => {
     console.error("chaos: failed", error)

@@ -1,7 +1,7 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { provision } from "./config/Provisioning.js"
-import { keepAliveTimeoutConfig, makeNodeServer } from "./ingest/NodeServer.js"
+import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from "./ingest/NodeServer.js"
 import * as Server from "./ingest/Server.js"
 import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
 import { overloadConfig } from "./overload/OverloadConfig.js"
@@ -20,7 +20,8 @@ const serverConfig = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   adminToken: Config.option(Config.redacted("HOOKRELAY_ADMIN_TOKEN")),
   configFile: Config.option(Config.string("HOOKRELAY_CONFIG")),
-  keepAliveTimeout: keepAliveTimeoutConfig
+  keepAliveTimeout: keepAliveTimeoutConfig,
+  requestDeadline: requestDeadlineConfig
 })
 
 const Engine = Layer.unwrapEffect(
@@ -41,7 +42,7 @@ const Main = Layer.unwrapEffect(Effect.gen(function*() {
     onNone: () => Layer.empty,
     onSome: (path) => Layer.effectDiscard(provision(path))
   })
-  const http = Server.layer({ adminToken: config.adminToken }).pipe(
+  const http = Server.layer({ adminToken: config.adminToken, requestDeadline: config.requestDeadline }).pipe(
     Layer.provide(provisioning),
     Layer.provide(
       NodeHttpServer.layer(makeNodeServer(config.keepAliveTimeout), { port: config.port, host: config.host })

@@ -39,7 +39,7 @@ export interface HookrelayProcess {
 
 /**
  * `entry` (the compiled `dist/main.js` by default) on plain node with `nodeArgs` before it, listening on a free
- * loopback port; resolves once `/healthz` answers. `stdout`: a file for what the server prints (else dropped).
+ * loopback port; resolves once `/readyz` answers 200. `stdout`: a file for what the server prints (else dropped).
  */
 export const startHookrelay = async (options: {
   readonly env: Record<string, string>
@@ -63,7 +63,7 @@ export const startHookrelay = async (options: {
   await waitFor(
     async () => {
       try {
-        return (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok
+        return (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).ok
       } catch {
         return false
       }

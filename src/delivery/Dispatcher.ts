@@ -162,6 +162,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const maxInlineDelay = options.maxInlineDelay ?? Duration.seconds(5)
     const maxInlineMillis = Duration.toMillis(Duration.decode(maxInlineDelay))
     const flushDelay = options.flushDelay ?? Duration.millis(20)
+    const flushDelayMillis = Math.max(1, Duration.toMillis(Duration.decode(flushDelay)))
     const flushSize = Math.max(1, options.flushSize ?? 512)
     const maxIngestYield = options.maxIngestYield ?? Duration.millis(500)
     const pressure = yield* Effect.serviceOption(IngestPressure)
@@ -179,6 +180,8 @@ export const make = (options: DispatcherOptions = {}) =>
     let attempts: Array<StoredAttemptRecord> = []
     let finished: Array<DeliveryOutcome> = []
     let latencies: Array<number> = []
+    /** Writes of finished jobs failed in a row (the store cannot answer): logged once, tried again with backoff. */
+    let writeFailures = 0
     const workWaiting = yield* Effect.makeLatch(false)
     // Open when `flushSize` finished jobs wait: the flusher stops waiting for `flushDelay`.
     const batchFull = yield* Effect.makeLatch(false)
@@ -644,9 +647,18 @@ export const make = (options: DispatcherOptions = {}) =>
               `${result.refused.length} finished jobs had been taken over by another dispatcher; their outcome was not written`
             )
           ),
-          Effect.catchAll((error) =>
-            Effect.logError("could not write finished jobs; they will be delivered again after their lease", error)
-          )
+          Effect.tap(() => (writeFailures = 0)),
+          Effect.catchAll((error) => {
+            // Kept for the next flush, which the flusher tries again with backoff: written once the store answers
+            // within the jobs' leases, they are not delivered a second time (past their leases, they are).
+            completions = batch.concat(completions)
+            attempts = records.concat(attempts)
+            writeFailures += 1
+            workWaiting.unsafeOpen()
+            return writeFailures === 1
+              ? Effect.logError("could not write finished jobs; trying again until the store answers", error)
+              : Effect.void
+          })
         )
       return Effect.zipRight(write, report(done, latency))
     }))
@@ -659,6 +671,9 @@ export const make = (options: DispatcherOptions = {}) =>
         if (completions.length < flushSize) yield* Effect.timeoutOption(batchFull.await, flushDelay)
         yield* batchFull.close
         yield* flush
+        if (writeFailures > 0) {
+          yield* Effect.sleep(Duration.millis(Math.min(2_000, flushDelayMillis * 2 ** Math.min(writeFailures, 10))))
+        }
       }
     })
 
@@ -709,6 +724,10 @@ export const make = (options: DispatcherOptions = {}) =>
     // (every ingest commit of its source) into a claim (one index probe per source with pending jobs, migration 7). A
     // claim without exclusions in between does not forget it (it would have found the other sources' due jobs too).
     let emptyExclusion: { readonly key: string; readonly until: number } | undefined
+    /** Claims failed in a row: logged once, and the polls back off while the store cannot answer. */
+    let claimFailures = 0
+
+    const claimBackoffMaxMillis = Math.max(idlePollMillis, 2_000)
 
     const claimer = Effect.gen(function*() {
       while (true) {
@@ -734,10 +753,27 @@ export const make = (options: DispatcherOptions = {}) =>
         if (expired) expiredCheckedAt = now
         const claimed = yield* store.claimDue(owner, now, limit, leaseMillis, { excludeSourceIds: saturated, expired })
           .pipe(
-            Effect.catchAll((error) =>
-              Effect.as(Effect.logError("could not claim due jobs", error), [] as ReadonlyArray<ClaimedJob>)
-            )
+            Effect.tap(() => (claimFailures = 0)),
+            Effect.catchAll((error) => {
+              claimFailures += 1
+              return Effect.as(
+                claimFailures === 1
+                  ? Effect.logError(
+                    "could not claim due jobs; trying again with backoff until the store answers",
+                    error
+                  )
+                  : Effect.void,
+                undefined
+              )
+            })
           )
+        if (claimed === undefined) {
+          // A store that cannot answer: wait longer each time (no job is touched, so no attempt or window is spent).
+          yield* signal.wait(
+            Duration.millis(Math.min(claimBackoffMaxMillis, idlePollMillis * 2 ** (claimFailures - 1)))
+          )
+          continue
+        }
         if (exclusionKey !== undefined) {
           emptyExclusion = claimed.length === 0 ? { key: exclusionKey, until: now + idlePollMillis } : undefined
         }

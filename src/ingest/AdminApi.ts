@@ -14,6 +14,7 @@ import type * as S from "./AdminSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
 import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { errorResponse } from "./ErrorBody.js"
+import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 const decodeSource = decodeWithIssues(SourceConfig)
 
@@ -57,9 +58,7 @@ const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerRespons
         ])
       )
     case "StoreError":
-      return Effect.logError("admin request failed in the store", failure.operation).pipe(
-        Effect.as(errorResponse(503, "store_unavailable", "the store is unavailable"))
-      )
+      return storeUnavailableResponse("admin request failed in the store", failure)
   }
 }
 

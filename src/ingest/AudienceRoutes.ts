@@ -17,6 +17,7 @@ import type { StoreError } from "../store/StoreError.js"
 import { requireAdmin } from "./AdminAuth.js"
 import { errorResponse } from "./ErrorBody.js"
 import { readLimitedBody } from "./RequestBody.js"
+import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 /**
  * The admin routes of deletion requests and audience/computed-trait syncs (SPEC §5, §6), behind
@@ -65,9 +66,7 @@ const failureResponse = (failure: Failure): Effect.Effect<HttpServerResponse.Htt
         ])
       )
     case "StoreError":
-      return Effect.logError("admin request failed in the store", failure.operation).pipe(
-        Effect.as(errorResponse(503, "store_unavailable", "the store is unavailable"))
-      )
+      return storeUnavailableResponse("admin request failed in the store", failure)
   }
 }
 

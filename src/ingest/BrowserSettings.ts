@@ -2,6 +2,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { Effect } from "effect"
 import { Relay } from "../relay/Relay.js"
 import { errorResponse } from "./ErrorBody.js"
+import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 /**
  * The settings analytics.js loads before it sends anything. It asks `<cdnURL>/v1/projects/<writeKey>/settings`, Segment's
@@ -58,10 +59,7 @@ const settingsRoute = Effect.gen(function*() {
           path: "writeKey",
           message: "is not a known write key"
         }])),
-      StoreError: (error) =>
-        Effect.logError("could not read a source for the browser settings", error).pipe(
-          Effect.as(errorResponse(503, "store_unavailable", "the store is unavailable", [], { "retry-after": "5" }))
-        )
+      StoreError: (error) => storeUnavailableResponse("could not read a source for the browser settings", error)
     })
   )
 })

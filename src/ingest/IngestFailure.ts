@@ -2,8 +2,10 @@ import type { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import type { InvalidMessages, MessageTooLarge, TooManyMessages, UnknownSource } from "../domain/IngestErrors.js"
 import type { Overloaded } from "../overload/Overloaded.js"
+import type { StoreError } from "../store/StoreError.js"
 import { errorResponse } from "./ErrorBody.js"
 import type { PayloadTooLarge, UnreadableBody, UnsupportedEncoding } from "./RequestBody.js"
+import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 type IngestFailure =
   | InvalidMessages
@@ -14,7 +16,7 @@ type IngestFailure =
   | UnreadableBody
   | UnsupportedEncoding
   | Overloaded
-  | { readonly _tag: "StoreError" }
+  | StoreError
 
 /** Maps every way an ingest request can fail to its JSON answer; nothing was stored in any of them. */
 export const ingestFailureResponse = (
@@ -61,10 +63,10 @@ export const ingestFailureResponse = (
         })
       )
     case "StoreError":
-      return Effect.logError("ingest could not commit to the store", failure).pipe(
-        Effect.as(errorResponse(503, "store_unavailable", "the message store is unavailable; nothing was stored", [], {
-          "retry-after": "5"
-        }))
+      return storeUnavailableResponse(
+        "ingest could not commit to the store",
+        failure,
+        "the message store is unavailable; nothing was stored"
       )
   }
 }

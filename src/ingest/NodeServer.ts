@@ -17,6 +17,12 @@ export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.s
     Config.withDefault(keepAliveDefault)
   )
 
+/** `HOOKRELAY_REQUEST_DEADLINE`: how long a request may take before it is answered 503; default 60 s. */
+export const requestDeadlineConfig: Config.Config<Duration.Duration> = Config.string("HOOKRELAY_REQUEST_DEADLINE").pipe(
+  Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
+  Config.withDefault(Duration.seconds(60))
+)
+
 /**
  * `node:http`'s server whose `close` also ends each keep-alive connection as soon as its last answer is sent. Node closes
  * the connections idle at that moment and waits for the others; one busy then stayed open after its answer until its
@@ -30,12 +36,22 @@ class ClosingServer extends Server {
   /** Answers not yet done: the ones a `close` must reach. */
   private readonly answering = new Set<ServerResponse>()
 
+  /** Whether the application's handler has been attached once: a request without one is then a late one. */
+  private served = false
+
   constructor() {
     super()
-    this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
-      if (this.closing) return this.lastOnItsConnection(response)
-      this.answering.add(response)
-      response.once("close", () => this.answering.delete(response))
+    this.on("request", (request: IncomingMessage, response: ServerResponse) => {
+      // Listening starts before the application is attached (`NodeHttpServer.layer`), and the application is detached
+      // before the server closes: a request that comes in between has no one else to answer it.
+      const attached = this.listenerCount("request") > 1
+      if (attached) this.served = true
+      if (this.closing) this.lastOnItsConnection(response)
+      else {
+        this.answering.add(response)
+        response.once("close", () => this.answering.delete(response))
+      }
+      if (!attached) answerUnattached(request, response, this.served ? "stopping" : "starting")
     })
   }
 
@@ -52,6 +68,31 @@ class ClosingServer extends Server {
     }
     return super.close(callback)
   }
+}
+
+/**
+ * The answer to a request that reaches the port while no application is attached (starting, or stopping): the process
+ * is alive (`/healthz` 200), not ready (`/readyz` 503), and anything else is asked to come back (`503` with
+ * `Retry-After`). The body is drained so that the connection can carry the client's retry.
+ */
+const answerUnattached = (request: IncomingMessage, response: ServerResponse, phase: "starting" | "stopping") => {
+  request.resume()
+  const path = (request.url ?? "").split("?")[0]
+  const live = path === "/healthz" && (request.method === "GET" || request.method === "HEAD")
+  const body = path === "/readyz"
+    ? { status: phase, reason: phase, message: `hookrelay is ${phase}` }
+    : live
+    ? { status: "ok", phase }
+    : { success: false, code: phase, message: `hookrelay is ${phase}; try again shortly`, errors: [] }
+  const text = JSON.stringify(body)
+  if (!response.headersSent) {
+    response.writeHead(live ? 200 : 503, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      ...(live ? {} : { "retry-after": "1" })
+    })
+  }
+  response.end(request.method === "HEAD" ? undefined : text)
 }
 
 /**

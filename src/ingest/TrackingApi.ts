@@ -75,10 +75,14 @@ const handle = (expectedType: MessageType | undefined) =>
     const headerKey = writeKeyFromBasicAuth(request.headers.authorization)
     let headerSource: StoredSource | undefined
     if (request.headers.authorization !== undefined && headerKey !== undefined) {
-      // A wrong key in the header is refused before the body is read.
-      const known = yield* relay.authenticate(headerKey).pipe(Effect.option)
-      if (known._tag === "None") return errorResponse(401, "unauthorized", "unknown write key")
-      headerSource = known.value
+      // A wrong key in the header is refused before the body is read. Only an unknown key is a 401: a store that cannot
+      // look the key up is a 503 (analytics-node drops a batch answered 401 for good).
+      const known = yield* relay.authenticate(headerKey).pipe(
+        Effect.map((source): StoredSource | undefined => source),
+        Effect.catchTag("UnknownSource", () => Effect.succeed(undefined))
+      )
+      if (known === undefined) return errorResponse(401, "unauthorized", "unknown write key")
+      headerSource = known
     }
     const text = (yield* readLimitedBody(request, maxRequestBytes)).toString("utf8")
     const body = parseJson(text)

@@ -26,6 +26,7 @@ import type {
   UsageDay
 } from "../store/Model.js"
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+import type { StoreStatus } from "../store/StoreHealth.js"
 
 /** Days `usage` reports by default, and at most (a leap year). */
 export const defaultUsageDays = 30
@@ -147,6 +148,12 @@ export interface RelayShape {
     traitName: string,
     values: Readonly<Record<string, TraitValue>>
   ) => Effect.Effect<TraitSyncResult, InvalidAdminRequest | UnknownSource | StoreError>
+
+  /**
+   * Whether the store can answer (`/readyz`): asks it once (2 s at most), then reports what the calls through this
+   * engine found. Never fails.
+   */
+  readonly storeStatus: Effect.Effect<StoreStatus>
 
   /**
    * Every job that ends from the moment of subscription on: delivered (with the URL that took it)

@@ -13,6 +13,7 @@ import type { Store } from "../store/Store.js"
 import * as StoreLayers from "../store/Store.js"
 import { defaultRetention } from "../store/StoreConfig.js"
 import type { StoreError } from "../store/StoreError.js"
+import * as StoreHealth from "../store/StoreHealth.js"
 import type { Relay } from "./Relay.js"
 import * as RelayLive from "./RelayLive.js"
 
@@ -55,7 +56,8 @@ export const layerEngine = <E, R>(
   )
     .pipe(
       Layer.provideMerge(egress),
-      Layer.provideMerge(store)
+      // Every store call reports to `StoreHealth`: readiness, and one log line per outage.
+      Layer.provideMerge(StoreHealth.layerOver(store))
     )
   return Layer.merge(RelayLive.layer, background).pipe(
     Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(services)))

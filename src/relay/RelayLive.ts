@@ -1,4 +1,4 @@
-import { Clock, Effect, Either, Layer, Metric, Option } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Metric, Option } from "effect"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import * as Audiences from "../audiences/Audiences.js"
 import { DeliveryOutcomes } from "../delivery/Outcomes.js"
@@ -17,10 +17,18 @@ import type { EnqueueEntry } from "../store/Model.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { makeSourceCache } from "../store/SourceCache.js"
 import { Store } from "../store/Store.js"
+import { StoreError } from "../store/StoreError.js"
+import * as StoreHealth from "../store/StoreHealth.js"
 import { defaultUsageDays, type IngestOptions, maxSearchLimit, maxUsageDays, Relay, type RelayShape } from "./Relay.js"
 
+/** How long `/readyz` waits for the store's answer before it calls the store unreachable. */
+export const readinessProbeTimeout = Duration.seconds(2)
+
 export const make = Effect.gen(function*() {
-  const store = yield* Store
+  const observedStore = yield* Effect.serviceOption(StoreHealth.StoreHealth)
+  // Built over a bare `Store` (not through `layerEngine`): this engine observes its own calls.
+  const health = Option.isSome(observedStore) ? observedStore.value : yield* StoreHealth.make
+  const store = Option.isSome(observedStore) ? yield* Store : StoreHealth.observed(yield* Store, health)
   const egress = yield* currentEgressPolicy
   const signal = yield* OutboxSignal
   const deliveryOutcomes = yield* DeliveryOutcomes
@@ -172,7 +180,21 @@ export const make = Effect.gen(function*() {
     getDeletion: audiences.getDeletion,
     syncAudience: audiences.syncAudience,
     syncComputedTrait: audiences.syncComputedTrait,
-    outcomes: deliveryOutcomes.stream
+    outcomes: deliveryOutcomes.stream,
+    // A cheap read (a source id no source has) shows an unreachable store; a full one shows in the writes it refused.
+    storeStatus: store.getSource("").pipe(
+      Effect.timeout(readinessProbeTimeout),
+      Effect.catchTag("TimeoutException", () =>
+        health.observe(
+          "getSource",
+          new StoreError({
+            operation: "getSource",
+            cause: Object.assign(new Error("no answer"), { code: "ETIMEDOUT" })
+          })
+        )),
+      Effect.ignore,
+      Effect.zipRight(health.status)
+    )
   })
 })
 

@@ -1,10 +1,17 @@
+import { HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Exit } from "effect"
+import { ConfigProvider, Duration, Effect, Exit, Fiber, TestClock } from "effect"
 import type { AddressInfo } from "node:net"
 import { connect } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
 import { Agent, Pool, request } from "undici"
-import { keepAliveDefault, keepAliveTimeoutConfig, makeNodeServer } from "../../src/ingest/NodeServer.js"
+import {
+  keepAliveDefault,
+  keepAliveTimeoutConfig,
+  makeNodeServer,
+  requestDeadlineConfig
+} from "../../src/ingest/NodeServer.js"
+import { requestDeadlineDefault, withDeadline } from "../../src/ingest/Server.js"
 
 const read = (env: Record<string, string>) =>
   Effect.withConfigProvider(keepAliveTimeoutConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -111,4 +118,68 @@ describe("the node HTTP server's keep-alive", () => {
       await pool.close()
     }
   })
+})
+
+describe("a request that reaches the port", () => {
+  const ask = async (port: number, path: string, method = "GET") => {
+    const response = await request(`http://127.0.0.1:${port}${path}`, {
+      method,
+      ...(method === "POST" && { body: "{}" })
+    })
+    const text = await response.body.text()
+    return { status: response.statusCode, retryAfter: response.headers["retry-after"], body: JSON.parse(text) }
+  }
+
+  // Listening starts before the application is attached, and it is detached before the server closes.
+  it("is answered while no application is attached: alive, not ready, come back later", async () => {
+    const server = makeNodeServer(keepAliveDefault)()
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const { port } = server.address() as AddressInfo
+    try {
+      expect(await ask(port, "/healthz")).toMatchObject({ status: 200, body: { status: "ok", phase: "starting" } })
+      expect(await ask(port, "/readyz")).toMatchObject({ status: 503, retryAfter: "1", body: { status: "starting" } })
+      expect(await ask(port, "/v1/batch", "POST")).toMatchObject({
+        status: 503,
+        retryAfter: "1",
+        body: { success: false, code: "starting" }
+      })
+      const app = (_request: unknown, response: import("node:http").ServerResponse) => response.end("{\"app\":true}")
+      server.on("request", app)
+      expect(await ask(port, "/readyz")).toStrictEqual({ status: 200, retryAfter: undefined, body: { app: true } })
+      server.off("request", app)
+      expect(await ask(port, "/readyz")).toMatchObject({ status: 503, body: { status: "stopping" } })
+      expect(await ask(port, "/v1/track", "POST")).toMatchObject({ status: 503, body: { code: "stopping" } })
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
+  it.effect("has a deadline of 60 s, or HOOKRELAY_REQUEST_DEADLINE", () =>
+    Effect.gen(function*() {
+      const deadline = (env: Record<string, string>) =>
+        Effect.withConfigProvider(requestDeadlineConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+      expect(Duration.toMillis(yield* deadline({}))).toBe(Duration.toMillis(requestDeadlineDefault))
+      expect(Duration.toMillis(yield* deadline({ HOOKRELAY_REQUEST_DEADLINE: "30 seconds" }))).toBe(30_000)
+      expect(Exit.isFailure(yield* Effect.exit(deadline({ HOOKRELAY_REQUEST_DEADLINE: "soon" })))).toBe(true)
+    }))
+
+  it.effect("gets 503 timeout once its deadline passes, even while its handler cannot be interrupted", () =>
+    Effect.gen(function*() {
+      const handler = Effect.uninterruptible(Effect.as(Effect.never, HttpServerResponse.empty()))
+      const fiber = yield* Effect.fork(withDeadline(handler, requestDeadlineDefault))
+      yield* TestClock.adjust(Duration.subtract(requestDeadlineDefault, Duration.millis(1)))
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(1))
+      const response = yield* Fiber.join(fiber)
+      expect(response.status).toBe(503)
+      expect(response.headers["retry-after"]).toBe("1")
+    }))
+
+  it.effect("is answered by its handler within the deadline", () =>
+    Effect.gen(function*() {
+      const handler = Effect.as(Effect.sleep("59 seconds"), HttpServerResponse.empty({ status: 204 }))
+      const fiber = yield* Effect.fork(withDeadline(handler, requestDeadlineDefault))
+      yield* TestClock.adjust("59 seconds")
+      expect((yield* Fiber.join(fiber)).status).toBe(204)
+    }))
 })

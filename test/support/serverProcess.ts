@@ -25,7 +25,7 @@ export interface ServerProcess {
   readonly exited: Promise<number | string>
 }
 
-/** Runs `src/main.ts` (what `npm start` compiles and runs) through tsx, in a process of its own, and waits for /healthz. */
+/** Runs `src/main.ts` (what `npm start` compiles and runs) through tsx, in a process of its own, and waits for /readyz (ready: the handler attached and the store answering). */
 export const startServerProcess = async (env: Record<string, string>): Promise<ServerProcess> => {
   const port = await freePort()
   const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "src/main.ts")], {
@@ -43,7 +43,7 @@ export const startServerProcess = async (env: Record<string, string>): Promise<S
   const deadline = Date.now() + 30_000
   while (true) {
     try {
-      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+      const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })
       if (response.ok) break
     } catch {
       // not listening yet
