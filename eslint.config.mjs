@@ -5,7 +5,10 @@ import tseslint from "typescript-eslint"
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "bench/results/**", "console/dist/**", "data/**"] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  { languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } } },
+  // Plain JavaScript, and the consumer project the package test installs into (outside the tsconfig), lint untyped.
+  { files: ["**/*.mjs", "**/*.js", "test/package/consumer/**"], ...tseslint.configs.disableTypeChecked },
   ...effectEslint.configs.dprint,
   {
     rules: {
@@ -25,6 +28,24 @@ export default tseslint.config(
       "@typescript-eslint/no-empty-object-type": "off",
       "require-yield": "off"
     }
+  },
+  {
+    // Tests, benchmarks and scripts read JSON answers as they come (`any`); the promise rules and the rest of the
+    // type-checked set still hold there.
+    files: ["test/**/*.ts", "bench/**/*.ts", "scripts/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-unsafe-assignment": "off",
+      "@typescript-eslint/no-unsafe-member-access": "off",
+      "@typescript-eslint/no-unsafe-call": "off",
+      "@typescript-eslint/no-unsafe-return": "off",
+      "@typescript-eslint/no-unsafe-argument": "off"
+    }
+  },
+  {
+    // These programs are the users' code as written (calls not awaited, then close), run in child processes to show
+    // that nothing is lost and nothing becomes an unhandled rejection.
+    files: ["test/client/child/**/*.ts"],
+    rules: { "@typescript-eslint/no-floating-promises": "off" }
   },
   {
     // V8 allocates a function literal assigned straight to a property in the old generation (its guess for methods);

@@ -195,7 +195,7 @@ const fakeTransport = Layer.succeed(Transport.Transport, {
 const storeTimes = new Map<string, { n: number; ms: number; rows: number }>()
 const timed = <R>(context: Context.Context<R>): Context.Context<R> => {
   if (process.env.DISPATCHER_STORE_TIMING === undefined) return context
-  const store = Context.unsafeGet(context, Store) as Store["Type"]
+  const store = Context.unsafeGet(context, Store)
   const wrap =
     <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) => (...args: A) =>
       Effect.suspend(() => {
@@ -214,7 +214,7 @@ const timed = <R>(context: Context.Context<R>): Context.Context<R> => {
     claimDue: wrap("claimDue", store.claimDue),
     completeMany: wrap("completeMany", store.completeMany),
     renewLeases: wrap("renewLeases", store.renewLeases)
-  }) as Context.Context<R>
+  })
 }
 const printStoreTimes = () => {
   for (const [name, t] of storeTimes) {

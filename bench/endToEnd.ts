@@ -122,7 +122,7 @@ const startServer = async (env: Record<string, string>, probeFile: string) => {
     const lines = () => existsSync(probeFile) ? readFileSync(probeFile, "utf8").trim().split("\n").filter(Boolean) : []
     const before = lines().length
     server.child.kill("SIGUSR2")
-    await waitFor(async () => lines().length > before, 10_000, 20)
+    await waitFor(() => Promise.resolve(lines().length > before), 10_000, 20)
     return JSON.parse(lines()[before]!) as ProbeReport
   }
   return { url: server.url, peakRss: () => peakRssOf(server.child.pid!), probe, stop: server.stop }
@@ -269,7 +269,7 @@ const steadyLoad = async (agent: Agent, url: string, run: string, ids: Ids = "de
   }
   await Promise.all(pending)
   ownLoop.disable()
-  if (failure !== undefined) throw failure
+  if (failure !== undefined) throw failure instanceof Error ? failure : new Error("a sender failed", { cause: failure })
   return {
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),

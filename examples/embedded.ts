@@ -65,7 +65,7 @@ export const layer = (directory: string) => OrdersLive.pipe(Layer.provideMerge(l
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const receiverUrl = process.env.RECEIVER_URL ?? "http://127.0.0.1:9000/hook"
-  Effect.gen(function*() {
+  void Effect.gen(function*() {
     yield* configureDestination(receiverUrl)
     const outcomes = yield* placeOrders(3)
     for (const outcome of outcomes) yield* Effect.log(`${outcome.messageId}: ${outcome.status}`)

@@ -26,8 +26,8 @@ export const makeApp = (endpoint: string) => {
   // its Promise never rejects unhandled, so not awaiting it cannot crash the server.
   const signup = (request: IncomingMessage, response: ServerResponse) => {
     const userId = new URL(request.url ?? "/", "http://localhost").searchParams.get("user") ?? "anonymous"
-    analytics.identify({ userId, traits: { plan: "free" } })
-    analytics.track({ userId, event: "Signed Up", properties: { source: "example" } })
+    void analytics.identify({ userId, traits: { plan: "free" } })
+    void analytics.track({ userId, event: "Signed Up", properties: { source: "example" } })
     response.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ userId }))
   }
 
@@ -40,6 +40,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   server.listen(3000, "127.0.0.1", () => console.log("try: curl -X POST 'http://127.0.0.1:3000/signup?user=ada'"))
   process.on("SIGINT", () => {
     server.close()
-    analytics.close().then(() => process.exit(0))
+    void analytics.close().then(() => process.exit(0))
   })
 }

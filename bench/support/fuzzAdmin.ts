@@ -95,7 +95,7 @@ const settings = fc.record({
     case "not an object":
       return { breakage, body: [body] as unknown }
   }
-  return { breakage, body: body as unknown }
+  return { breakage, body: body }
 })
 
 const tokens = ["right", "right", "right", "right", "none", "wrong", "empty bearer", "basic"] as const

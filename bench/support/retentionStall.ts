@@ -77,6 +77,6 @@ const program = Effect.gen(function*() {
   report("during the purge", during)
 })
 
-Effect.runPromise(Effect.scoped(Effect.provide(program, layerSqlite({ directory })))).finally(() =>
+void Effect.runPromise(Effect.scoped(Effect.provide(program, layerSqlite({ directory })))).finally(() =>
   rmSync(directory, { recursive: true, force: true })
 )

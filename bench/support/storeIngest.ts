@@ -69,6 +69,6 @@ const program = Effect.gen(function*() {
   )
 })
 
-Effect.runPromise(Effect.provide(program, layerSqlite({ directory, checkpoints }))).finally(() =>
+void Effect.runPromise(Effect.provide(program, layerSqlite({ directory, checkpoints }))).finally(() =>
   rmSync(directory, { recursive: true, force: true })
 )

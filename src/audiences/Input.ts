@@ -103,7 +103,7 @@ export const validateTraitValues = (
     return Either.left([issue(path, `must hold at most ${maxSyncSize} users; it holds ${entries.length}`)])
   }
   const issues: Array<FieldIssue> = []
-  const result: Array<readonly [string, string | null]> = new Array(entries.length)
+  const result = new Array<readonly [string, string | null]>(entries.length)
   for (let i = 0; i < entries.length; i++) {
     const [userId, raw] = entries[i]!
     const problem = userId.length === 0

@@ -98,7 +98,7 @@ export interface Prepared {
 }
 
 /** The message as it is sent. */
-export const messageOf = (prepared: Prepared): OutgoingMessage => JSON.parse(prepared.json)
+export const messageOf = (prepared: Prepared): OutgoingMessage => JSON.parse(prepared.json) as OutgoingMessage
 
 const invalid = (type: MessageType, path: string, message: string) =>
   Either.left(new InvalidMessage({ type, path, issues: [{ path, message }] }))

@@ -73,7 +73,7 @@ const handled = (promise: Promise<void>): Promise<void> => {
   return promise
 }
 
-const rejected = (error: unknown): Promise<void> => handled(Promise.reject(error))
+const rejected = (error: CallError): Promise<void> => handled(Promise.reject(error))
 
 /**
  * Creates a {@link Client}. Throws `InvalidOptions` at once when an option is wrong. One

@@ -9,6 +9,7 @@ import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { inspect } from "node:util"
 import { maxRequestBytes } from "../domain/Limits.js"
 import type { MessageType } from "../domain/Message.js"
 import type { AnalyticsShape } from "./AnalyticsShape.js"
@@ -110,7 +111,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       return thrown
     }
     const logThrown = (thrown: unknown): Effect.Effect<void> =>
-      thrown === undefined ? Effect.void : log(`onOutcome threw: ${String(thrown)}`)
+      thrown === undefined ? Effect.void : log(`onOutcome threw: ${inspect(thrown)}`)
     const report = (outcome: Outcome): Effect.Effect<void> => Effect.suspend(() => logThrown(reportNow(outcome)))
 
     const sendBatch = makeSender(options, transport, { observed, report }, log)

@@ -197,6 +197,6 @@ export const optionsConfig: Config.Config<Partial<AnalyticsOptions>> = Config.al
       if (Option.isNone(value)) continue
       present[key] = Redacted.isRedacted(value.value) ? Redacted.value(value.value) : value.value
     }
-    return present as Partial<AnalyticsOptions>
+    return present
   })
 )

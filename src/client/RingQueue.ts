@@ -16,7 +16,7 @@ class Ring<A> implements Queue.BackingQueue<A> {
   private size = 0
 
   constructor(private readonly limit: number, private readonly onRoom: () => void) {
-    this.slots = new Array(limit)
+    this.slots = new Array<A | undefined>(limit)
   }
 
   poll<Def>(def: Def): A | Def {

@@ -178,23 +178,36 @@ export const AdminContract = HttpApi.make("hookrelay-admin")
  */
 const descriptionId = SchemaAST.DescriptionAnnotationId
 
+interface SchemaJson {
+  readonly $ref?: string
+  readonly anyOf?: ReadonlyArray<SchemaJson>
+}
+interface ResponseJson {
+  readonly description?: string
+  readonly content?: { readonly [mediaType: string]: { readonly schema?: SchemaJson } }
+}
+interface OperationJson {
+  readonly security: ReadonlyArray<unknown>
+  readonly responses: { readonly [status: string]: ResponseJson }
+}
+
 const servedAsRouted = (generated: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const decodeError = "#/components/schemas/HttpApiDecodeError"
   const paths = Object.fromEntries(
     Object.entries(generated.paths).map(([path, item]) => [
       path,
       Object.fromEntries(
-        Object.entries(item).map(([method, operation]: [string, Record<string, any>]) => {
+        Object.entries(item as { readonly [method: string]: OperationJson }).map(([method, operation]) => {
           const { security, ...rest } = operation
           const responses = Object.fromEntries(
-            Object.entries(rest.responses as Record<string, any>).flatMap(
-              ([status, response]) => {
+            Object.entries(rest.responses).flatMap(
+              ([status, response]): Array<readonly [string, unknown]> => {
                 const schema = response.content?.["application/json"]?.schema
                 if (schema?.$ref === decodeError) return []
-                const anyOf = (schema?.anyOf as Array<{ $ref?: string }> | undefined)?.filter((s) =>
-                  s.$ref !== decodeError
-                )
-                if (anyOf === undefined || anyOf.length === schema.anyOf.length) return [[status, response]]
+                const anyOf = schema?.anyOf?.filter((s) => s.$ref !== decodeError)
+                if (schema === undefined || anyOf === undefined || anyOf.length === schema.anyOf?.length) {
+                  return [[status, response]]
+                }
                 const kept = anyOf.length === 1 ? anyOf[0] : { ...schema, anyOf }
                 const description = status === "400"
                   ? S.InvalidRequest.ast.annotations[descriptionId]
@@ -211,12 +224,14 @@ const servedAsRouted = (generated: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => 
   const { HttpApiDecodeError: _, Issue: __, PropertyKey: ___, ...schemas } = generated.components.schemas
   const document = {
     ...generated,
-    paths: paths as OpenApi.OpenAPISpecPaths,
+    paths: paths,
     components: { ...generated.components, schemas }
   }
   // Schema.Unknown and Schema.Object come out with the same `$id` wherever they occur: an id given twice, which
   // makes the document invalid. Without it such a schema means what it should (any value, any object).
-  return JSON.parse(JSON.stringify(document, (key, value) => (key === "$id" ? undefined : value)))
+  return JSON.parse(
+    JSON.stringify(document, (key, value: unknown) => (key === "$id" ? undefined : value))
+  ) as OpenApi.OpenAPISpec
 }
 
 let document: OpenApi.OpenAPISpec | undefined

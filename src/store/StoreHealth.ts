@@ -33,7 +33,7 @@ const fullPattern = /SQLITE_FULL|ENOSPC|disk is full|no space left/i
 
 const isFull = (error: StoreError): boolean => {
   const cause = error.cause as { code?: unknown; cause?: { code?: unknown } } | undefined
-  const codes = [cause?.code, cause?.cause?.code].filter((code) => typeof code === "string") as Array<string>
+  const codes = [cause?.code, cause?.cause?.code].filter((code): code is string => typeof code === "string")
   return codes.some((code) => code === "53100" || fullPattern.test(code)) || fullPattern.test(storeErrorDetail(error))
 }
 

@@ -10,7 +10,7 @@ const byAttempt = (answers: ReadonlyArray<ReturnType<typeof status>>): Responder
 const failure = (outcomes: ReadonlyArray<Outcome>) => {
   const [outcome] = outcomes
   if (outcomes.length !== 1 || outcome?._tag !== "Failure") {
-    throw new Error(`expected one Failure, got ${outcomes.map((o) => o._tag)}`)
+    throw new Error(`expected one Failure, got ${outcomes.map((o) => o._tag).join(", ")}`)
   }
   return outcome
 }

@@ -97,7 +97,7 @@ const expectWellFormed = (answer: Answer, what: unknown) => {
   expect(Array.isArray(body.errors)).toBe(true)
   if (fieldNamingCodes.has(body.code as string)) {
     const errors = body.errors as ReadonlyArray<Record<string, unknown>>
-    expect(errors.length, `${body.code} names no field for ${context}`).toBeGreaterThan(0)
+    expect(errors.length, `${String(body.code)} names no field for ${context}`).toBeGreaterThan(0)
     for (const issue of errors) {
       expect(typeof issue.path).toBe("string")
       expect(typeof issue.message).toBe("string")

@@ -70,31 +70,31 @@ export const claimSuite = (fresh: FreshStore, options: SuiteOptions) => {
         yield* store.enqueue("web", [entry("m1")], T0)
         const [job] = yield* store.claimDue("old", T0, 10, 30 * second)
         assert.isDefined(job)
-        yield* store.markFirstAttempt(job!.id, T0 + 1)
+        yield* store.markFirstAttempt(job.id, T0 + 1)
 
         // Still leased: nobody else gets it.
         assert.deepStrictEqual(yield* store.claimDue("new", T0 + 29 * second, 10, 30 * second), [])
         const taken = yield* store.claimDue("new", T0 + 30 * second, 10, 30 * second)
-        assert.deepStrictEqual(ids(taken), [job!.id])
+        assert.deepStrictEqual(ids(taken), [job.id])
         // The retry window survives the takeover.
         assert.strictEqual(taken[0]!.firstAttemptAt, T0 + 1)
         assert.strictEqual(taken[0]!.leaseExpiresAt, T0 + 60 * second)
 
-        assert.isFalse(yield* store.markDelivered("old", job!.id, T0 + 31 * second))
-        assert.isFalse(yield* store.reschedule("old", job!.id, T0 + hour, T0 + 1, { a: 1 }, "boom"))
-        assert.isFalse(yield* store.markDead("old", job!.id, T0 + 31 * second, "boom"))
-        assert.deepStrictEqual(yield* store.renewLeases("old", [job!.id], T0 + hour), [])
+        assert.isFalse(yield* store.markDelivered("old", job.id, T0 + 31 * second))
+        assert.isFalse(yield* store.reschedule("old", job.id, T0 + hour, T0 + 1, { a: 1 }, "boom"))
+        assert.isFalse(yield* store.markDead("old", job.id, T0 + 31 * second, "boom"))
+        assert.deepStrictEqual(yield* store.renewLeases("old", [job.id], T0 + hour), [])
         assert.strictEqual(yield* store.releaseLeases("old"), 0)
-        assert.strictEqual(Option.getOrThrow(yield* store.getJob(job!.id)).leaseOwner, "new")
+        assert.strictEqual(Option.getOrThrow(yield* store.getJob(job.id)).leaseOwner, "new")
 
-        assert.isTrue(yield* store.markDelivered("new", job!.id, T0 + 32 * second))
-        const done = Option.getOrThrow(yield* store.getJob(job!.id))
+        assert.isTrue(yield* store.markDelivered("new", job.id, T0 + 32 * second))
+        const done = Option.getOrThrow(yield* store.getJob(job.id))
         assert.deepStrictEqual(
           { status: done.status, finishedAt: done.finishedAt, leaseOwner: done.leaseOwner },
           { status: "delivered", finishedAt: T0 + 32 * second, leaseOwner: null }
         )
         // Completing twice is refused too: the job is no longer delivering.
-        assert.isFalse(yield* store.markDelivered("new", job!.id, T0 + 33 * second))
+        assert.isFalse(yield* store.markDelivered("new", job.id, T0 + 33 * second))
       })
     )
 

@@ -68,7 +68,7 @@ export const sourcesSuite = (fresh: FreshStore) => {
         const error = yield* Effect.flip(store.upsertSource(source("app", "wk-shared"), T0))
         assert.instanceOf(error, WriteKeyConflict)
         assert.deepStrictEqual(
-          { sourceId: error.sourceId, conflicting: (error as WriteKeyConflict).conflictingSourceId },
+          { sourceId: error.sourceId, conflicting: error.conflictingSourceId },
           { sourceId: "app", conflicting: "web" }
         )
         assert.isTrue(Option.isNone(yield* store.getSource("app")))

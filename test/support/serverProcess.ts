@@ -34,8 +34,8 @@ export const startServerProcess = async (env: Record<string, string>): Promise<S
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
   const exited = new Promise<number | string>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown"))
   )

@@ -35,7 +35,7 @@ export const Login = (props: { readonly notice: string | undefined; readonly onL
 
   return (
     <main class="login">
-      <form onSubmit={submit} class="card login-card">
+      <form onSubmit={(event) => void submit(event)} class="card login-card">
         <h1>hookrelay console</h1>
         <p class="hint">
           Enter the admin token (HOOKRELAY_ADMIN_TOKEN). It is kept in this tab only and forgotten when you log out or

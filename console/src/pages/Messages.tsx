@@ -198,7 +198,7 @@ const ReplayButton = (props: { readonly job: JobView; readonly onChanged: () => 
     <span class="replay">
       <button
         type="button"
-        onClick={replay}
+        onClick={() => void replay()}
         disabled={state !== "idle"}
         aria-label={`${state === "done" ? "Replayed" : "Replay"} message ${props.job.messageId}`}
       >

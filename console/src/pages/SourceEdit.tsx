@@ -116,7 +116,7 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
       setIssues(local)
       return
     }
-    const id = isNew ? form.id.trim() : props.sourceId!
+    const id = isNew ? form.id.trim() : props.sourceId
     setSaving(true)
     try {
       const source = await api.putSource(id, input)
@@ -180,7 +180,7 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
           )}
         </div>
       )}
-      <form ref={formRef} onSubmit={submit} noValidate class="source-form">
+      <form ref={formRef} onSubmit={(event) => void submit(event)} noValidate class="source-form">
         <fieldset>
           <legend>Source</legend>
           <div class="field">
@@ -441,7 +441,7 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
           </button>
           <Link to="/sources">Cancel</Link>
           {!isNew && (
-            <button type="button" class="danger" onClick={remove}>
+            <button type="button" class="danger" onClick={() => void remove()}>
               Delete source
             </button>
           )}

@@ -115,7 +115,7 @@ export const preparePurge = (db: Database) => {
       ? purgeIds.all(status, olderThan, limit)
       : purgeIdsOfSource.all(status, olderThan, sourceId, limit)
     if (rows.length === 0) return 0
-    const ids = JSON.stringify(rows.map((row: [string]) => row[0]))
+    const ids = JSON.stringify((rows as Array<[string]>).map((row) => row[0]))
     deleteAttempts.run(ids)
     deleteJobs.run(ids)
     return rows.length

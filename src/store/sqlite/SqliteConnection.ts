@@ -43,12 +43,13 @@ const closeWait = Duration.seconds(10)
 /** better-sqlite3 returns blobs as Buffers; they cross the thread as plain Uint8Arrays. */
 const asBuffers = (rows: unknown): unknown => {
   if (!Array.isArray(rows)) return rows
-  for (const row of rows) {
+  for (const row of rows as Array<unknown>) {
     if (row === null || typeof row !== "object") continue
-    for (const key in row) {
-      const value = row[key]
+    const record = row as Record<string, unknown>
+    for (const key in record) {
+      const value = record[key]
       if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
-        row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+        record[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
       }
     }
   }
@@ -65,7 +66,8 @@ const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>
     execute: (sql, params, transformRows) =>
       Effect.map(
         execute(sql, params, "rows"),
-        (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+        (rows) =>
+          transformRows === undefined ? rows as ReadonlyArray<never> : transformRows(rows as ReadonlyArray<never>)
       ),
     executeRaw: (sql, params) => execute(sql, params, "raw"),
     executeValues: (sql, params) =>
@@ -73,7 +75,8 @@ const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>
     executeUnprepared: (sql, params, transformRows) =>
       Effect.map(
         execute(sql, params ?? [], "unprepared"),
-        (rows) => transformRows === undefined ? rows as ReadonlyArray<any> : transformRows(rows as ReadonlyArray<any>)
+        (rows) =>
+          transformRows === undefined ? rows as ReadonlyArray<never> : transformRows(rows as ReadonlyArray<never>)
       ),
     executeStream: () => Effect.dieMessage("executeStream not implemented") as never
   }
@@ -196,7 +199,7 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
     ): void => {
       if (broken !== undefined) return answered(Exit.fail(broken))
       const id = waiting.add((reply) => answered(replyExit(reply)))
-      worker.postMessage({ ...request, id } as ThreadRequest, transfer)
+      worker.postMessage({ ...request, id }, transfer)
     }
 
     // The thread runs what it receives in order, so only a transaction needs the lock for its whole scope: from its

@@ -12,11 +12,11 @@ export interface Database {
 
 export interface PreparedStatement {
   readonly reader: boolean
-  readonly all: (...params: ReadonlyArray<unknown>) => Array<any>
+  readonly all: (...params: ReadonlyArray<unknown>) => Array<unknown>
   /** The first row, or `undefined`. */
-  readonly get: (...params: ReadonlyArray<unknown>) => any
+  readonly get: (...params: ReadonlyArray<unknown>) => unknown
   /** The rows one at a time, read as they are asked for. */
-  readonly iterate: (...params: ReadonlyArray<unknown>) => IterableIterator<any>
+  readonly iterate: (...params: ReadonlyArray<unknown>) => IterableIterator<unknown>
   readonly run: (...params: ReadonlyArray<unknown>) => { readonly changes: number; readonly lastInsertRowid: unknown }
   readonly raw: (on: boolean) => PreparedStatement
   /** Rows as their first column's value alone. */
@@ -30,5 +30,5 @@ export interface PreparedStatement {
 export const loadDriver = (): { readonly path: string; readonly Database: new(filename: string) => Database } => {
   const fromSqlite = createRequire(createRequire(import.meta.url).resolve("@effect/sql-sqlite-node"))
   const path = fromSqlite.resolve("better-sqlite3")
-  return { path, Database: fromSqlite(path) }
+  return { path, Database: fromSqlite(path) as new(filename: string) => Database }
 }

@@ -52,13 +52,15 @@ const prepareDedupe = (db: Database, recent: RecentMessageIds) => {
       }
     }
     if (atEdge.length > 0) {
-      for (const messageId of seenAtEdge.all(sourceId, now, JSON.stringify(atEdge), cutoff)) accepted.add(messageId)
+      for (const messageId of seenAtEdge.all(sourceId, now, JSON.stringify(atEdge), cutoff) as Array<string>) {
+        accepted.add(messageId)
+      }
       seenEdge.set(sourceId, edge)
     }
     if (elsewhere.length > 0) {
       const indexed = new Map<string, number>()
-      for (const [messageId, seenAt] of seenIndex.all(sourceId, JSON.stringify(elsewhere))) {
-        indexed.set(messageId as string, Number(seenAt))
+      for (const [messageId, seenAt] of seenIndex.all(sourceId, JSON.stringify(elsewhere)) as Array<[string, number]>) {
+        indexed.set(messageId, Number(seenAt))
       }
       for (const messageId of elsewhere) {
         const last = recent.lastSeen(sourceId, messageId) ?? indexed.get(messageId)

@@ -31,7 +31,7 @@ const task = async (t: number) => {
     if (made === closeAfter) closing = client.close()
     // Let the other tasks, the batcher and the sockets run between calls.
     if (k % 3 === 0) await new Promise((resolve) => setImmediate(resolve))
-    else await null
+    else await Promise.resolve()
   }
 }
 
