@@ -397,7 +397,7 @@ describe("Dispatcher", () => {
       const { loop, loopTimes } = scriptedLoop()
       loop.busy = 1
       const context = yield* Layer.build(
-        Layer.merge(baseLayer(directory), Layer.scoped(IngestPressure, IngestPressures.make({ loopTimes })))
+        Layer.merge(baseLayer(directory), IngestPressures.layer({ loopTimes }))
       )
       yield* Effect.gen(function*() {
         const pressure = yield* IngestPressure
