@@ -19,11 +19,7 @@ export class FifoGate {
   private readonly waiters: Array<Waiter> = []
   private head = 0
 
-  /**
-   * `onFree` is called each time a permit becomes free with nobody queued for it: an owner that keeps its own queue of
-   * work (the dispatcher's endpoint mailbox) starts its next item there.
-   */
-  constructor(permits: number, private readonly onFree?: () => void) {
+  constructor(permits: number) {
     this.free = permits
   }
 
@@ -59,7 +55,6 @@ export class FifoGate {
     }
     this.compact()
     this.free += 1
-    this.onFree?.()
   }
 
   private compact(): void {

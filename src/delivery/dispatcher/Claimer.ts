@@ -56,7 +56,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
     // A source that could not be read: the job stays leased and is claimed again when the lease lapses.
     if (webhooks === undefined) return leases.release(entry)
     if (typeof webhooks === "string") return actors.deadLetter(entry, webhooks)
-    actors.post(entry, webhooks)
+    actors.admit(entry, webhooks)
   }
 
   // Expired leases (a stopped process's jobs) are looked for at most this often, not on every claim: the query

@@ -1,4 +1,4 @@
-import { Cause, Effect } from "effect"
+import { Cause, Duration, Effect } from "effect"
 import type { Clock, Fiber } from "effect"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import { FifoGate } from "../../runtime/FifoGate.js"
@@ -6,7 +6,7 @@ import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import type { AttemptRecord } from "../AttemptRecord.js"
 import { deliver } from "../Deliver.js"
 import type { EndpointGateFor } from "../Deliver.js"
-import type { DeliveryResult, EndpointState } from "../DeliveryResult.js"
+import type { Deferred, DeliveryResult, EndpointState } from "../DeliveryResult.js"
 import { restoreStates } from "../EndpointState.js"
 import { quickDeliveryMillis } from "../SourceMailboxes.js"
 import type { Transport } from "../Transport.js"
@@ -18,15 +18,20 @@ import type { Settings } from "./Options.js"
 interface Run {
   readonly held: Held
   readonly settings: WebhookSettings
+  /** The job's first attempt, once made in this process (a retry waiting in memory); else the stored one. */
+  readonly firstAttemptAt: number | undefined
   /** Each URL's progress from earlier runs (the store's `endpoint_state`); empty for a job never attempted. */
   readonly states: ReadonlyArray<EndpointState>
 }
 
-/** One webhook URL: its mailbox, and the gate that lets at most `concurrencyPerEndpoint` attempts on it run at once. */
+/** One webhook URL: its mailbox, its workers (at most `concurrencyPerEndpoint`) and the gate its attempts pass. */
 interface Actor {
   readonly gate: FifoGate
   readonly mailbox: Array<Run>
   head: number
+  workers: number
+  /** Workers forked that have not taken their first job yet: the queued jobs they will take need no other worker. */
+  starting: number
 }
 
 export interface ActorsConfig {
@@ -40,12 +45,13 @@ export interface ActorsConfig {
 }
 
 /**
- * The endpoint actors: each webhook URL has a mailbox of single-URL jobs and a FIFO gate of `concurrencyPerEndpoint`
- * permits. A job leaves the mailbox when a permit is free, and only then gets a fiber, which runs `deliver` — the one
- * delivery program: the attempt, the retries the schedule plans within `maxInlineDelay` (asleep, holding no permit),
- * and the conclusion. Every attempt passes its URL's gate, so the retries of the mailbox's jobs and the attempts of
- * jobs with several URLs (a fiber each from the start, racing their URLs) share the endpoint's limit; a permit that
- * nobody queued for starts the mailbox's next job. A slow or failing endpoint holds its own permits only.
+ * The endpoint actors: each webhook URL has a mailbox of single-URL jobs, up to `concurrencyPerEndpoint` worker fibers
+ * that take its jobs in turn, and a FIFO gate of as many permits. A worker runs each job through `deliver` — the one
+ * delivery program — until it is delivered, dead, or waits for a retry: a retry due within `maxInlineDelay` waits in
+ * memory (a timer, not a worker) and goes back to the mailbox with the job's progress, a later one goes back to the
+ * store. Workers live as long as their mailbox has work, so a job costs no fiber of its own. Every attempt passes its
+ * URL's gate, so the mailbox's jobs and the attempts of jobs with several URLs (a fiber each, racing their URLs,
+ * retries waiting in that fiber) share the endpoint's limit. A slow or failing endpoint holds its own workers only.
  */
 export const makeActors = (config: ActorsConfig) => {
   const { clock, completions, leases, settings, signal } = config
@@ -56,43 +62,30 @@ export const makeActors = (config: ActorsConfig) => {
   const actorFor = (url: string): Actor => {
     let actor = actors.get(url)
     if (actor === undefined) {
-      const created: Actor = {
-        gate: new FifoGate(settings.concurrencyPerEndpoint, () => pump(created)),
-        mailbox: [],
-        head: 0
-      }
-      actors.set(url, created)
-      actor = created
+      actor = { gate: new FifoGate(settings.concurrencyPerEndpoint), mailbox: [], head: 0, workers: 0, starting: 0 }
+      actors.set(url, actor)
     }
     return actor
   }
 
   const sharedGate: EndpointGateFor = (url) => actorFor(url).gate.withPermit
 
-  const take = (actor: Actor): void => {
-    actor.mailbox[actor.head++] = undefined as never
-    if (actor.head === actor.mailbox.length) {
-      actor.mailbox.length = 0
-      actor.head = 0
-    } else if (actor.head > 1024 && actor.head * 2 > actor.mailbox.length) {
-      actor.mailbox.splice(0, actor.head)
-      actor.head = 0
-    }
-  }
-
-  /** Starts the mailbox's next jobs while the endpoint has a free permit. */
-  const pump = (actor: Actor): void => {
+  /** The mailbox's next job, or undefined when it is empty (or the dispatcher stops). Lost jobs are dropped. */
+  const take = (actor: Actor): Run | undefined => {
     while (!stopping && actor.head < actor.mailbox.length) {
       const run = actor.mailbox[actor.head]!
-      if (run.held.lost) {
-        take(actor)
-        leases.release(run.held)
-        continue
+      actor.mailbox[actor.head++] = undefined as never
+      if (actor.head === actor.mailbox.length) {
+        actor.mailbox.length = 0
+        actor.head = 0
+      } else if (actor.head > 1024 && actor.head * 2 > actor.mailbox.length) {
+        actor.mailbox.splice(0, actor.head)
+        actor.head = 0
       }
-      if (!actor.gate.tryTake()) return
-      take(actor)
-      startRun(actor, run)
+      if (!run.held.lost) return run
+      leases.release(run.held)
     }
+    return undefined
   }
 
   /**
@@ -138,31 +131,60 @@ export const makeActors = (config: ActorsConfig) => {
       if (entry !== undefined) attemptFailed(entry.job.sourceId)
     })
 
-  const options = (gate: EndpointGateFor) => ({ recordAttempt, maxInlineDelay: settings.maxInlineDelay, gate })
+  const maxInlineMillis = Duration.toMillis(settings.maxInlineDelay)
+  // A mailbox's job never sleeps in its worker: a retry comes back as `Deferred` and waits in `waitForRetry`.
+  const mailboxOptions = { recordAttempt, maxInlineDelay: Duration.zero, gate: sharedGate }
+  const raceOptions = { recordAttempt, maxInlineDelay: settings.maxInlineDelay, gate: sharedGate }
 
-  /** How the job's run ended, booked; then the job is forgotten. `fresh`: a single-URL job's first run. */
-  const conclude = (entry: Held, result: DeliveryResult, startedAt: number, firstAttemptAt: number, fresh: boolean) => {
+  /**
+   * How the job's run ended: booked, and the job forgotten; or, for a mailbox's job whose retry is due within
+   * `maxInlineDelay`, back to its mailbox when it is due. `fresh`: a single-URL job's first run.
+   */
+  const conclude = (run: Run, result: DeliveryResult, startedAt: number, firstAttemptAt: number, fresh: boolean) => {
+    const entry = run.held
     const job = entry.job
     const now = clock.unsafeCurrentTimeMillis()
+    // Its worker goes on with other jobs: a lost lease must not stop it any more.
+    entry.fiber = undefined
     if (result._tag === "Delivered") {
       if (fresh && result.attempts === 1) {
         if (now - startedAt > quickDeliveryMillis) mailboxes.notQuick(job.sourceId)
         else if (mailboxes.deliveredQuickly(job.sourceId)) signal.unsafeNotify()
       }
       completions.delivered(job, now, firstAttemptAt, result.url)
-    } else {
-      attemptFailed(job.sourceId)
-      completions.deferred(job, result)
+      return leases.release(entry)
     }
+    attemptFailed(job.sourceId)
+    if (run.settings.endpoints.length === 1 && !stopping && result.nextAttemptAt - now <= maxInlineMillis) {
+      return waitForRetry({ ...run, firstAttemptAt: result.firstAttemptAt, states: result.endpoints }, result)
+    }
+    completions.deferred(job, result)
     leases.release(entry)
   }
 
+  // A retry due soon waits in memory on a timer fiber (no worker, no permit), then goes back to its mailbox.
+  const waitForRetry = (run: Run, result: Deferred): void => {
+    const entry = run.held
+    entry.fiber = config.fork(
+      Effect.sleep(Duration.millis(Math.max(0, result.nextAttemptAt - clock.unsafeCurrentTimeMillis()))).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          entry.fiber = undefined
+          if (entry.lost) leases.release(entry)
+          else post(run)
+        })),
+        Effect.onInterrupt(() => Effect.sync(() => leases.release(entry)))
+      )
+    )
+  }
+
   /** The delivery program for one held job, and its conclusion. Never fails: an interrupted job is forgotten. */
-  const deliverJob = (entry: Held, run: Run, gate: EndpointGateFor, fresh: boolean) =>
+  const deliverJob = (run: Run): Effect.Effect<void, never, Transport> =>
     Effect.suspend(() => {
+      const entry = run.held
       const job = entry.job
       const startedAt = clock.unsafeCurrentTimeMillis()
-      const firstAttemptAt = job.firstAttemptAt ?? startedAt
+      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
+      const single = run.settings.endpoints.length === 1
       const delivery = deliver({
         jobId: job.id,
         messageId: job.messageId,
@@ -170,9 +192,10 @@ export const makeActors = (config: ActorsConfig) => {
         settings: run.settings,
         firstAttemptAt,
         endpointStates: run.states
-      }, options(gate))
+      }, single ? mailboxOptions : raceOptions)
+      const fresh = single && run.states.length === 0
       return Effect.matchCauseEffect(delivery, {
-        onSuccess: (result) => Effect.sync(() => conclude(entry, result, startedAt, firstAttemptAt, fresh)),
+        onSuccess: (result) => Effect.sync(() => conclude(run, result, startedAt, firstAttemptAt, fresh)),
         onFailure: (cause) => {
           const failure = Cause.failureOption(cause)
           if (failure._tag === "Some") {
@@ -189,39 +212,56 @@ export const makeActors = (config: ActorsConfig) => {
       })
     })
 
-  /** A single-URL job leaves its mailbox with a permit the pump took for it: its first attempt uses it. */
-  const startRun = (actor: Actor, run: Run): void => {
-    let owned = true
-    const gate: EndpointGateFor = () => (effect) => {
-      if (!owned) return actor.gate.withPermit(effect)
-      return Effect.uninterruptibleMask((restore) =>
-        Effect.suspend(() => {
-          owned = false
-          return Effect.ensuring(restore(effect), actor.gate.release)
-        })
-      )
-    }
-    // Stopped before its first attempt (lease lost, shutdown): the permit goes back.
-    const giveBack = Effect.sync(() => {
-      if (!owned) return
-      owned = false
-      actor.gate.giveBack()
+  /**
+   * One of the endpoint's workers: takes the mailbox's jobs one after another and delivers each, while there are any.
+   * A job's `fiber` is its worker while it runs there: the lease renewer interrupts it if the job is taken over, and
+   * a worker that stops early leaves its place to a new one.
+   */
+  const worker = (actor: Actor): Effect.Effect<void, never, Transport> =>
+    Effect.withFiberRuntime((fiber) => {
+      actor.starting -= 1
+      const next: Effect.Effect<void, never, Transport> = Effect.suspend(() => {
+        const run = take(actor)
+        if (run === undefined) return Effect.void
+        run.held.fiber = fiber
+        return Effect.zipRight(deliverJob(run), next)
+      })
+      return next
     })
-    run.held.fiber = config.fork(
-      Effect.ensuring(deliverJob(run.held, run, gate, run.states.length === 0), giveBack)
-    )
+
+  const startWorkers = (actor: Actor): void => {
+    while (
+      !stopping && actor.workers < settings.concurrencyPerEndpoint &&
+      actor.mailbox.length - actor.head > actor.starting
+    ) {
+      actor.workers += 1
+      actor.starting += 1
+      config.fork(Effect.ensuring(
+        worker(actor),
+        Effect.sync(() => {
+          actor.workers -= 1
+          startWorkers(actor)
+        })
+      ))
+    }
+  }
+
+  const post = (run: Run): void => {
+    const actor = actorFor(run.settings.endpoints[0]!.url)
+    actor.mailbox.push(run)
+    startWorkers(actor)
   }
 
   /** A job admitted from a claim: to its endpoint's mailbox, or its own fiber racing several URLs. */
-  const post = (entry: Held, webhooks: WebhookSettings): void => {
-    const run: Run = { held: entry, settings: webhooks, states: restoreStates(entry.job.endpointState) }
-    if (webhooks.endpoints.length > 1) {
-      entry.fiber = config.fork(deliverJob(entry, run, sharedGate, false))
-      return
+  const admit = (entry: Held, webhooks: WebhookSettings): void => {
+    const run: Run = {
+      held: entry,
+      settings: webhooks,
+      firstAttemptAt: undefined,
+      states: restoreStates(entry.job.endpointState)
     }
-    const actor = actorFor(webhooks.endpoints[0]!.url)
-    actor.mailbox.push(run)
-    pump(actor)
+    if (webhooks.endpoints.length > 1) entry.fiber = config.fork(deliverJob(run))
+    else post(run)
   }
 
   /** A job whose source cannot be delivered to: dead at once, without an attempt. */
@@ -236,7 +276,7 @@ export const makeActors = (config: ActorsConfig) => {
     stopping = true
   }
 
-  return { post, deadLetter, stop }
+  return { admit, deadLetter, stop }
 }
 
 export type Actors = ReturnType<typeof makeActors>
