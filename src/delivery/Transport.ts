@@ -58,13 +58,6 @@ export type TransportExit = Exit.Exit<TransportResponse, TransportFailure>
 
 export interface TransportShape {
   readonly post: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportFailure>
-  /**
-   * The same request without a fiber: starts it now and calls `onExit` once, when it ends, unless the returned function
-   * cancels it first (the request is aborted and `onExit` is never called). The dispatcher's per-job path uses it: a
-   * fiber and its combinators cost as much per delivery as the request itself (STYLE.md "HTTP"). Optional: a transport
-   * without it (a test's scripted one) is run through `post`.
-   */
-  readonly start?: ((request: TransportRequest, onExit: (exit: TransportExit) => void) => () => void) | undefined
 }
 
 export class Transport extends Context.Tag("hookrelay/delivery/Transport")<Transport, TransportShape>() {}
@@ -455,23 +448,7 @@ export const makeWithPolicy = (
       })
     }
 
-    const start = (request: TransportRequest, onExit: (exit: TransportExit) => void): () => void => {
-      const refused = refusal(request)
-      if (refused === undefined) {
-        const entry = dispatch(request, onExit)
-        return () => entry.cancel()
-      }
-      // Reported after `start` returned, as a request's answer would be: the caller's bookkeeping comes first.
-      let cancelled = false
-      queueMicrotask(() => {
-        if (!cancelled) onExit(Exit.fail(refused))
-      })
-      return () => {
-        cancelled = true
-      }
-    }
-
-    return Transport.of({ post, start })
+    return Transport.of({ post })
   })
 
 /** The live transport, guarded by `options.allowPrivateNetworks` (default: the setting) over the system resolver. */
