@@ -5,6 +5,7 @@ import { Store } from "../store/Store.js"
 import { makeClaimer } from "./dispatcher/Claimer.js"
 import { makeCompletions } from "./dispatcher/Completions.js"
 import { makeActors } from "./dispatcher/EndpointActors.js"
+import { makeJobRuns } from "./dispatcher/JobRuns.js"
 import { makeLeases } from "./dispatcher/Leases.js"
 import { settings as settingsOf, YieldToIngest } from "./dispatcher/Options.js"
 import type { DispatcherOptions } from "./dispatcher/Options.js"
@@ -19,9 +20,10 @@ export type { DispatcherOptions } from "./dispatcher/Options.js"
  * program. Its roles, each in `dispatcher/`:
  *
  * - the claimer (`Claimer`) takes due jobs while memory and the sources' mailboxes have room;
- * - the endpoint actors (`EndpointActors`) hold each URL's mailbox and concurrency limit and run each job in a fiber
- *   of its own once it may start; a retry due within `maxInlineDelay` waits in that fiber, a later one goes back to
- *   the store with the job's per-URL progress, so the 4 h window and the backoff survive restarts;
+ * - the endpoint actors (`EndpointActors`) hold each URL's mailbox, workers and concurrency limit;
+ * - the job runs (`JobRuns`) deliver each job and conclude it: a retry due within `maxInlineDelay` waits in memory,
+ *   a later one goes back to the store with the job's per-URL progress, so the 4 h window and the backoff survive
+ *   restarts;
  * - the completions (`Completions`) write finished jobs and every attempt in batches, with metrics and outcomes;
  * - the leases (`Leases`) are what the dispatcher holds: renewed, given back, and the memory bound.
  *
@@ -56,8 +58,10 @@ export const make = (options: DispatcherOptions = {}) =>
       flushDelay: settings.flushDelay,
       flushSize: settings.flushSize
     })
-    const actors = makeActors({ settings, leases, completions, signal, clock, fork })
-    const claimer = makeClaimer({ owner, store, signal, settings, leases, actors, yieldToIngest })
+    // The actors' workers run jobs; a job's run posts its retries back to the actors.
+    const actors = makeActors({ settings, leases, fork, runJob: (run) => runs.runJob(run) })
+    const runs = makeJobRuns({ settings, leases, completions, actors, signal, clock, fork })
+    const claimer = makeClaimer({ owner, store, signal, settings, leases, runs, yieldToIngest })
 
     /** Shutdown: no job starts any more, and every job fiber is interrupted (attempts in flight aborted, recorded). */
     const stop = Effect.suspend(() => {

@@ -3,7 +3,7 @@ import type { WebhookSettings } from "../../domain/Settings.js"
 import type { ClaimedJob, StoreShape } from "../../store/Model.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import { makeSourceCache } from "../../store/SourceCache.js"
-import type { Actors } from "./EndpointActors.js"
+import type { JobRuns } from "./JobRuns.js"
 import type { Leases } from "./Leases.js"
 import type { Settings } from "./Options.js"
 
@@ -13,7 +13,7 @@ export interface ClaimerConfig {
   readonly signal: OutboxSignalShape
   readonly settings: Settings
   readonly leases: Leases
-  readonly actors: Actors
+  readonly runs: JobRuns
   /** Held back while ingest saturates the process (`YieldToIngest`), or nothing. */
   readonly yieldToIngest: Effect.Effect<void>
 }
@@ -24,7 +24,7 @@ export interface ClaimerConfig {
  * actor. It sleeps on the outbox doorbell (ingest in this process rings it) or `idlePoll` when nothing is due.
  */
 export const makeClaimer = (config: ClaimerConfig) => {
-  const { actors, leases, owner, settings, signal, store } = config
+  const { leases, owner, runs, settings, signal, store } = config
   const { held, mailboxes } = leases
   const sources = makeSourceCache(store)
   const idlePollMillis = Duration.toMillis(settings.idlePoll)
@@ -55,8 +55,8 @@ export const makeClaimer = (config: ClaimerConfig) => {
     const entry = leases.hold(job)
     // A source that could not be read: the job stays leased and is claimed again when the lease lapses.
     if (webhooks === undefined) return leases.release(entry)
-    if (typeof webhooks === "string") return actors.deadLetter(entry, webhooks)
-    actors.admit(entry, webhooks)
+    if (typeof webhooks === "string") return runs.deadLetter(entry, webhooks)
+    runs.admit(entry, webhooks)
   }
 
   // Expired leases (a stopped process's jobs) are looked for at most this often, not on every claim: the query

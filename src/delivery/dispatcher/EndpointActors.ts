@@ -1,21 +1,15 @@
-import { Cause, Duration, Effect } from "effect"
-import type { Clock, Fiber } from "effect"
+import { Effect } from "effect"
+import type { Fiber } from "effect"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import { FifoGate } from "../../runtime/FifoGate.js"
-import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
-import type { AttemptRecord } from "../AttemptRecord.js"
-import { deliver } from "../Deliver.js"
 import type { EndpointGateFor } from "../Deliver.js"
-import type { Deferred, DeliveryResult, EndpointState } from "../DeliveryResult.js"
-import { restoreStates } from "../EndpointState.js"
-import { quickDeliveryMillis } from "../SourceMailboxes.js"
+import type { EndpointState } from "../DeliveryResult.js"
 import type { Transport } from "../Transport.js"
-import type { Completions } from "./Completions.js"
 import type { Held, Leases } from "./Leases.js"
 import type { Settings } from "./Options.js"
 
-/** A job waiting in its endpoint's mailbox for a permit. */
-interface Run {
+/** A job to deliver: from a claim, or back from a retry wait with its progress. */
+export interface Run {
   readonly held: Held
   readonly settings: WebhookSettings
   /** The job's first attempt, once made in this process (a retry waiting in memory); else the stored one. */
@@ -37,24 +31,20 @@ interface Actor {
 export interface ActorsConfig {
   readonly settings: Settings
   readonly leases: Leases
-  readonly completions: Completions
-  readonly signal: OutboxSignalShape
-  readonly clock: Clock.Clock
-  /** Starts a job's fiber in the dispatcher's scope, interruptible. */
+  /** Starts a fiber in the dispatcher's scope, interruptible. */
   readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
+  /** Delivers one job and concludes it (`JobRuns`). */
+  readonly runJob: (run: Run) => Effect.Effect<void, never, Transport>
 }
 
 /**
  * The endpoint actors: each webhook URL has a mailbox of single-URL jobs, up to `concurrencyPerEndpoint` worker fibers
- * that take its jobs in turn, and a FIFO gate of as many permits. A worker runs each job through `deliver` — the one
- * delivery program — until it is delivered, dead, or waits for a retry: a retry due within `maxInlineDelay` waits in
- * memory (a timer, not a worker) and goes back to the mailbox with the job's progress, a later one goes back to the
- * store. Workers live as long as their mailbox has work, so a job costs no fiber of its own. Every attempt passes its
- * URL's gate, so the mailbox's jobs and the attempts of jobs with several URLs (a fiber each, racing their URLs,
- * retries waiting in that fiber) share the endpoint's limit. A slow or failing endpoint holds its own workers only.
+ * that take its jobs in turn, and a FIFO gate of as many permits. Workers live as long as their mailbox has work, so a
+ * job costs no fiber of its own. Every attempt passes its URL's gate (`gate`), so the mailbox's jobs and the attempts
+ * of jobs with several URLs share the endpoint's limit. A slow or failing endpoint holds its own workers only.
  */
 export const makeActors = (config: ActorsConfig) => {
-  const { clock, completions, leases, settings, signal } = config
+  const { leases, settings } = config
   const { mailboxes } = leases
   const actors = new Map<string, Actor>()
   let stopping = false
@@ -68,7 +58,8 @@ export const makeActors = (config: ActorsConfig) => {
     return actor
   }
 
-  const sharedGate: EndpointGateFor = (url) => actorFor(url).gate.withPermit
+  /** The concurrency limit of each URL, around each attempt on it. */
+  const gate: EndpointGateFor = (url) => actorFor(url).gate.withPermit
 
   /** The mailbox's next job, or undefined when it is empty (or the dispatcher stops). Lost jobs are dropped. */
   const take = (actor: Actor): Run | undefined => {
@@ -89,14 +80,10 @@ export const makeActors = (config: ActorsConfig) => {
   }
 
   /**
-   * A job of the source failed an attempt or ended without a delivery. If that shrank its mailbox (`SourceMailboxes`),
-   * the jobs it holds beyond its bound that no attempt has touched yet, newest first, go back to the store: an endpoint
-   * that answered at once and then went down does not get `mailboxPerQuickSource` doomed attempts, each retried in
-   * memory, where it had `mailboxPerSource` before. A delivery that was merely slow shrinks the mailbox too, but its
-   * jobs are left to drain: the endpoint is up.
+   * The source's mailbox shrank (`SourceMailboxes`): the jobs it holds beyond its bound that no attempt has touched
+   * yet, newest first, go back to the store.
    */
-  const attemptFailed = (sourceId: string): void => {
-    if (!mailboxes.notQuick(sourceId)) return
+  const shed = (sourceId: string): void => {
     let excess = mailboxes.count(sourceId) - mailboxes.bound(sourceId)
     if (excess <= 0) return
     const shed: Array<string> = []
@@ -122,96 +109,6 @@ export const makeActors = (config: ActorsConfig) => {
     if (shed.length > 0) config.fork(leases.giveBack(shed, "jobs beyond a shrunk mailbox"))
   }
 
-  // Every attempt of every job goes to the batch; a failed one tells its source's mailbox.
-  const recordAttempt = (record: AttemptRecord) =>
-    Effect.sync(() => {
-      completions.attempt(record)
-      if (record.outcome !== "Retryable" && record.outcome !== "Permanent") return
-      const entry = leases.held.get(record.jobId)
-      if (entry !== undefined) attemptFailed(entry.job.sourceId)
-    })
-
-  const maxInlineMillis = Duration.toMillis(settings.maxInlineDelay)
-  // A mailbox's job never sleeps in its worker: a retry comes back as `Deferred` and waits in `waitForRetry`.
-  const mailboxOptions = { recordAttempt, maxInlineDelay: Duration.zero, gate: sharedGate }
-  const raceOptions = { recordAttempt, maxInlineDelay: settings.maxInlineDelay, gate: sharedGate }
-
-  /**
-   * How the job's run ended: booked, and the job forgotten; or, for a mailbox's job whose retry is due within
-   * `maxInlineDelay`, back to its mailbox when it is due. `fresh`: a single-URL job's first run.
-   */
-  const conclude = (run: Run, result: DeliveryResult, startedAt: number, firstAttemptAt: number, fresh: boolean) => {
-    const entry = run.held
-    const job = entry.job
-    const now = clock.unsafeCurrentTimeMillis()
-    // Its worker goes on with other jobs: a lost lease must not stop it any more.
-    entry.fiber = undefined
-    if (result._tag === "Delivered") {
-      if (fresh && result.attempts === 1) {
-        if (now - startedAt > quickDeliveryMillis) mailboxes.notQuick(job.sourceId)
-        else if (mailboxes.deliveredQuickly(job.sourceId)) signal.unsafeNotify()
-      }
-      completions.delivered(job, now, firstAttemptAt, result.url)
-      return leases.release(entry)
-    }
-    attemptFailed(job.sourceId)
-    if (run.settings.endpoints.length === 1 && !stopping && result.nextAttemptAt - now <= maxInlineMillis) {
-      return waitForRetry({ ...run, firstAttemptAt: result.firstAttemptAt, states: result.endpoints }, result)
-    }
-    completions.deferred(job, result)
-    leases.release(entry)
-  }
-
-  // A retry due soon waits in memory on a timer fiber (no worker, no permit), then goes back to its mailbox.
-  const waitForRetry = (run: Run, result: Deferred): void => {
-    const entry = run.held
-    entry.fiber = config.fork(
-      Effect.sleep(Duration.millis(Math.max(0, result.nextAttemptAt - clock.unsafeCurrentTimeMillis()))).pipe(
-        Effect.zipRight(Effect.sync(() => {
-          entry.fiber = undefined
-          if (entry.lost) leases.release(entry)
-          else post(run)
-        })),
-        Effect.onInterrupt(() => Effect.sync(() => leases.release(entry)))
-      )
-    )
-  }
-
-  /** The delivery program for one held job, and its conclusion. Never fails: an interrupted job is forgotten. */
-  const deliverJob = (run: Run): Effect.Effect<void, never, Transport> =>
-    Effect.suspend(() => {
-      const entry = run.held
-      const job = entry.job
-      const startedAt = clock.unsafeCurrentTimeMillis()
-      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
-      const single = run.settings.endpoints.length === 1
-      const delivery = deliver({
-        jobId: job.id,
-        messageId: job.messageId,
-        body: job.body,
-        settings: run.settings,
-        firstAttemptAt,
-        endpointStates: run.states
-      }, single ? mailboxOptions : raceOptions)
-      const fresh = single && run.states.length === 0
-      return Effect.matchCauseEffect(delivery, {
-        onSuccess: (result) => Effect.sync(() => conclude(run, result, startedAt, firstAttemptAt, fresh)),
-        onFailure: (cause) => {
-          const failure = Cause.failureOption(cause)
-          if (failure._tag === "Some") {
-            attemptFailed(job.sourceId)
-            completions.failed(job, clock.unsafeCurrentTimeMillis(), failure.value)
-          }
-          leases.release(entry)
-          return failure._tag === "Some" || Cause.isInterruptedOnly(cause)
-            ? Effect.void
-            : Effect.logError("delivery job failed unexpectedly", cause).pipe(
-              Effect.annotateLogs({ jobId: job.id, messageId: job.messageId })
-            )
-        }
-      })
-    })
-
   /**
    * One of the endpoint's workers: takes the mailbox's jobs one after another and delivers each, while there are any.
    * A job's `fiber` is its worker while it runs there: the lease renewer interrupts it if the job is taken over, and
@@ -224,7 +121,7 @@ export const makeActors = (config: ActorsConfig) => {
         const run = take(actor)
         if (run === undefined) return Effect.void
         run.held.fiber = fiber
-        return Effect.zipRight(deliverJob(run), next)
+        return Effect.zipRight(config.runJob(run), next)
       })
       return next
     })
@@ -252,31 +149,20 @@ export const makeActors = (config: ActorsConfig) => {
     startWorkers(actor)
   }
 
-  /** A job admitted from a claim: to its endpoint's mailbox, or its own fiber racing several URLs. */
-  const admit = (entry: Held, webhooks: WebhookSettings): void => {
-    const run: Run = {
-      held: entry,
-      settings: webhooks,
-      firstAttemptAt: undefined,
-      states: restoreStates(entry.job.endpointState)
-    }
-    if (webhooks.endpoints.length > 1) entry.fiber = config.fork(deliverJob(run))
-    else post(run)
-  }
-
-  /** A job whose source cannot be delivered to: dead at once, without an attempt. */
-  const deadLetter = (entry: Held, reason: string): void => {
-    attemptFailed(entry.job.sourceId)
-    completions.deadLetter(entry.job, clock.unsafeCurrentTimeMillis(), reason)
-    leases.release(entry)
-  }
-
-  /** Shutdown: no job leaves a mailbox any more; the job fibers are interrupted by the caller. */
+  /** Shutdown: no job leaves a mailbox any more; the workers are interrupted by the caller. */
   const stop = (): void => {
     stopping = true
   }
 
-  return { admit, deadLetter, stop }
+  return {
+    post,
+    shed,
+    gate,
+    stop,
+    get stopping() {
+      return stopping
+    }
+  }
 }
 
 export type Actors = ReturnType<typeof makeActors>
