@@ -63,6 +63,11 @@ interface JobContext {
   readonly gate: EndpointGateFor | undefined
 }
 
+// The constructors once: each property read of a `Data.taggedEnum` makes a new one, and this is every delivery's path.
+const delivered = DeliveryResult.Delivered
+const retired = EndpointState.Retired
+const pendingState = EndpointState.Pending
+
 const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome === undefined ? {} : { lastOutcome }
 
 /** An attempt that ends a URL's run: a 2xx, or a permanent failure. A retryable one is the schedule's input instead. */
@@ -84,10 +89,9 @@ const runEndpoint = (
     let lastOutcome = prior?.lastOutcome
     // The start of the next attempt as the policy planned it; undefined once the policy has stopped (out of window).
     let plannedAt: number | undefined
-    const retire = (why: Retired["why"]) =>
-      EndpointState.Retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
+    const retire = (why: Retired["why"]) => retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
     const pending = (nextAttemptAt: number) =>
-      EndpointState.Pending({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
+      pendingState({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
 
     const once: Effect.Effect<Final, Retryable, Transport> = Effect.suspend(() => {
       attempts += 1
@@ -136,7 +140,7 @@ const runEndpoint = (
     return Effect.matchEffect(startAt > now ? Effect.zipRight(Effect.sleep(startAt - now), attempts$) : attempts$, {
       onSuccess: (outcome) =>
         outcome._tag === "Success"
-          ? Effect.succeed(DeliveryResult.Delivered({ url: endpoint.url, status: outcome.status, attempts }))
+          ? Effect.succeed(delivered({ url: endpoint.url, status: outcome.status, attempts }))
           : Effect.fail(retire("permanent")),
       onFailure: () => Effect.fail(plannedAt === undefined ? retire("out-of-window") : pending(plannedAt))
     })

@@ -75,25 +75,32 @@ export const makeCompletions = (config: CompletionsConfig) =>
       workWaiting.unsafeOpen()
     }
 
-    const outcomeOf = (job: ClaimedJob, status: DeliveryOutcome["status"], at: number) => ({
-      jobId: job.id,
-      sourceId: job.sourceId,
-      messageId: job.messageId,
-      kind: job.kind,
-      status,
-      at
-    })
-
     const delivered = (job: ClaimedJob, at: number, firstAttemptAt: number, url: string): void => {
       latencies.push(Math.max(0, at - job.createdAt) / 1000)
       book(
         { _tag: "Delivered", jobId: job.id, at, firstAttemptAt, sourceId: job.sourceId, createdAt: job.createdAt },
-        { ...outcomeOf(job, "delivered", at), url }
+        {
+          jobId: job.id,
+          sourceId: job.sourceId,
+          messageId: job.messageId,
+          kind: job.kind,
+          status: "delivered",
+          at,
+          url
+        }
       )
     }
 
     const dead = (job: ClaimedJob, completion: Extract<Completion, { _tag: "Dead" }>): void =>
-      book(completion, { ...outcomeOf(job, "dead", completion.at), error: completion.lastError ?? undefined })
+      book(completion, {
+        jobId: job.id,
+        sourceId: job.sourceId,
+        messageId: job.messageId,
+        kind: job.kind,
+        status: "dead",
+        at: completion.at,
+        error: completion.lastError ?? undefined
+      })
 
     /** Dead without an attempt: the source has no (enabled) webhook destination. */
     const deadLetter = (job: ClaimedJob, at: number, reason: string): void =>
