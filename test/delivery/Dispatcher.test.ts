@@ -14,6 +14,7 @@ import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { commitEvery10Millis, scriptedLoop } from "../overload/support.js"
 import { tempDirectory } from "../support/app.js"
+import { pollUntil } from "../support/http.js"
 import { adjustUntil, closedPort, realWait, startServer, waitUntil } from "./support.js"
 
 const hour = 60 * 60 * 1000
@@ -304,8 +305,12 @@ describe("Dispatcher", () => {
         yield* enqueue("s1", Array.from({ length: 20 }, (_, i) => `r-${i}`))
         yield* Effect.scoped(Effect.gen(function*() {
           yield* Layer.build(Dispatcher.layer())
-          // Long enough to claim every job and make the first, refused, attempts.
-          yield* Effect.sleep("300 millis")
+          // Every job claimed, and the first, refused, attempts recorded: the dispatcher holds them all.
+          yield* pollUntil(
+            Effect.zip(store.backlog(), store.jobsForMessage("r-19")),
+            ([backlog, [job]]) => backlog.delivering === 20 && (job?.attempts.length ?? 0) >= 1,
+            "every job claimed and attempted"
+          )
         }))
         const backlog = yield* store.backlog()
         expect(backlog).toMatchObject({ delivering: 0, pending: 20 })
