@@ -439,7 +439,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scopedLive("aborts a request in flight without a fiber at shutdown: recorded as aborted, the job pending again", () =>
+  it.scopedLive("aborts a request in flight at shutdown: recorded as aborted, the job pending again", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const receiver = yield* startServer(() => {
