@@ -19,7 +19,7 @@
  * of the event loop (no socket), the same filled outbox; prints CPU µs per job (user + system of this process, from
  * the dispatcher's start until the store has every job delivered) and jobs/s, per round. Nothing is written.
  */
-import { Context, Effect, Exit, Fiber, Layer, ManagedRuntime, Stream } from "effect"
+import { Context, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
 import { fork } from "node:child_process"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
@@ -183,12 +183,9 @@ const fakeResponse: Transport.TransportResponse = {
 const fakeTransport = Layer.succeed(Transport.Transport, {
   post: () =>
     Effect.async<Transport.TransportResponse>((resume) => {
-      setImmediate(() => resume(Effect.succeed(fakeResponse)))
-    }),
-  start: (_request, onExit) => {
-    const pending = setImmediate(() => onExit(Exit.succeed(fakeResponse)))
-    return () => clearImmediate(pending)
-  }
+      const pending = setImmediate(() => resume(Effect.succeed(fakeResponse)))
+      return Effect.sync(() => clearImmediate(pending))
+    })
 })
 
 /** `DISPATCHER_STORE_TIMING=1`: prints the count and mean time of the dispatcher's store calls at the end of a run. */

@@ -112,7 +112,7 @@ const unanswered = (
   error
 })
 
-export const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
+const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
   Effect.logWarning(`delivery attempt timed out: ${failure.message}`).pipe(
     Effect.annotateLogs({
       messageId: input.messageId,
@@ -123,7 +123,7 @@ export const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
   )
 
 /** An attempt that got an answer or failed: how it is classified, and its record. */
-export interface Settled {
+interface Settled {
   readonly outcome: AttemptOutcome
   readonly record: AttemptRecord
   /** Set when the attempt hit the transport's deadline (it is logged). */
@@ -131,10 +131,10 @@ export interface Settled {
 }
 
 /**
- * Classifies a request's ending and builds its record, without running anything: shared by `attempt` and by the
- * dispatcher's fiberless path. `undefined` for an exit without a failure (an interruption or a defect).
+ * Classifies a request's ending and builds its record, without running anything. `undefined` for an exit without a
+ * failure (an interruption or a defect).
  */
-export const settled = (
+const settled = (
   input: AttemptInput,
   startedAt: number,
   finishedAt: number,
@@ -156,7 +156,7 @@ export const settled = (
 }
 
 /** The record of an attempt cut off in flight: it may have reached the receiver, so it is recorded too. */
-export const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: number): AttemptRecord =>
+const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: number): AttemptRecord =>
   unanswered(input, startedAt, finishedAt, "Aborted", abortedError)
 
 /** How an attempt ended, given what the transport did: classified, recorded, and the outcome returned. */

@@ -28,6 +28,11 @@ export type AttemptOutcome = Data.TaggedEnum<{
 
 export const AttemptOutcome = Data.taggedEnum<AttemptOutcome>()
 
+// The constructors once: each property read of a `Data.taggedEnum` makes a new one, and classification runs per attempt.
+const success = AttemptOutcome.Success
+const retryable = AttemptOutcome.Retryable
+const permanent = AttemptOutcome.Permanent
+
 export type Retryable = Data.TaggedEnum.Value<AttemptOutcome, "Retryable">
 export type Permanent = Data.TaggedEnum.Value<AttemptOutcome, "Permanent">
 
@@ -65,25 +70,25 @@ export const parseRetryAfter = (value: string | undefined, now: number): Duratio
  */
 export const classifyResponse = (response: ResponseFacts, now: number): AttemptOutcome => {
   const status = response.status
-  if (status >= 200 && status <= 299) return AttemptOutcome.Success({ status })
+  if (status >= 200 && status <= 299) return success({ status })
   if (status === 429 || status === 503) {
     const retryAfter = parseRetryAfter(response.retryAfter, now)
-    return AttemptOutcome.Retryable({
+    return retryable({
       reason: `HTTP ${status}`,
       status,
       ...(retryAfter !== undefined && { retryAfter })
     })
   }
   if (status === 408 || (status >= 500 && status <= 599)) {
-    return AttemptOutcome.Retryable({ reason: `HTTP ${status}`, status })
+    return retryable({ reason: `HTTP ${status}`, status })
   }
   if (status >= 300 && status <= 399) {
     const target = response.location === undefined ? "" : ` to ${response.location}`
-    return AttemptOutcome.Permanent({ reason: `HTTP ${status} redirect${target} (redirects are not followed)`, status })
+    return permanent({ reason: `HTTP ${status} redirect${target} (redirects are not followed)`, status })
   }
-  if (status >= 400 && status <= 499) return AttemptOutcome.Permanent({ reason: `HTTP ${status}`, status })
+  if (status >= 400 && status <= 499) return permanent({ reason: `HTTP ${status}`, status })
   // 1xx as a final answer or a status outside 100-599: not something SPEC §4 names; like unknown errors, retryable.
-  return AttemptOutcome.Retryable({ reason: `unexpected HTTP status ${status}`, status })
+  return retryable({ reason: `unexpected HTTP status ${status}`, status })
 }
 
 /** Error codes that mean "try again later": the network or the receiver had a transient problem. */
@@ -195,14 +200,13 @@ export const classifyCode = (code: string | undefined): CodeClass => {
 export const classifyError = (code: string | undefined, message: string): Retryable | Permanent => {
   // The SSRF guard refused the address (SPEC §8): permanent, and its message is the whole reason
   // ("blocked_address: 127.0.0.1 is loopback (…)").
-  if (code === blockedAddressCode) return AttemptOutcome.Permanent({ reason: message, code })
+  if (code === blockedAddressCode) return permanent({ reason: message, code })
   const verdict = classifyCode(code)
   const reason = `${verdict.reason}${code === undefined ? "" : ` (${code})`}: ${message}`
   return verdict.retryable
-    ? AttemptOutcome.Retryable({ reason, ...(code !== undefined && { code }) })
-    : AttemptOutcome.Permanent({ reason, ...(code !== undefined && { code }) })
+    ? retryable({ reason, ...(code !== undefined && { code }) })
+    : permanent({ reason, ...(code !== undefined && { code }) })
 }
 
 /** Our own deadline expired (SPEC §4: a timeout is retryable). */
-export const timedOut = (message: string): Retryable =>
-  AttemptOutcome.Retryable({ reason: `timeout: ${message}`, code: timeoutCode })
+export const timedOut = (message: string): Retryable => retryable({ reason: `timeout: ${message}`, code: timeoutCode })

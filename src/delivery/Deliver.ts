@@ -1,14 +1,14 @@
-import { Cause, Duration, Effect, Option } from "effect"
+import { Cause, Duration, Effect, Schedule, ScheduleDecision, ScheduleIntervals as Intervals } from "effect"
 import { signingSecret } from "../domain/Settings.js"
 import type { WebhookSettings } from "../domain/Settings.js"
 import { attempt, prepareEndpoint } from "./Attempt.js"
 import type { PreparedEndpoint } from "./Attempt.js"
-import type { AttemptOutcome } from "./AttemptOutcome.js"
+import type { AttemptOutcome, Retryable } from "./AttemptOutcome.js"
 import type { AttemptSink } from "./AttemptRecord.js"
 import { AllEndpointsFailed, DeliveryResult, EndpointState } from "./DeliveryResult.js"
 import type { Delivered, Pending, Retired } from "./DeliveryResult.js"
-import { deadline, retryPolicy, stepper } from "./RetryPolicy.js"
-import type { RetryPolicyOptions, RetryStepper } from "./RetryPolicy.js"
+import { deadline, retryPolicy } from "./RetryPolicy.js"
+import type { RetryPolicyOptions } from "./RetryPolicy.js"
 import { signatureFor } from "./Signature.js"
 import type { Transport } from "./Transport.js"
 
@@ -63,66 +63,37 @@ interface JobContext {
   readonly gate: EndpointGateFor | undefined
 }
 
+// The constructors once: each property read of a `Data.taggedEnum` makes a new one, and this is every delivery's path.
+const delivered = DeliveryResult.Delivered
+const retired = EndpointState.Retired
+const pendingState = EndpointState.Pending
+
 const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome === undefined ? {} : { lastOutcome }
 
+/** An attempt that ends a URL's run: a 2xx, or a permanent failure. A retryable one is the schedule's input instead. */
+type Final = Exclude<AttemptOutcome, Retryable>
+
 /**
- * One URL: attempt, then retry under the policy until a success (the fiber's success), a permanent failure or the end
- * of the window (`Retired`), or a wait longer than `maxInlineDelay` (`Pending`) — the latter two as failures, so that
- * `raceAll` keeps waiting for the other URLs.
+ * One URL: attempt, then retry under `retryPolicy` until a success (the fiber's success), a permanent failure or the
+ * end of the window (`Retired`), or a wait longer than `maxInlineDelay` (`Pending`) — the latter two as failures, so
+ * that `raceAll` keeps waiting for the other URLs. The schedule decides every retry: its driver sleeps on Clock until
+ * the planned instant, and when it stops, the instant it had planned (if any) tells a deferral from the window's end.
  */
 const runEndpoint = (
   context: JobContext,
   endpoint: PreparedEndpoint,
-  prior: Pending | undefined,
-  made?: AttemptOutcome
+  prior: Pending | undefined
 ): Effect.Effect<Delivered, Pending | Retired, Transport> =>
-  // Written as plain continuations, not a generator: this is every delivery's path (measured: a generator and its
-  // yields cost about as much as the rest of the attempt's bookkeeping).
   Effect.clockWith((clock) => {
     let attempts = prior?.attempts ?? 0
     let lastOutcome = prior?.lastOutcome
-    let nextAttemptAt = prior?.nextAttemptAt ?? 0
-    // Built at the first retryable failure: most deliveries succeed at once and never need it.
-    let retries: RetryStepper | undefined
-    const retire = (why: Retired["why"]) =>
-      EndpointState.Retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
+    // The start of the next attempt as the policy planned it; undefined once the policy has stopped (out of window).
+    let plannedAt: number | undefined
+    const retire = (why: Retired["why"]) => retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
+    const pending = (nextAttemptAt: number) =>
+      pendingState({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
 
-    const afterAttempt = (outcome: AttemptOutcome): Effect.Effect<Delivered, Pending | Retired, Transport> => {
-      lastOutcome = outcome
-      switch (outcome._tag) {
-        case "Success":
-          return Effect.succeed(DeliveryResult.Delivered({ url: endpoint.url, status: outcome.status, attempts }))
-        case "Permanent":
-          return Effect.fail(retire("permanent"))
-        case "Retryable": {
-          retries ??= stepper(retryPolicy({
-            ...context.policy,
-            firstAttemptAt: context.firstAttemptAt,
-            priorAttempts: attempts - 1
-          }))
-          return Effect.flatMap(retries.next(outcome), (next) => {
-            if (Option.isNone(next)) return Effect.fail(retire("out-of-window"))
-            nextAttemptAt = next.value
-            return turn()
-          })
-        }
-      }
-    }
-
-    const turn = (): Effect.Effect<Delivered, Pending | Retired, Transport> => {
-      const now = clock.unsafeCurrentTimeMillis()
-      // The planned start counts, not the timer's punctuality: the schedule never plans past the deadline, and a
-      // resumed job that comes back too late has run out of window (SPEC §4: no attempt after first + 4 h).
-      if (Math.max(now, nextAttemptAt) > context.lastStart) return Effect.fail(retire("out-of-window"))
-      const wait = nextAttemptAt - now
-      if (wait > 0) {
-        if (wait > context.maxInlineMillis) {
-          return Effect.fail(
-            EndpointState.Pending({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
-          )
-        }
-        return Effect.zipRight(Effect.sleep(Duration.millis(wait)), Effect.suspend(turn))
-      }
+    const once: Effect.Effect<Final, Retryable, Transport> = Effect.suspend(() => {
       attempts += 1
       const run = attempt({
         jobId: context.job.jobId,
@@ -131,12 +102,48 @@ const runEndpoint = (
         attemptNumber: attempts,
         record: context.record
       })
-      return Effect.flatMap(context.gate === undefined ? run : context.gate(endpoint.url)(run), afterAttempt)
-    }
+      return Effect.flatMap(context.gate === undefined ? run : context.gate(endpoint.url)(run), (outcome) => {
+        lastOutcome = outcome
+        return outcome._tag === "Retryable" ? Effect.fail(outcome) : Effect.succeed(outcome)
+      })
+    })
 
-    if (made === undefined) return turn()
-    attempts += 1
-    return afterAttempt(made)
+    // Built at the first retryable failure: most deliveries succeed at once and never need it.
+    const schedule = () =>
+      retryPolicy({ ...context.policy, firstAttemptAt: context.firstAttemptAt, priorAttempts: attempts - 1 }).pipe(
+        Schedule.onDecision((_, decision) =>
+          Effect.sync(() => {
+            plannedAt = ScheduleDecision.isDone(decision) ? undefined : Intervals.start(decision.intervals)
+          })
+        ),
+        Schedule.whileOutput((delay) => Duration.toMillis(delay) <= context.maxInlineMillis)
+      )
+
+    // Effect.retry's loop, entered with the failure already in hand (the first attempt is not repeated).
+    const retrying = (first: Retryable) =>
+      Effect.flatMap(Schedule.driver(schedule()), (driver) => {
+        const next = (failed: Retryable): Effect.Effect<Final, Retryable, Transport> =>
+          Effect.matchEffect(driver.next(failed), {
+            onFailure: () => Effect.fail(failed),
+            onSuccess: () => Effect.catchAll(once, next)
+          })
+        return next(first)
+      })
+
+    // A resumed URL starts at the time its schedule had planned; the window is checked against the planned start,
+    // not the timer's punctuality (SPEC §4: no attempt after first + 4 h).
+    const now = clock.unsafeCurrentTimeMillis()
+    const startAt = Math.max(now, prior?.nextAttemptAt ?? 0)
+    if (startAt > context.lastStart) return Effect.fail(retire("out-of-window"))
+    if (startAt - now > context.maxInlineMillis) return Effect.fail(pending(startAt))
+    const attempts$ = Effect.catchAll(once, retrying)
+    return Effect.matchEffect(startAt > now ? Effect.zipRight(Effect.sleep(startAt - now), attempts$) : attempts$, {
+      onSuccess: (outcome) =>
+        outcome._tag === "Success"
+          ? Effect.succeed(delivered({ url: endpoint.url, status: outcome.status, attempts }))
+          : Effect.fail(retire("permanent")),
+      onFailure: () => Effect.fail(plannedAt === undefined ? retire("out-of-window") : pending(plannedAt))
+    })
   })
 
 const jobContext = (job: DeliveryJob, options: DeliverOptions, now: number): JobContext => {
@@ -229,20 +236,4 @@ export const deliver = (
           : Effect.failCause(Cause.stripFailures(cause))
       )
     )
-  })
-
-/**
- * The rest of `deliver` for a job with one URL whose first attempt of this run was already made, and recorded, outside
- * it (the dispatcher's fiberless path): from that attempt's outcome on, exactly as `deliver` goes on after its own
- * first attempt (the URL had no earlier state: `endpointStates` is ignored). The outcome counts as attempt 1.
- */
-export const continueAfterAttempt = (
-  job: DeliveryJob,
-  endpoint: PreparedEndpoint,
-  outcome: AttemptOutcome,
-  options: DeliverOptions = {}
-): Effect.Effect<DeliveryResult, AllEndpointsFailed, Transport> =>
-  Effect.clockWith((clock) => {
-    const context = jobContext(job, options, clock.unsafeCurrentTimeMillis())
-    return Effect.catchAll(runEndpoint(context, endpoint, undefined, outcome), (state) => conclude(context, [state]))
   })

@@ -1,19 +1,8 @@
 import { Context, Effect, Layer, PubSub, Stream } from "effect"
 
-/** How a delivery job ended, as `Relay.outcomes` reports it. */
-export interface DeliveryOutcome {
-  readonly jobId: string
-  readonly sourceId: string
-  readonly messageId: string
-  readonly kind: string
-  readonly status: "delivered" | "dead"
-  /** Epoch ms. */
-  readonly at: number
-  /** The URL that answered 2xx (delivered). */
-  readonly url?: string | undefined
-  /** Why every URL failed (dead). */
-  readonly error?: string | undefined
-}
+import type { DeliveryOutcome } from "../domain/DeliveryOutcome.js"
+
+export type { DeliveryOutcome } from "../domain/DeliveryOutcome.js"
 
 export interface DeliveryOutcomesShape {
   readonly publish: (outcome: DeliveryOutcome) => Effect.Effect<void>

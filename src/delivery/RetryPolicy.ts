@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, Option, Schedule, ScheduleDecision } from "effect"
+import { Clock, Duration, Effect, Schedule } from "effect"
 
 /** SPEC §4: exponential backoff from 1 s, factor 2, each delay capped at 10 minutes, jittered, for 4 hours. */
 export const initialDelay = Duration.seconds(1)
@@ -66,28 +66,4 @@ export const retryPolicy = (options: RetryPolicyOptions): Schedule.Schedule<Dura
       Effect.map(Clock.currentTimeMillis, (now) => now + Duration.toMillis(delay) <= lastStart)
     )
   )
-}
-
-/**
- * Steps a schedule without sleeping: each `next(input)` answers when (epoch ms, on Clock) the next attempt may start,
- * or `None` when the schedule is done. The race over URLs uses it to choose between sleeping inline and deferring the
- * job to the store. One stepper per URL run; it is not shared between fibers.
- */
-export interface RetryStepper {
-  readonly next: (input: RetryInput) => Effect.Effect<Option.Option<number>>
-}
-
-export const stepper = (schedule: Schedule.Schedule<Duration.Duration, RetryInput>): RetryStepper => {
-  let state = schedule.initial
-  return {
-    next: (input) =>
-      Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) =>
-          Effect.map(schedule.step(now, input, state), ([next, delay, decision]) => {
-            state = next
-            return ScheduleDecision.isDone(decision) ? Option.none() : Option.some(now + Duration.toMillis(delay))
-          })
-      )
-  }
 }

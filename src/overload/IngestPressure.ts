@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Layer, Metric, Schedule } from "effect"
 import { performance } from "node:perf_hooks"
+import { YieldToIngest } from "../delivery/dispatcher/Options.js"
 import { claimsHeldForIngest } from "../metrics/Metrics.js"
 
 /** Cumulative time the event loop spent working and waiting (ms), as `performance.eventLoopUtilization` counts it. */
@@ -119,5 +120,11 @@ export const make = (options: IngestPressureOptions = {}) =>
     })
   })
 
-export const layer = (options: IngestPressureOptions = {}): Layer.Layer<IngestPressure> =>
-  Layer.scoped(IngestPressure, make(options))
+/** The gauge, also as the dispatcher's `YieldToIngest`: claims are held back while ingest saturates the process. */
+export const layer = (options: IngestPressureOptions = {}): Layer.Layer<IngestPressure | YieldToIngest> =>
+  Layer.scopedContext(
+    Effect.map(
+      make(options),
+      (pressure) => Context.make(IngestPressure, pressure).pipe(Context.add(YieldToIngest, pressure))
+    )
+  )

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, TestClock } from "effect"
-import { prepareEndpoint } from "../../src/delivery/Attempt.js"
 import { AttemptOutcome } from "../../src/delivery/AttemptOutcome.js"
-import { continueAfterAttempt, deliver } from "../../src/delivery/Deliver.js"
+import { deliver } from "../../src/delivery/Deliver.js"
 import type { DeliverOptions, DeliveryJob } from "../../src/delivery/Deliver.js"
 import { AllEndpointsFailed, DeliveryResult, EndpointState } from "../../src/delivery/DeliveryResult.js"
 import type { Pending } from "../../src/delivery/DeliveryResult.js"
@@ -333,54 +332,44 @@ describe("deliver: deferral and resumption", () => {
     }))
 })
 
-describe("continueAfterAttempt: a single-URL job after a first attempt made outside deliver", () => {
-  const endpointOf = (theJob: DeliveryJob) => prepareEndpoint(theJob.settings.endpoints[0]!, theJob.body, undefined)
-
+describe("deliver: a single-URL job after its first attempt (the dispatcher's path)", () => {
   it.effect("a retryable first attempt: the backoff starts at 1 s and the next attempt is number 2", () =>
     Effect.gen(function*() {
-      const { records, sink } = recorder()
-      const transport = scripted({ [A]: () => status(204) })
-      const theJob = job([A], { firstAttemptAt: 0 })
-      const fiber = yield* continueAfterAttempt(
-        theJob,
-        endpointOf(theJob),
-        AttemptOutcome.Retryable({ reason: "HTTP 503", status: 503 }),
-        { recordAttempt: sink }
-      ).pipe(Effect.provide(transport.layer), Effect.fork)
-      yield* TestClock.adjust("799 millis")
-      expect(transport.calls[A]).toBeUndefined()
+      const { calls, fiber, records } = yield* run(job([A], { firstAttemptAt: 0 }), {
+        [A]: (call) => call === 1 ? status(503) : status(204)
+      })
+      yield* TestClock.adjust("1 millis")
+      expect(calls[A]).toBe(1)
+      yield* TestClock.adjust("798 millis")
+      expect(calls[A]).toBe(1)
       yield* TestClock.adjust("401 millis")
       expect(yield* Fiber.join(fiber)).toStrictEqual(DeliveryResult.Delivered({ url: A, status: 204, attempts: 2 }))
-      expect(records.map((record) => [record.attemptNumber, record.outcome])).toStrictEqual([[2, "Success"]])
+      expect(records.map((record) => [record.attemptNumber, record.outcome])).toStrictEqual([
+        [1, "Retryable"],
+        [2, "Success"]
+      ])
     }))
 
-  it.effect("a permanent first attempt: dead at once, one attempt counted, no request", () =>
+  it.effect("a permanent first attempt: dead at once, one attempt counted, no second request", () =>
     Effect.gen(function*() {
-      const transport = scripted({})
-      const theJob = job([A], { firstAttemptAt: 0 })
-      const exit = yield* continueAfterAttempt(
-        theJob,
-        endpointOf(theJob),
-        AttemptOutcome.Permanent({ reason: "HTTP 404", status: 404 })
-      ).pipe(Effect.provide(transport.layer), Effect.exit)
+      const { calls, fiber } = yield* run(job([A], { firstAttemptAt: 0 }), { [A]: () => status(404) })
+      const exit = yield* Fiber.await(fiber)
       expect(Exit.isFailure(exit)).toBe(true)
       const failure = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
       expect(failure).toBeInstanceOf(AllEndpointsFailed)
       expect(failure?.endpoints).toMatchObject([{ url: A, attempts: 1, why: "permanent" }])
-      expect(transport.calls).toStrictEqual({})
+      expect(calls[A]).toBe(1)
     }))
 
   it.effect("a retryable first attempt with maxInlineDelay zero: deferred to its next attempt time", () =>
     Effect.gen(function*() {
-      const transport = scripted({})
-      const theJob = job([A], { firstAttemptAt: 0 })
-      const result = yield* continueAfterAttempt(
-        theJob,
-        endpointOf(theJob),
-        AttemptOutcome.Retryable({ reason: "HTTP 429", status: 429, retryAfter: Duration.seconds(30) }),
+      const { calls, fiber } = yield* run(
+        job([A], { firstAttemptAt: 0 }),
+        { [A]: () => status(429, { retryAfter: "30" }) },
         { maxInlineDelay: Duration.zero }
-      ).pipe(Effect.provide(transport.layer))
+      )
+      const result = yield* Fiber.join(fiber)
       expect(result).toMatchObject({ _tag: "Deferred", nextAttemptAt: 30_000, firstAttemptAt: 0 })
-      expect(transport.calls).toStrictEqual({})
+      expect(calls[A]).toBe(1)
     }))
 })

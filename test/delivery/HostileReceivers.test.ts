@@ -282,7 +282,6 @@ describe("hostile receivers through the engine", () => {
         })
         expect(put.status).toBe(200)
       }
-      const started = performance.now()
       for (const id of Object.keys(hostile)) {
         expect(yield* track(app.baseUrl, `wk_${id}`, { userId: "u", event: "E", messageId: `m-${id}` })).toBe(200)
       }
@@ -292,10 +291,6 @@ describe("hostile receivers through the engine", () => {
       for (let i = 0; i < 20; i++) {
         expect(yield* track(app.baseUrl, "wk_healthy", { userId: "u", event: "E", messageId: `ok-${i}` })).toBe(200)
       }
-      yield* waitUntil(() => healthy.requests.length >= 20, "the healthy receiver got all 20 messages")
-      expect(slowOpen).toBe(true)
-      const healthyDone = performance.now() - started
-      expect(healthyDone).toBeLessThan(4_000)
       for (let i = 0; i < 20; i++) {
         yield* pollUntil(
           app.relay.messageJobs(`ok-${i}`),
@@ -303,6 +298,10 @@ describe("hostile receivers through the engine", () => {
           `ok-${i} is delivered`
         )
       }
+      // All delivered while the slow attempt was still open: the store has no attempt of it yet.
+      const [slowJob] = yield* app.relay.messageJobs("m-slow")
+      expect(slowJob!.attempts).toStrictEqual([])
+      expect(slowOpen).toBe(true)
 
       const endlessAttempt = yield* firstAttempt(app, "m-endless")
       expect(endlessAttempt).toMatchObject({ outcome: "success", statusCode: 200 })
@@ -337,8 +336,7 @@ describe("hostile receivers through the engine", () => {
         outcome: "retryable",
         error: "timeout: no complete response within 5s (waiting for the body)"
       })
+      // Not cut before the deadline; how exactly it is cut is pinned on TestClock in the test above.
       expect(slowAttempt.durationMs).toBeGreaterThanOrEqual(5_000)
-      expect(slowAttempt.durationMs).toBeLessThan(5_500)
-      expect(performance.now() - started).toBeLessThan(15_000)
     }))
 })

@@ -1,7 +1,23 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Option, Random, TestClock } from "effect"
-import { deadline, retryPolicy, stepper } from "../../src/delivery/RetryPolicy.js"
+import { Clock, Duration, Effect, Option, Random, Schedule, ScheduleDecision, TestClock } from "effect"
+import { deadline, retryPolicy } from "../../src/delivery/RetryPolicy.js"
 import type { RetryInput } from "../../src/delivery/RetryPolicy.js"
+
+/** Steps the schedule without sleeping: each `next(input)` is the planned instant (epoch ms) of the next attempt. */
+const stepper = (schedule: Schedule.Schedule<Duration.Duration, RetryInput>) => {
+  let state = schedule.initial
+  return {
+    next: (input: RetryInput) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          Effect.map(schedule.step(now, input, state), ([next, delay, decision]) => {
+            state = next
+            return ScheduleDecision.isDone(decision) ? Option.none() : Option.some(now + Duration.toMillis(delay))
+          })
+      )
+  }
+}
 
 const start = Date.UTC(2026, 10, 21, 9, 0, 0)
 const hour = 3_600_000

@@ -1,0 +1,168 @@
+import { Effect } from "effect"
+import type { Fiber } from "effect"
+import type { WebhookSettings } from "../../domain/Settings.js"
+import { FifoGate } from "../../runtime/FifoGate.js"
+import type { EndpointGateFor } from "../Deliver.js"
+import type { EndpointState } from "../DeliveryResult.js"
+import type { Transport } from "../Transport.js"
+import type { Held, Leases } from "./Leases.js"
+import type { Settings } from "./Options.js"
+
+/** A job to deliver: from a claim, or back from a retry wait with its progress. */
+export interface Run {
+  readonly held: Held
+  readonly settings: WebhookSettings
+  /** The job's first attempt, once made in this process (a retry waiting in memory); else the stored one. */
+  readonly firstAttemptAt: number | undefined
+  /** Each URL's progress from earlier runs (the store's `endpoint_state`); empty for a job never attempted. */
+  readonly states: ReadonlyArray<EndpointState>
+}
+
+/** One webhook URL: its mailbox, its workers (at most `concurrencyPerEndpoint`) and the gate its attempts pass. */
+interface Actor {
+  readonly gate: FifoGate
+  readonly mailbox: Array<Run>
+  head: number
+  workers: number
+  /** Workers forked that have not taken their first job yet: the queued jobs they will take need no other worker. */
+  starting: number
+}
+
+export interface ActorsConfig {
+  readonly settings: Settings
+  readonly leases: Leases
+  /** Starts a fiber in the dispatcher's scope, interruptible. */
+  readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
+  /** Delivers one job and concludes it (`JobRuns`). */
+  readonly runJob: (run: Run) => Effect.Effect<void, never, Transport>
+}
+
+/**
+ * The endpoint actors: each webhook URL has a mailbox of single-URL jobs, up to `concurrencyPerEndpoint` worker fibers
+ * that take its jobs in turn, and a FIFO gate of as many permits. Workers live as long as their mailbox has work, so a
+ * job costs no fiber of its own. Every attempt passes its URL's gate (`gate`), so the mailbox's jobs and the attempts
+ * of jobs with several URLs share the endpoint's limit. A slow or failing endpoint holds its own workers only.
+ */
+export const makeActors = (config: ActorsConfig) => {
+  const { leases, settings } = config
+  const { mailboxes } = leases
+  const actors = new Map<string, Actor>()
+  let stopping = false
+
+  const actorFor = (url: string): Actor => {
+    let actor = actors.get(url)
+    if (actor === undefined) {
+      actor = { gate: new FifoGate(settings.concurrencyPerEndpoint), mailbox: [], head: 0, workers: 0, starting: 0 }
+      actors.set(url, actor)
+    }
+    return actor
+  }
+
+  /** The concurrency limit of each URL, around each attempt on it. */
+  const gate: EndpointGateFor = (url) => actorFor(url).gate.withPermit
+
+  /** The mailbox's next job, or undefined when it is empty (or the dispatcher stops). Lost jobs are dropped. */
+  const take = (actor: Actor): Run | undefined => {
+    while (!stopping && actor.head < actor.mailbox.length) {
+      const run = actor.mailbox[actor.head]!
+      actor.mailbox[actor.head++] = undefined as never
+      if (actor.head === actor.mailbox.length) {
+        actor.mailbox.length = 0
+        actor.head = 0
+      } else if (actor.head > 1024 && actor.head * 2 > actor.mailbox.length) {
+        actor.mailbox.splice(0, actor.head)
+        actor.head = 0
+      }
+      if (!run.held.lost) return run
+      leases.release(run.held)
+    }
+    return undefined
+  }
+
+  /**
+   * The source's mailbox shrank (`SourceMailboxes`): the jobs it holds beyond its bound that no attempt has touched
+   * yet, newest first, go back to the store.
+   */
+  const shed = (sourceId: string): void => {
+    let excess = mailboxes.count(sourceId) - mailboxes.bound(sourceId)
+    if (excess <= 0) return
+    const shed: Array<string> = []
+    const untouched = (run: Run) => run.held.job.sourceId === sourceId && run.states.length === 0 && !run.held.lost
+    for (const actor of actors.values()) {
+      if (excess <= 0) break
+      let dropped = 0
+      for (let i = actor.mailbox.length - 1; i >= actor.head && excess > 0; i--) {
+        const run = actor.mailbox[i]!
+        if (!untouched(run)) continue
+        shed.push(run.held.job.id)
+        leases.release(run.held)
+        actor.mailbox[i] = undefined as never
+        dropped++
+        excess--
+      }
+      if (dropped === 0) continue
+      const kept = actor.mailbox.slice(actor.head).filter((run) => run !== undefined)
+      actor.mailbox.length = 0
+      actor.head = 0
+      for (const run of kept) actor.mailbox.push(run)
+    }
+    if (shed.length > 0) config.fork(leases.giveBack(shed, "jobs beyond a shrunk mailbox"))
+  }
+
+  /**
+   * One of the endpoint's workers: takes the mailbox's jobs one after another and delivers each, while there are any.
+   * A job's `fiber` is its worker while it runs there: the lease renewer interrupts it if the job is taken over, and
+   * a worker that stops early leaves its place to a new one.
+   */
+  const worker = (actor: Actor): Effect.Effect<void, never, Transport> =>
+    Effect.withFiberRuntime((fiber) => {
+      actor.starting -= 1
+      const next: Effect.Effect<void, never, Transport> = Effect.suspend(() => {
+        const run = take(actor)
+        if (run === undefined) return Effect.void
+        run.held.fiber = fiber
+        return Effect.zipRight(config.runJob(run), next)
+      })
+      return next
+    })
+
+  const startWorkers = (actor: Actor): void => {
+    while (
+      !stopping && actor.workers < settings.concurrencyPerEndpoint &&
+      actor.mailbox.length - actor.head > actor.starting
+    ) {
+      actor.workers += 1
+      actor.starting += 1
+      config.fork(Effect.ensuring(
+        worker(actor),
+        Effect.sync(() => {
+          actor.workers -= 1
+          startWorkers(actor)
+        })
+      ))
+    }
+  }
+
+  const post = (run: Run): void => {
+    const actor = actorFor(run.settings.endpoints[0]!.url)
+    actor.mailbox.push(run)
+    startWorkers(actor)
+  }
+
+  /** Shutdown: no job leaves a mailbox any more; the workers are interrupted by the caller. */
+  const stop = (): void => {
+    stopping = true
+  }
+
+  return {
+    post,
+    shed,
+    gate,
+    stop,
+    get stopping() {
+      return stopping
+    }
+  }
+}
+
+export type Actors = ReturnType<typeof makeActors>

@@ -1,0 +1,160 @@
+import { Cause, Duration, Effect } from "effect"
+import type { Clock, Fiber } from "effect"
+import type { WebhookSettings } from "../../domain/Settings.js"
+import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
+import type { AttemptRecord } from "../AttemptRecord.js"
+import { deliver } from "../Deliver.js"
+import type { Deferred, DeliveryResult } from "../DeliveryResult.js"
+import { restoreStates } from "../EndpointState.js"
+import { quickDeliveryMillis } from "../SourceMailboxes.js"
+import type { Transport } from "../Transport.js"
+import type { Completions } from "./Completions.js"
+import type { Actors, Run } from "./EndpointActors.js"
+import type { Held, Leases } from "./Leases.js"
+import type { Settings } from "./Options.js"
+
+export interface JobRunsConfig {
+  readonly settings: Settings
+  readonly leases: Leases
+  readonly completions: Completions
+  readonly actors: Actors
+  readonly signal: OutboxSignalShape
+  readonly clock: Clock.Clock
+  /** Starts a fiber in the dispatcher's scope, interruptible. */
+  readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
+}
+
+/**
+ * Each held job's run: `deliver` — the one delivery program — and what follows from its result. A mailbox's job runs
+ * in its endpoint's worker until it is delivered, dead, or waits for a retry: a retry due within `maxInlineDelay`
+ * waits in memory (a timer, not a worker) and goes back to the mailbox with the job's progress, a later one goes back
+ * to the store. A job with several URLs races them in a fiber of its own, its retries waiting in that fiber.
+ */
+export const makeJobRuns = (config: JobRunsConfig) => {
+  const { actors, clock, completions, leases, settings, signal } = config
+  const { mailboxes } = leases
+
+  /**
+   * A job of the source failed an attempt or ended without a delivery. If that shrank its mailbox (`SourceMailboxes`),
+   * the jobs it holds beyond its bound that no attempt has touched yet, newest first, go back to the store: an endpoint
+   * that answered at once and then went down does not get `mailboxPerQuickSource` doomed attempts, each retried in
+   * memory, where it had `mailboxPerSource` before. A delivery that was merely slow shrinks the mailbox too, but its
+   * jobs are left to drain: the endpoint is up.
+   */
+  const attemptFailed = (sourceId: string): void => {
+    if (mailboxes.notQuick(sourceId)) actors.shed(sourceId)
+  }
+
+  // Every attempt of every job goes to the batch; a failed one tells its source's mailbox.
+  const recordAttempt = (record: AttemptRecord) =>
+    Effect.sync(() => {
+      completions.attempt(record)
+      if (record.outcome !== "Retryable" && record.outcome !== "Permanent") return
+      const entry = leases.held.get(record.jobId)
+      if (entry !== undefined) attemptFailed(entry.job.sourceId)
+    })
+
+  const maxInlineMillis = Duration.toMillis(settings.maxInlineDelay)
+  // A mailbox's job never sleeps in its worker: a retry comes back as `Deferred` and waits in `waitForRetry`.
+  const mailboxOptions = { recordAttempt, maxInlineDelay: Duration.zero, gate: actors.gate }
+  const raceOptions = { recordAttempt, maxInlineDelay: settings.maxInlineDelay, gate: actors.gate }
+
+  /**
+   * How the job's run ended: booked, and the job forgotten; or, for a mailbox's job whose retry is due within
+   * `maxInlineDelay`, back to its mailbox when it is due. `fresh`: a single-URL job's first run.
+   */
+  const conclude = (run: Run, result: DeliveryResult, startedAt: number, firstAttemptAt: number, fresh: boolean) => {
+    const entry = run.held
+    const job = entry.job
+    const now = clock.unsafeCurrentTimeMillis()
+    // Its worker goes on with other jobs: a lost lease must not stop it any more.
+    entry.fiber = undefined
+    if (result._tag === "Delivered") {
+      if (fresh && result.attempts === 1) {
+        if (now - startedAt > quickDeliveryMillis) mailboxes.notQuick(job.sourceId)
+        else if (mailboxes.deliveredQuickly(job.sourceId)) signal.unsafeNotify()
+      }
+      completions.delivered(job, now, firstAttemptAt, result.url)
+      return leases.release(entry)
+    }
+    attemptFailed(job.sourceId)
+    if (run.settings.endpoints.length === 1 && !actors.stopping && result.nextAttemptAt - now <= maxInlineMillis) {
+      return waitForRetry({ ...run, firstAttemptAt: result.firstAttemptAt, states: result.endpoints }, result)
+    }
+    completions.deferred(job, result)
+    leases.release(entry)
+  }
+
+  // A retry due soon waits in memory on a timer fiber (no worker, no permit), then goes back to its mailbox.
+  const waitForRetry = (run: Run, result: Deferred): void => {
+    const entry = run.held
+    entry.fiber = config.fork(
+      Effect.sleep(Duration.millis(Math.max(0, result.nextAttemptAt - clock.unsafeCurrentTimeMillis()))).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          entry.fiber = undefined
+          if (entry.lost) leases.release(entry)
+          else actors.post(run)
+        })),
+        Effect.onInterrupt(() => Effect.sync(() => leases.release(entry)))
+      )
+    )
+  }
+
+  /** The delivery program for one held job, and its conclusion. Never fails: an interrupted job is forgotten. */
+  const deliverJob = (run: Run): Effect.Effect<void, never, Transport> =>
+    Effect.suspend(() => {
+      const entry = run.held
+      const job = entry.job
+      const startedAt = clock.unsafeCurrentTimeMillis()
+      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
+      const single = run.settings.endpoints.length === 1
+      const delivery = deliver({
+        jobId: job.id,
+        messageId: job.messageId,
+        body: job.body,
+        settings: run.settings,
+        firstAttemptAt,
+        endpointStates: run.states
+      }, single ? mailboxOptions : raceOptions)
+      const fresh = single && run.states.length === 0
+      return Effect.matchCauseEffect(delivery, {
+        onSuccess: (result) => Effect.sync(() => conclude(run, result, startedAt, firstAttemptAt, fresh)),
+        onFailure: (cause) => {
+          const failure = Cause.failureOption(cause)
+          if (failure._tag === "Some") {
+            attemptFailed(job.sourceId)
+            completions.failed(job, clock.unsafeCurrentTimeMillis(), failure.value)
+          }
+          leases.release(entry)
+          return failure._tag === "Some" || Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : Effect.logError("delivery job failed unexpectedly", cause).pipe(
+              Effect.annotateLogs({ jobId: job.id, messageId: job.messageId })
+            )
+        }
+      })
+    })
+
+  /** A job admitted from a claim: to its endpoint's mailbox, or its own fiber racing several URLs. */
+  const admit = (entry: Held, webhooks: WebhookSettings): void => {
+    const run: Run = {
+      held: entry,
+      settings: webhooks,
+      firstAttemptAt: undefined,
+      states: restoreStates(entry.job.endpointState)
+    }
+    if (webhooks.endpoints.length > 1) entry.fiber = config.fork(deliverJob(run))
+    else actors.post(run)
+  }
+
+  /** A job whose source cannot be delivered to: dead at once, without an attempt. */
+  const deadLetter = (entry: Held, reason: string): void => {
+    attemptFailed(entry.job.sourceId)
+    completions.deadLetter(entry.job, clock.unsafeCurrentTimeMillis(), reason)
+    leases.release(entry)
+  }
+
+  return { admit, deadLetter, runJob: deliverJob }
+}
+
+export type JobRuns = ReturnType<typeof makeJobRuns>
