@@ -232,7 +232,7 @@ export const deliver = (
       Effect.catchAllCause((cause) =>
         // Every run failed with its state: decide. Anything else (a defect) is not ours to turn into a state.
         states.every((state) => state !== undefined)
-          ? conclude(context, states as Array<EndpointState>)
+          ? conclude(context, states)
           : Effect.failCause(Cause.stripFailures(cause))
       )
     )

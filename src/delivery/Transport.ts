@@ -63,7 +63,7 @@ export const requestTarget = (url: string | URL): { readonly origin: string; rea
 
 const secureContextWith = (ca: NonNullable<TransportOptions["ca"]>) =>
   // `ca` alone would replace Node's roots; built once here so each TLS connection does not re-parse the bundle.
-  createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(ca) ? ca : [ca as string | Buffer])] })
+  createSecureContext({ ca: [...rootCertificates, ...(typeof ca === "string" || Buffer.isBuffer(ca) ? [ca] : ca)] })
 
 type LookupCallback = (
   error: NodeJS.ErrnoException | null,

@@ -30,7 +30,7 @@ const scripted = (scripts: Record<string, Script>) => {
     const url = `${request.origin}${request.path}`
     calls[url] = (calls[url] ?? 0) + 1
     const script = scripts[url]
-    return script === undefined ? Effect.die(new Error(`unexpected request to ${url}`)) : script(calls[url]!)
+    return script === undefined ? Effect.die(new Error(`unexpected request to ${url}`)) : script(calls[url])
   })
   return { calls, layer }
 }

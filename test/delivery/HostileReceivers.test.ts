@@ -6,7 +6,6 @@ import type { AddressInfo } from "node:net"
 import { attempt, prepareEndpoint } from "../../src/delivery/Attempt.js"
 import { AttemptOutcome } from "../../src/delivery/AttemptOutcome.js"
 import * as Transport from "../../src/delivery/Transport.js"
-import type { StoredAttempt } from "../../src/store/Model.js"
 import { type App, startApp } from "../support/app.js"
 import { call, pollUntil, track } from "../support/http.js"
 import { encode, realWait, recorder, startServer, waitUntil } from "./support.js"
@@ -158,7 +157,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       const target = yield* startServer((_, res) => res.writeHead(200).end("stolen"))
       const statuses = [301, 302, 303, 307, 308]
       const redirector = yield* startServer((request, res) =>
-        res.writeHead(Number(request.url!.slice(1)), { location: `${target.url}/elsewhere` }).end()
+        res.writeHead(Number(request.url.slice(1)), { location: `${target.url}/elsewhere` }).end()
       )
       for (const status of statuses) {
         const { outcome, record } = yield* classify(`${redirector.url}/${status}`).pipe(
@@ -222,7 +221,7 @@ const firstAttempt = (app: App, messageId: string) =>
       (jobs) => (jobs[0]?.attempts.length ?? 0) >= 1,
       `the first attempt of ${messageId} is recorded`
     ),
-    (jobs) => jobs[0]!.attempts[0]! as StoredAttempt
+    (jobs) => jobs[0]!.attempts[0]!
   )
 
 describe("hostile receivers through the engine", () => {
