@@ -1,5 +1,6 @@
-/** The client's version, sent in `context.library.version`; kept equal to package.json's by a test. */
-export const version = "0.1.0"
+import { version } from "../domain/Version.js"
+
+export { version }
 
 /** `context.library` of every message the client sends. */
 export const library = { name: "hookrelay", version } as const

@@ -7,7 +7,7 @@ import type {
   StoredAttempt,
   StoredSource,
   UsageDay
-} from "../store/Model.js"
+} from "../relay/Relay.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
 

@@ -1,6 +1,6 @@
-import { Config, ConfigError, Duration, Either } from "effect"
+import { type Config, Duration } from "effect"
 import { type IncomingMessage, Server, type ServerResponse } from "node:http"
-import { parseWait } from "../overload/OverloadConfig.js"
+import { positiveDurationConfig } from "../domain/DurationConfig.js"
 
 /**
  * How long the server keeps an idle keep-alive connection open. Node's default, 5 s, is shorter than the idle timeout of
@@ -11,16 +11,15 @@ import { parseWait } from "../overload/OverloadConfig.js"
 export const keepAliveDefault = Duration.seconds(65)
 
 /** `HOOKRELAY_KEEP_ALIVE_TIMEOUT`: milliseconds or a duration such as `90 seconds`; default 65 s. */
-export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = Config.string("HOOKRELAY_KEEP_ALIVE_TIMEOUT")
-  .pipe(
-    Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
-    Config.withDefault(keepAliveDefault)
-  )
+export const keepAliveTimeoutConfig: Config.Config<Duration.Duration> = positiveDurationConfig(
+  "HOOKRELAY_KEEP_ALIVE_TIMEOUT",
+  keepAliveDefault
+)
 
 /** `HOOKRELAY_REQUEST_DEADLINE`: how long a request may take before it is answered 503; default 60 s. */
-export const requestDeadlineConfig: Config.Config<Duration.Duration> = Config.string("HOOKRELAY_REQUEST_DEADLINE").pipe(
-  Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
-  Config.withDefault(Duration.seconds(60))
+export const requestDeadlineConfig: Config.Config<Duration.Duration> = positiveDurationConfig(
+  "HOOKRELAY_REQUEST_DEADLINE",
+  Duration.seconds(60)
 )
 
 /**

@@ -1,6 +1,6 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { isStoreUnavailable, type StoreError } from "../store/StoreError.js"
+import { isStoreUnavailable, type StoreError } from "../relay/Relay.js"
 import { errorResponse } from "./ErrorBody.js"
 
 /** How long a client is asked to wait before it tries again while the store cannot answer. */

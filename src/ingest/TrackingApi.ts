@@ -6,7 +6,7 @@ import { isJsonObject, type MessageType, messageTypes } from "../domain/Message.
 import { serializedSizeBound } from "../domain/SizeBound.js"
 import { parseIso8601 } from "../domain/Timestamp.js"
 import { Relay } from "../relay/Relay.js"
-import type { StoredSource } from "../store/Model.js"
+import type { StoredSource } from "../relay/Relay.js"
 import { writeKeyFromBasicAuth } from "./Auth.js"
 import { errorResponse } from "./ErrorBody.js"
 import { ingestFailureResponse } from "./IngestFailure.js"

@@ -1,4 +1,5 @@
-import { Config, ConfigError, Duration, Either, Option } from "effect"
+import { Config, Duration } from "effect"
+import { positiveDurationConfig } from "../domain/DurationConfig.js"
 
 /**
  * The overload bounds of ingest (SPEC §8): past them ingest answers 503 with `Retry-After`
@@ -23,18 +24,6 @@ export const overloadDefaults = {
 } as const
 
 /** Accepts a number of milliseconds (`2000`) or an Effect duration (`2 seconds`). */
-export const parseWait = (input: string): Either.Either<Duration.Duration, string> => {
-  const text = input.trim()
-  const duration = /^\d+$/.test(text) ? Option.some(Duration.millis(Number(text))) : Duration.decodeUnknown(text)
-  return Option.match(duration, {
-    onNone: () => Either.left(`expected milliseconds or a duration such as "2 seconds", got "${input}"`),
-    onSome: (value) =>
-      Duration.greaterThan(value, Duration.zero)
-        ? Either.right(value)
-        : Either.left(`must be longer than zero, got "${input}"`)
-  })
-}
-
 const positiveInteger = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.validate({ message: "must be a whole number of at least 1", validation: (value) => value >= 1 }),
@@ -48,8 +37,5 @@ const positiveInteger = (name: string, fallback: number) =>
 export const overloadConfig: Config.Config<OverloadOptions> = Config.all({
   maxBacklog: positiveInteger("HOOKRELAY_MAX_BACKLOG", overloadDefaults.maxBacklog),
   maxConcurrentIngests: positiveInteger("HOOKRELAY_INGEST_CONCURRENCY", overloadDefaults.maxConcurrentIngests),
-  admissionWait: Config.string("HOOKRELAY_INGEST_WAIT").pipe(
-    Config.mapOrFail((input) => Either.mapLeft(parseWait(input), (message) => ConfigError.InvalidData([], message))),
-    Config.withDefault(overloadDefaults.admissionWait)
-  )
+  admissionWait: positiveDurationConfig("HOOKRELAY_INGEST_WAIT", overloadDefaults.admissionWait)
 })

@@ -28,6 +28,20 @@ import type {
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import type { StoreStatus } from "../store/StoreHealth.js"
 
+// The types of the library surface, for its adapters (the HTTP server) and its users: they reach the store's and
+// admission's types through Relay, not around it.
+export type { Overloaded } from "../overload/Overloaded.js"
+export type {
+  JobSummary,
+  JobWithAttempts,
+  MessageRecord,
+  StoredAttempt,
+  StoredSource,
+  UsageDay
+} from "../store/Model.js"
+export { isStoreUnavailable } from "../store/StoreError.js"
+export type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+
 /** Days `usage` reports by default, and at most (a leap year). */
 export const defaultUsageDays = 30
 export const maxUsageDays = 366
