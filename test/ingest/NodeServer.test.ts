@@ -61,9 +61,8 @@ describe("the node HTTP server's keep-alive", () => {
       const idleSince = performance.now()
       expect(connections).toBe(1)
       const closedAt = await closed
-      // Closed by the server once idle for its keep-alive (never before; Node checks its timers at most ~1 s late).
+      // Closed by the server (the test's own timeout bounds the wait) once idle for its keep-alive, never before.
       expect(closedAt - idleSince).toBeGreaterThanOrEqual(350)
-      expect(closedAt - idleSince).toBeLessThan(3_000)
       expect(answers()).toBe(2)
     } finally {
       socket.destroy()
@@ -72,9 +71,10 @@ describe("the node HTTP server's keep-alive", () => {
   })
 
   // Graceful shutdown (SIGTERM): Node waits for busy connections, and kept one open after its answer for the whole
-  // keep-alive, 65 s; a container's grace period is shorter.
+  // keep-alive; a container's grace period is shorter. The keep-alive here outlasts the test's timeout, so a close
+  // that waited for it fails the test.
   it("closing lets a busy keep-alive connection go once its answer is sent", async () => {
-    const server = makeNodeServer(keepAliveDefault)()
+    const server = makeNodeServer("10 minutes")()
     server.on("request", (_request, response) => setTimeout(() => response.end("done"), 200))
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const { port } = server.address() as AddressInfo
@@ -84,10 +84,9 @@ describe("the node HTTP server's keep-alive", () => {
         response.body.text()
       )
       await sleep(50)
-      const closedAt = new Promise<number>((resolve) => server.close(() => resolve(performance.now())))
+      const closing = new Promise<void>((resolve) => server.close(() => resolve()))
       expect(await answer).toBe("done")
-      const answeredAt = performance.now()
-      expect((await closedAt) - answeredAt).toBeLessThan(1_000)
+      await closing
     } finally {
       await agent.close()
     }
@@ -96,7 +95,7 @@ describe("the node HTTP server's keep-alive", () => {
   // As Go's `Server.Shutdown` does: an answer in flight at close tells its client the connection ends with it, so the
   // client sends its next request on a new connection (to another instance) rather than on one about to close.
   it("closing answers the requests in flight with Connection: close and ends their connections after them", async () => {
-    const server = makeNodeServer(keepAliveDefault)()
+    const server = makeNodeServer("10 minutes")()
     server.on("request", (_request, response) => setTimeout(() => response.end("ok"), 100))
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const { port } = server.address() as AddressInfo
@@ -107,13 +106,12 @@ describe("the node HTTP server's keep-alive", () => {
       await before.body.text()
       const first = pool.request({ path: "/", method: "GET" })
       await sleep(30)
-      let closed = false
-      const closing = new Promise<void>((resolve) => server.close(() => resolve())).then(() => closed = true)
+      const closing = new Promise<void>((resolve) => server.close(() => resolve()))
       const answer = await first
       expect(answer.headers.connection).toBe("close")
       expect(await answer.body.text()).toBe("ok")
-      await Promise.race([closing, sleep(1_000)])
-      expect(closed).toBe(true)
+      // Ends with the connection, not after the keep-alive (which outlasts the test's timeout).
+      await closing
     } finally {
       await pool.close()
     }
