@@ -1,41 +1,30 @@
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
-import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { inspect } from "node:util"
-import { maxRequestBytes } from "../domain/Limits.js"
 import type { MessageType } from "../domain/Message.js"
 import type { AnalyticsShape } from "./AnalyticsShape.js"
-import {
-  type Batch,
-  type BatchBody,
-  batchSink,
-  FlushRequest,
-  type Item,
-  timerFlush,
-  writeBatchBody
-} from "./Batcher.js"
+import { FlushRequest, type Item } from "./Batcher.js"
+import { forkBatching } from "./Batching.js"
 import { makeBodyPool } from "./BodyPool.js"
-import { messageOf, type Prepared, prepareMessage } from "./Calls.js"
+import { type Prepared, prepareMessage } from "./Calls.js"
+import { makeClientOutcomes } from "./ClientOutcomes.js"
 import { type CallError, ClientClosed } from "./ClientErrors.js"
 import { Transport } from "./ClientTransport.js"
 import { debugEnabled, makeDebugLog } from "./Debug.js"
+import { End } from "./End.js"
 import type { ResolvedOptions } from "./Options.js"
-import { notifyOutcome, Outcome } from "./Outcome.js"
 import { boundedRing } from "./RingQueue.js"
 import { makeRoomWaiters } from "./RoomWaiters.js"
 import { makeSender } from "./Sender.js"
 import { makeSlabs, type QueuedMessage } from "./Slabs.js"
 
-/** How many outcomes a slow `outcomes` subscriber may fall behind before the oldest are discarded. */
-export const outcomeBuffer = 4096
+export { outcomeBuffer } from "./ClientOutcomes.js"
 
 /**
  * What became of a call, decided at once, without running an effect. Whatever had to be reported
@@ -79,13 +68,6 @@ export interface EngineShape {
 
 export class Engine extends Context.Tag("hookrelay/client/Engine")<Engine, EngineShape>() {}
 
-/** Marks the end of the queue (close) and of the outcome stream. */
-const End = Symbol.for("hookrelay/client/End")
-type End = typeof End
-
-const isItem = (item: Item | End): item is Item => item !== End
-const isOutcome = (item: Outcome | End): item is Outcome => item !== End
-
 /** Builds the engine over the `Transport` in context; closing the scope closes the client. */
 export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape, never, Transport | Scope.Scope> =>
   Effect.gen(function*() {
@@ -98,106 +80,14 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.unsafeOffer(item))
     const slabs = makeSlabs()
     const bodies = makeBodyPool(options.maxInFlight)
-    const hub = yield* PubSub.sliding<Outcome | End>(outcomeBuffer)
+    const outcomes = yield* makeClientOutcomes(options, debug, log)
+    const { dropped, queued, refuseNow } = outcomes
     let state: "open" | "closing" | "closed" = "open"
-    let subscribers = 0
-    const observed = () => options.onOutcome !== undefined || subscribers > 0
 
-    // Outcomes are reported synchronously, so that a call reports its refusal or drop without a
-    // fiber and after close too (the hub has ended then: only `onOutcome` hears it).
-    const reportNow = (outcome: Outcome): unknown => {
-      const thrown = notifyOutcome(options.onOutcome, outcome)
-      if (state !== "closed") hub.unsafeOffer(outcome)
-      return thrown
-    }
-    const logThrown = (thrown: unknown): Effect.Effect<void> =>
-      thrown === undefined ? Effect.void : log(`onOutcome threw: ${inspect(thrown)}`)
-    const report = (outcome: Outcome): Effect.Effect<void> => Effect.suspend(() => logThrown(reportNow(outcome)))
-
-    const sendBatch = makeSender(options, transport, { observed, report }, log)
-
-    // Senders: `maxInFlight` long-lived fibers take batches from a hand-off queue. A permit of
-    // `inFlight` is held from the moment a batch's body is written until its outcome is reported,
-    // so the batcher stops pulling from the queue while every sender is busy (bounded memory),
-    // and taking every permit waits until nothing is in flight.
-    const inFlight = yield* Effect.makeSemaphore(options.maxInFlight)
-    const handOff = yield* Queue.unbounded<BatchBody>()
-    const done = (body: BatchBody) =>
-      Effect.zipRight(Effect.sync(() => bodies.release(body.storage)), inFlight.release(1))
-    const sender = Effect.forever(
-      Effect.flatMap(Queue.take(handOff), (body) => Effect.ensuring(sendBatch(body), done(body)))
-    )
-    for (let i = 0; i < options.maxInFlight; i++) yield* Effect.forkScoped(sender)
-    const allSent = inFlight.withPermits(options.maxInFlight)(Effect.void)
-
-    // The flush timer: `flushAfter` after the last batch, it puts a flush request in the queue.
-    const flushAfterMillis = Duration.toMillis(options.flushAfter)
-    let lastFlush = clock.unsafeCurrentTimeMillis()
-    yield* Effect.forkScoped(Effect.forever(Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
-      const due = lastFlush + flushAfterMillis
-      if (now < due) return Effect.sleep(Duration.millis(due - now))
-      lastFlush = now
-      queue.unsafeOffer(timerFlush) // a full queue makes full batches anyway
-      return Effect.void
-    })))
-
-    const dispatch = (batch: Batch): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        if (batch.messages.length > 0) {
-          lastFlush = clock.unsafeCurrentTimeMillis()
-          yield* inFlight.take(1)
-          yield* Queue.offer(handOff, writeBatchBody(batch, slabs, bodies))
-        }
-        if (batch.flushRequests.length > 0) {
-          yield* allSent
-          for (const request of batch.flushRequests) yield* Deferred.succeed(request.done!, undefined)
-        }
-      })
-
-    // The batcher: one fiber folds the queue into batches by count, bytes and flush requests
-    // (`batchSink`), and ends at the end marker, once every batch it made has its outcome.
-    // (`Stream.aggregateWithin` measured ~0.85 ms per batch here, forking two fibers per batch;
-    // the flush timer above is one fiber for the client's life.)
-    const refuseWaiting = () => {
-      for (const item of waiters.refuseAll()) slabs.release(item)
-    }
-    const consumer = yield* Stream.fromQueue(queue, { maxChunkSize: options.flushAt }).pipe(
-      Stream.takeWhile(isItem),
-      Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
-      Stream.runForEach(dispatch),
-      Effect.zipRight(allSent),
-      Effect.ensuring(Effect.sync(refuseWaiting)),
-      Effect.forkScoped
-    )
+    const sendBatch = makeSender(options, transport, outcomes, log)
+    const consumer = yield* forkBatching(options, { queue, waiters, slabs, bodies, sendBatch, clock })
 
     const closed = Effect.fail(new ClientClosed())
-
-    const refuseNow = (type: MessageType, error: CallError): Refusal => {
-      const thrown = observed() ? reportNow(Outcome.Refused({ type, error })) : undefined
-      return {
-        _tag: "Refused",
-        error,
-        log: debug ? Effect.zipRight(log(`refused ${type}: ${error.message}`), logThrown(thrown)) : Effect.void
-      }
-    }
-
-    const quietlyQueued = { _tag: "Queued", log: Effect.void } as const
-    const queued = (prepared: Prepared): { readonly _tag: "Queued"; readonly log: Effect.Effect<void> } =>
-      debug ? { _tag: "Queued", log: log(`queued ${prepared.type} ${prepared.messageId}`) } : quietlyQueued
-
-    const dropped = (prepared: Prepared): Enqueued => {
-      const thrown = observed() ? reportNow(Outcome.Dropped({ message: messageOf(prepared) })) : undefined
-      return {
-        _tag: "Dropped",
-        log: debug
-          ? Effect.zipRight(
-            log(`queue full (${options.maxQueueSize} messages): dropped ${prepared.type} ${prepared.messageId}`),
-            logThrown(thrown)
-          )
-          : Effect.void
-      }
-    }
 
     // A message waiting for room holds its slab bytes while it waits. If its fiber is interrupted,
     // they are not released (it may have been queued at that very moment): the slab is then not
@@ -254,21 +144,9 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       const request = new FlushRequest(done)
       // At once when there is room, so that the request has its place among the calls around it.
       const offered = !waiters.waiting() && queue.unsafeOffer(request)
-      const queued = offered ? Effect.void : Effect.zipRight(waiters.drained, Queue.offer(queue, request))
-      return Effect.raceFirst(Effect.zipRight(queued, Deferred.await(done)), consumerEnded)
+      const placed = offered ? Effect.void : Effect.zipRight(waiters.drained, Queue.offer(queue, request))
+      return Effect.raceFirst(Effect.zipRight(placed, Deferred.await(done)), consumerEnded)
     })
-
-    const subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope> = Effect.suspend(() =>
-      state === "closed"
-        ? Effect.succeed(Stream.empty)
-        : Effect.acquireRelease(
-          Effect.sync(() => subscribers++),
-          () => Effect.sync(() => subscribers--)
-        ).pipe(
-          Effect.zipRight(Stream.fromPubSub(hub, { scoped: true })),
-          Effect.map((stream) => Stream.takeWhile(stream, isOutcome))
-        )
-    )
 
     // Graceful close: the end marker goes behind everything already queued, the batcher sends its
     // last batch and ends once every batch has its outcome.
@@ -283,7 +161,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         yield* Fiber.await(consumer)
         yield* Queue.shutdown(queue)
         state = "closed"
-        yield* PubSub.publish(hub, End)
+        yield* outcomes.end
         yield* log("closed")
       })
     )
@@ -297,8 +175,8 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         group: enqueue("group"),
         alias: enqueue("alias"),
         flush,
-        outcomes: Stream.unwrapScoped(subscribe),
-        subscribe
+        outcomes: Stream.unwrapScoped(outcomes.subscribe),
+        subscribe: outcomes.subscribe
       },
       offerNow,
       refuseNow,

@@ -1,0 +1,83 @@
+import { Clock, Effect, Either, Metric } from "effect"
+import { validateBatch } from "../domain/Batch.js"
+import { deliveredBody, encodeBody } from "../domain/DeliveredBody.js"
+import type { UnknownSource } from "../domain/IngestErrors.js"
+import { uuidv7 } from "../domain/MessageId.js"
+import { skipReason } from "../domain/Routing.js"
+import { stampMessage } from "../domain/Stamp.js"
+import { ingestCommitLatency, messagesIngested } from "../metrics/Metrics.js"
+import type { IngestAdmissionShape } from "../overload/IngestAdmission.js"
+import type { EnqueueEntry, StoredSource, StoreShape } from "../store/Model.js"
+import type { OutboxSignalShape } from "../store/OutboxSignal.js"
+import type { StoreError } from "../store/StoreError.js"
+import type { IngestOptions, RelayShape } from "./Relay.js"
+
+/** What ingest works with; `RelayLive.make` gathers it once. */
+export interface IngestParts {
+  readonly store: StoreShape
+  readonly sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
+  readonly admission: IngestAdmissionShape
+  /** Tells the dispatcher (when the engine has one in this process) that ingest is busy; see `IngestPressure`. */
+  readonly ingesting: <A, E, R>(commit: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly signal: OutboxSignalShape
+  readonly clock: Clock.Clock
+}
+
+/** Ingest: validate, stamp and route a batch, then commit it to the outbox (admitted when not overloaded). */
+export const makeIngest = (
+  { admission, clock, ingesting, signal, sourceById, store }: IngestParts
+): RelayShape["ingest"] => {
+  // Recorded in a synchronous step on success (a failed commit is a 5xx, not a latency): an `Effect` metric update and a
+  // timed span would add fiber steps to every tracking request (bench/NOTES.md, "Fiber steps of a tracking request").
+  const timed = <A, E, R>(commit: Effect.Effect<A, E, R>) =>
+    Effect.suspend(() => {
+      const started = clock.unsafeCurrentTimeNanos()
+      return Effect.map(commit, (result) => {
+        ingestCommitLatency.unsafeUpdate(Number(clock.unsafeCurrentTimeNanos() - started) / 1e9, [])
+        return result
+      })
+    })
+
+  return (sourceId, items, options: IngestOptions = {}) =>
+    Effect.gen(function*() {
+      const source = yield* sourceById(sourceId)
+      const messages = yield* Either.match(
+        validateBatch(items, options.defaults, options.expectedType, options.sizeBound),
+        {
+          onLeft: Effect.fail,
+          onRight: Effect.succeed
+        }
+      )
+      const receivedAt = yield* Clock.currentTimeMillis
+      const messageIds: Array<string> = []
+      const entries: Array<EnqueueEntry> = messages.map((message) => {
+        const stamped = stampMessage(message, {
+          receivedAt,
+          generatedMessageId: message.messageId ?? uuidv7(receivedAt),
+          batchSentAt: options.batchSentAt
+        })
+        messageIds.push(stamped.messageId)
+        const skipped = skipReason(source.webhooks, stamped)
+        return {
+          messageId: stamped.messageId,
+          userId: stamped.userId,
+          type: stamped.type,
+          event: typeof stamped.event === "string" ? stamped.event : undefined,
+          body: skipped === undefined ? encodeBody(deliveredBody(stamped)) : undefined,
+          filtered: skipped === "filtered"
+        }
+      })
+      // Refused (503) before the transaction starts when overloaded; never after it committed.
+      const result = yield* admission.admit(
+        ingesting(timed(store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false })))
+      )
+      if (result.jobsCreated > 0) yield* signal.notify
+      yield* Metric.incrementBy(messagesIngested, result.accepted)
+      return {
+        accepted: messages.length,
+        duplicates: result.duplicates,
+        jobs: result.jobsCreated,
+        messageIds
+      }
+    })
+}
