@@ -91,13 +91,13 @@ export const makeQueries = (store: StoreShape, sourceById: ReturnType<typeof req
   return { usage, searchMessages }
 }
 
-/** Puts a replayed dead letter back in the outbox and wakes the dispatcher. */
-export const replayDeadLetter = (store: StoreShape, signal: OutboxSignalShape): RelayShape["replayDeadLetter"] =>
-(jobId) =>
-  Clock.currentTimeMillis.pipe(
-    Effect.flatMap((now) => store.replayDeadLetter(jobId, now)),
-    Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
-  )
+/** Puts a dead letter back in the outbox as a due job, and wakes the dispatcher when it did. */
+export const replayDeadLetter =
+  (store: StoreShape, signal: OutboxSignalShape): RelayShape["replayDeadLetter"] => (jobId) =>
+    Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => store.replayDeadLetter(jobId, now)),
+      Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
+    )
 
 /** `/readyz`: a cheap read (a source id no source has) shows an unreachable store; a full one shows in the writes it refused. */
 export const storeStatus = (store: StoreShape, health: StoreHealthShape): RelayShape["storeStatus"] =>
