@@ -7,6 +7,7 @@ import type { AttemptRecord, AttemptSink } from "./AttemptRecord.js"
 import { signatureHeader } from "./Signature.js"
 import { requestTarget, Transport } from "./Transport.js"
 import type {
+  Started,
   TransportFailure,
   TransportRequest,
   TransportResponse,
@@ -216,13 +217,22 @@ export const attemptWith = (
     const run = (): Effect.Effect<AttemptOutcome> => {
       const current = input()
       const startedAt = services.clock.unsafeCurrentTimeMillis()
-      return Effect.matchCauseEffect(restore(services.transport.post(current.endpoint.request)), {
+      const { start } = services.transport
+      let started: Started | undefined
+      const request = start === undefined
+        ? services.transport.post(current.endpoint.request)
+        : Effect.async<TransportResponse, TransportFailure>((resume) => {
+          started = start(current.endpoint.request, resume)
+        })
+      return Effect.matchCauseEffect(restore(request), {
         onSuccess: (response) => {
           permits?.giveBack()
           const finishedAt = services.clock.unsafeCurrentTimeMillis()
           return recorded(current, answeredWith(current, startedAt, finishedAt, response))
         },
         onFailure: (cause) => {
+          // Interrupted while in flight: abort the request (a started one has no interruption hook of its own).
+          started?.cancel()
           permits?.giveBack()
           return cutOff(current, startedAt, services.clock.unsafeCurrentTimeMillis(), cause)
         }
