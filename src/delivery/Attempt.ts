@@ -1,12 +1,19 @@
 import { Cause, Effect } from "effect"
-import type { Clock, Exit } from "effect"
+import type { Clock } from "effect"
 import type { Endpoint } from "../domain/Settings.js"
 import { classifyError, classifyResponse, timedOut } from "./AttemptOutcome.js"
 import type { AttemptOutcome } from "./AttemptOutcome.js"
 import type { AttemptRecord, AttemptSink } from "./AttemptRecord.js"
 import { signatureHeader } from "./Signature.js"
 import { requestTarget, Transport } from "./Transport.js"
-import type { TransportFailure, TransportRequest, TransportResponse, TransportTimeout } from "./Transport.js"
+import type {
+  Started,
+  TransportFailure,
+  TransportRequest,
+  TransportResponse,
+  TransportShape,
+  TransportTimeout
+} from "./Transport.js"
 
 export const userAgent = "hookrelay/1.0"
 
@@ -130,23 +137,19 @@ interface Settled {
   readonly timeout: TransportTimeout | undefined
 }
 
-/**
- * Classifies a request's ending and builds its record, without running anything. `undefined` for an exit without a
- * failure (an interruption or a defect).
- */
-const settled = (
+/** Classifies an answer and builds its record, without running anything. */
+const answeredWith = (
   input: AttemptInput,
   startedAt: number,
   finishedAt: number,
-  exit: Exit.Exit<TransportResponse, TransportFailure>
-): Settled | undefined => {
-  if (exit._tag === "Success") {
-    const outcome = classifyResponse(exit.value, finishedAt)
-    return { outcome, record: answered(input, startedAt, finishedAt, exit.value, outcome), timeout: undefined }
-  }
-  const failure = Cause.failureOption(exit.cause)
-  if (failure._tag === "None") return undefined
-  const error = failure.value
+  response: TransportResponse
+): Settled => {
+  const outcome = classifyResponse(response, finishedAt)
+  return { outcome, record: answered(input, startedAt, finishedAt, response, outcome), timeout: undefined }
+}
+
+/** Classifies a failed request and builds its record. */
+const failedWith = (input: AttemptInput, startedAt: number, finishedAt: number, error: TransportFailure): Settled => {
   const outcome = error._tag === "TransportTimeout" ? timedOut(error.message) : classifyError(error.code, error.message)
   return {
     outcome,
@@ -159,42 +162,96 @@ const settled = (
 const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: number): AttemptRecord =>
   unanswered(input, startedAt, finishedAt, "Aborted", abortedError)
 
-/** How an attempt ended, given what the transport did: classified, recorded, and the outcome returned. */
-const settle = (
-  input: AttemptInput,
-  clock: Clock.Clock,
-  startedAt: number,
-  exit: Exit.Exit<TransportResponse, TransportFailure>
-): Effect.Effect<AttemptOutcome> => {
-  const finishedAt = clock.unsafeCurrentTimeMillis()
-  const result = settled(input, startedAt, finishedAt, exit)
-  if (result === undefined) {
-    // No failure: interrupted (another URL won, the lease was lost, shutdown) or a defect, which goes on ending the
-    // fiber. An interrupted request may have reached the receiver, so it is recorded as aborted first.
-    const cause = (exit as Exit.Failure<TransportResponse, TransportFailure>).cause as Cause.Cause<never>
-    if (!Cause.isInterrupted(cause)) return Effect.failCause(cause)
-    return Effect.zipRight(input.record(abortedRecord(input, startedAt, finishedAt)), Effect.failCause(cause))
-  }
-  const recorded = Effect.as(input.record(result.record), result.outcome)
-  return result.timeout === undefined ? recorded : Effect.zipRight(logTimeout(input, result.timeout), recorded)
+/** Records a classified attempt (logging a timeout) and returns its outcome. */
+const recorded = (input: AttemptInput, result: Settled): Effect.Effect<AttemptOutcome> => {
+  const done = Effect.as(input.record(result.record), result.outcome)
+  return result.timeout === undefined ? done : Effect.zipRight(logTimeout(input, result.timeout), done)
 }
+
+/**
+ * A request that ended without a failure of its own: interrupted (another URL won, the lease was lost, shutdown) or a
+ * defect, which goes on ending the fiber. An interrupted request may have reached the receiver, so it is recorded as
+ * aborted first.
+ */
+const cutOff = (
+  input: AttemptInput,
+  startedAt: number,
+  finishedAt: number,
+  cause: Cause.Cause<TransportFailure>
+): Effect.Effect<AttemptOutcome> => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") return recorded(input, failedWith(input, startedAt, finishedAt, failure.value))
+  const other = cause as Cause.Cause<never>
+  if (!Cause.isInterrupted(other)) return Effect.failCause(other)
+  return Effect.zipRight(input.record(abortedRecord(input, startedAt, finishedAt)), Effect.failCause(other))
+}
+
+/**
+ * An endpoint's concurrency limit as the attempt takes it (`FifoGate` fits): a free permit is taken synchronously, a
+ * queued wait is interruptible and leaves holding nothing; the holder gives the permit back once.
+ */
+export interface EndpointPermits {
+  tryTake(): boolean
+  readonly take: Effect.Effect<void>
+  giveBack(): void
+}
+
+/** What an attempt runs with: looked up once (per job, or per dispatcher), not per attempt. */
+export interface AttemptServices {
+  readonly transport: TransportShape
+  readonly clock: Clock.Clock
+}
+
+/**
+ * One attempt with its services in hand: `input` is called once the attempt may start (its number is counted then),
+ * after the endpoint's permit, if any, is held. The permit is taken and given back inside the attempt's one
+ * uninterruptible region, so it cannot be lost between taking it and the request's end, and waiting for it is neither
+ * an attempt nor part of one. Only the request itself (and the wait for a permit) is interruptible.
+ */
+export const attemptWith = (
+  services: AttemptServices,
+  permits: EndpointPermits | undefined,
+  input: () => AttemptInput
+): Effect.Effect<AttemptOutcome> =>
+  Effect.uninterruptibleMask((restore) => {
+    const run = (): Effect.Effect<AttemptOutcome> => {
+      const current = input()
+      const startedAt = services.clock.unsafeCurrentTimeMillis()
+      const { start } = services.transport
+      let started: Started | undefined
+      const request = start === undefined
+        ? services.transport.post(current.endpoint.request)
+        : Effect.async<TransportResponse, TransportFailure>((resume) => {
+          started = start(current.endpoint.request, resume)
+        })
+      return Effect.matchCauseEffect(restore(request), {
+        onSuccess: (response) => {
+          permits?.giveBack()
+          const finishedAt = services.clock.unsafeCurrentTimeMillis()
+          return recorded(current, answeredWith(current, startedAt, finishedAt, response))
+        },
+        onFailure: (cause) => {
+          // Interrupted while in flight: abort the request (a started one has no interruption hook of its own).
+          started?.cancel()
+          permits?.giveBack()
+          return cutOff(current, startedAt, services.clock.unsafeCurrentTimeMillis(), cause)
+        }
+      })
+    }
+    if (permits === undefined || permits.tryTake()) return run()
+    return Effect.flatMap(restore(permits.take), run)
+  })
 
 /**
  * One attempt: POST, classify, record. Never fails: every ending is an `AttemptOutcome`, and every attempt — an
  * interrupted one included — goes to the sink. A timeout is logged with the message id, URL and attempt number.
  *
- * The hot path of delivery: one uninterruptible region around the request (interruptible inside) whose exit is
- * classified and recorded in one step, the Clock read directly, no generator (measured: each combinator layer costs
- * a few µs per attempt, as much as the transport itself).
+ * The hot path of delivery: one uninterruptible region around the request (interruptible inside) whose ending is
+ * classified and recorded in one step, the services looked up by the caller, no generator: each combinator layer
+ * costs about as much per attempt as the transport itself.
  */
 export const attempt = (input: AttemptInput): Effect.Effect<AttemptOutcome, never, Transport> =>
-  Effect.flatMap(Transport, (transport) =>
-    Effect.clockWith((clock) =>
-      Effect.uninterruptibleMask((restore) => {
-        const startedAt = clock.unsafeCurrentTimeMillis()
-        return Effect.flatMap(
-          Effect.exit(restore(transport.post(input.endpoint.request))),
-          (exit) => settle(input, clock, startedAt, exit)
-        )
-      })
-    ))
+  Effect.flatMap(
+    Transport,
+    (transport) => Effect.clockWith((clock) => attemptWith({ transport, clock }, undefined, () => input))
+  )

@@ -1,8 +1,8 @@
 import { Cause, Duration, Effect, Schedule, ScheduleDecision, ScheduleIntervals as Intervals } from "effect"
 import { signingSecret } from "../domain/Settings.js"
 import type { WebhookSettings } from "../domain/Settings.js"
-import { attempt, prepareEndpoint } from "./Attempt.js"
-import type { PreparedEndpoint } from "./Attempt.js"
+import { attemptWith, prepareEndpoint } from "./Attempt.js"
+import type { AttemptInput, AttemptServices, EndpointPermits, PreparedEndpoint } from "./Attempt.js"
 import type { AttemptOutcome, Retryable } from "./AttemptOutcome.js"
 import type { AttemptSink } from "./AttemptRecord.js"
 import { AllEndpointsFailed, DeliveryResult, EndpointState } from "./DeliveryResult.js"
@@ -10,7 +10,7 @@ import type { Delivered, Pending, Retired } from "./DeliveryResult.js"
 import { deadline, retryPolicy } from "./RetryPolicy.js"
 import type { RetryPolicyOptions } from "./RetryPolicy.js"
 import { signatureFor } from "./Signature.js"
-import type { Transport } from "./Transport.js"
+import { Transport } from "./Transport.js"
 
 /** One message to deliver to a destination's URLs. */
 export interface DeliveryJob {
@@ -42,18 +42,19 @@ export interface DeliverOptions {
   /** Backoff and window overrides; SPEC §4's values by default. */
   readonly policy?: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts"> | undefined
   /**
-   * Wraps each attempt on a URL: the dispatcher's per-endpoint concurrency limit. Time spent waiting
-   * here is neither an attempt nor part of one (an attempt starts, and is recorded, once it may run).
+   * The concurrency limit of each URL, taken around each attempt on it: the dispatcher's per-endpoint limit. Time
+   * spent waiting for it is neither an attempt nor part of one (an attempt starts, and is recorded, once it may run).
    */
   readonly gate?: EndpointGateFor | undefined
 }
 
-/** The concurrency limit of one URL, as a wrapper around an attempt on it. */
-export type EndpointGateFor = (url: string) => <A, E, R>(attempt: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+/** The concurrency limit of one URL. */
+export type EndpointGateFor = (url: string) => EndpointPermits
 
 const noRecord: AttemptSink = () => Effect.void
 
 interface JobContext {
+  readonly services: AttemptServices
   readonly job: DeliveryJob
   readonly firstAttemptAt: number
   readonly lastStart: number
@@ -70,85 +71,98 @@ const pendingState = EndpointState.Pending
 
 const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome === undefined ? {} : { lastOutcome }
 
-/** An attempt that ends a URL's run: a 2xx, or a permanent failure. A retryable one is the schedule's input instead. */
-type Final = Exclude<AttemptOutcome, Retryable>
-
 /**
  * One URL: attempt, then retry under `retryPolicy` until a success (the fiber's success), a permanent failure or the
  * end of the window (`Retired`), or a wait longer than `maxInlineDelay` (`Pending`) — the latter two as failures, so
  * that `raceAll` keeps waiting for the other URLs. The schedule decides every retry: its driver sleeps on Clock until
  * the planned instant, and when it stops, the instant it had planned (if any) tells a deferral from the window's end.
+ * Reads the clock when called: built where the URL's run starts.
  */
 const runEndpoint = (
   context: JobContext,
   endpoint: PreparedEndpoint,
   prior: Pending | undefined
-): Effect.Effect<Delivered, Pending | Retired, Transport> =>
-  Effect.clockWith((clock) => {
-    let attempts = prior?.attempts ?? 0
-    let lastOutcome = prior?.lastOutcome
-    // The start of the next attempt as the policy planned it; undefined once the policy has stopped (out of window).
-    let plannedAt: number | undefined
-    const retire = (why: Retired["why"]) => retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
-    const pending = (nextAttemptAt: number) =>
-      pendingState({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
+): Effect.Effect<Delivered, Pending | Retired> => {
+  const { clock } = context.services
+  let attempts = prior?.attempts ?? 0
+  let lastOutcome = prior?.lastOutcome
+  // The start of the next attempt as the policy planned it; undefined once the policy has stopped (out of window).
+  let plannedAt: number | undefined
+  const retire = (why: Retired["why"]) => retired({ url: endpoint.url, attempts, why, ...withOutcome(lastOutcome) })
+  const pending = (nextAttemptAt: number) =>
+    pendingState({ url: endpoint.url, attempts, nextAttemptAt, ...withOutcome(lastOutcome) })
+  const stopped = () => Effect.fail(plannedAt === undefined ? retire("out-of-window") : pending(plannedAt))
 
-    const once: Effect.Effect<Final, Retryable, Transport> = Effect.suspend(() => {
-      attempts += 1
-      const run = attempt({
-        jobId: context.job.jobId,
-        messageId: context.job.messageId,
-        endpoint,
-        attemptNumber: attempts,
-        record: context.record
-      })
-      return Effect.flatMap(context.gate === undefined ? run : context.gate(endpoint.url)(run), (outcome) => {
-        lastOutcome = outcome
-        return outcome._tag === "Retryable" ? Effect.fail(outcome) : Effect.succeed(outcome)
-      })
+  // Called by the attempt once it may start: the attempt is counted then.
+  const input = (): AttemptInput => {
+    attempts += 1
+    return {
+      jobId: context.job.jobId,
+      messageId: context.job.messageId,
+      endpoint,
+      attemptNumber: attempts,
+      record: context.record
+    }
+  }
+  const once = attemptWith(context.services, context.gate?.(endpoint.url), input)
+
+  // Built at the first retryable failure: most deliveries succeed at once and never need it.
+  const schedule = () =>
+    retryPolicy({ ...context.policy, firstAttemptAt: context.firstAttemptAt, priorAttempts: attempts - 1 }).pipe(
+      Schedule.onDecision((_, decision) =>
+        Effect.sync(() => {
+          plannedAt = ScheduleDecision.isDone(decision) ? undefined : Intervals.start(decision.intervals)
+        })
+      ),
+      Schedule.whileOutput((delay) => Duration.toMillis(delay) <= context.maxInlineMillis)
+    )
+
+  // Effect.retry's loop, entered with the failure already in hand (the first attempt is not repeated).
+  const retrying = (first: Retryable) =>
+    Effect.flatMap(Schedule.driver(schedule()), (driver) => {
+      const next = (failed: Retryable): Effect.Effect<Delivered, Pending | Retired> =>
+        Effect.matchEffect(driver.next(failed), {
+          onFailure: stopped,
+          onSuccess: () => Effect.flatMap(once, (outcome) => decide(outcome, next))
+        })
+      return next(first)
     })
 
-    // Built at the first retryable failure: most deliveries succeed at once and never need it.
-    const schedule = () =>
-      retryPolicy({ ...context.policy, firstAttemptAt: context.firstAttemptAt, priorAttempts: attempts - 1 }).pipe(
-        Schedule.onDecision((_, decision) =>
-          Effect.sync(() => {
-            plannedAt = ScheduleDecision.isDone(decision) ? undefined : Intervals.start(decision.intervals)
-          })
-        ),
-        Schedule.whileOutput((delay) => Duration.toMillis(delay) <= context.maxInlineMillis)
-      )
+  // How an attempt's outcome ends the URL's run, or goes on retrying.
+  const decide = (
+    outcome: AttemptOutcome,
+    retry: (failed: Retryable) => Effect.Effect<Delivered, Pending | Retired>
+  ): Effect.Effect<Delivered, Pending | Retired> => {
+    lastOutcome = outcome
+    switch (outcome._tag) {
+      case "Success":
+        return Effect.succeed(delivered({ url: endpoint.url, status: outcome.status, attempts }))
+      case "Permanent":
+        return Effect.fail(retire("permanent"))
+      case "Retryable":
+        return retry(outcome)
+    }
+  }
 
-    // Effect.retry's loop, entered with the failure already in hand (the first attempt is not repeated).
-    const retrying = (first: Retryable) =>
-      Effect.flatMap(Schedule.driver(schedule()), (driver) => {
-        const next = (failed: Retryable): Effect.Effect<Final, Retryable, Transport> =>
-          Effect.matchEffect(driver.next(failed), {
-            onFailure: () => Effect.fail(failed),
-            onSuccess: () => Effect.catchAll(once, next)
-          })
-        return next(first)
-      })
+  // A resumed URL starts at the time its schedule had planned; the window is checked against the planned start,
+  // not the timer's punctuality (SPEC §4: no attempt after first + 4 h).
+  const now = clock.unsafeCurrentTimeMillis()
+  const startAt = Math.max(now, prior?.nextAttemptAt ?? 0)
+  if (startAt > context.lastStart) return Effect.fail(retire("out-of-window"))
+  if (startAt - now > context.maxInlineMillis) return Effect.fail(pending(startAt))
+  const run = Effect.flatMap(once, (outcome) => decide(outcome, retrying))
+  return startAt > now ? Effect.zipRight(Effect.sleep(startAt - now), run) : run
+}
 
-    // A resumed URL starts at the time its schedule had planned; the window is checked against the planned start,
-    // not the timer's punctuality (SPEC §4: no attempt after first + 4 h).
-    const now = clock.unsafeCurrentTimeMillis()
-    const startAt = Math.max(now, prior?.nextAttemptAt ?? 0)
-    if (startAt > context.lastStart) return Effect.fail(retire("out-of-window"))
-    if (startAt - now > context.maxInlineMillis) return Effect.fail(pending(startAt))
-    const attempts$ = Effect.catchAll(once, retrying)
-    return Effect.matchEffect(startAt > now ? Effect.zipRight(Effect.sleep(startAt - now), attempts$) : attempts$, {
-      onSuccess: (outcome) =>
-        outcome._tag === "Success"
-          ? Effect.succeed(delivered({ url: endpoint.url, status: outcome.status, attempts }))
-          : Effect.fail(retire("permanent")),
-      onFailure: () => Effect.fail(plannedAt === undefined ? retire("out-of-window") : pending(plannedAt))
-    })
-  })
-
-const jobContext = (job: DeliveryJob, options: DeliverOptions, now: number): JobContext => {
+const jobContext = (
+  services: AttemptServices,
+  job: DeliveryJob,
+  options: DeliverOptions,
+  now: number
+): JobContext => {
   const firstAttemptAt = job.firstAttemptAt ?? now
   return {
+    services,
     job,
     firstAttemptAt,
     lastStart: deadline(firstAttemptAt, options.policy?.window),
@@ -193,47 +207,57 @@ export const deliver = (
   job: DeliveryJob,
   options: DeliverOptions = {}
 ): Effect.Effect<DeliveryResult, AllEndpointsFailed, Transport> =>
-  Effect.clockWith((clock) => {
-    const context = jobContext(job, options, clock.unsafeCurrentTimeMillis())
-    const signature = signatureFor(signingSecret(job.settings), job.body)
-    const priorStates = job.endpointStates ?? []
+  Effect.flatMap(Transport, (transport) => Effect.clockWith((clock) => deliverWith({ transport, clock }, job, options)))
 
-    // One URL (the common case): no race, no state bookkeeping, the URL's own failure is the conclusion's input.
-    if (job.settings.endpoints.length === 1) {
-      const endpoint = job.settings.endpoints[0]!
-      const prior = priorStates.find((state) => state.url === endpoint.url)
-      if (prior?._tag === "Retired") return conclude(context, [prior])
-      return Effect.catchAll(
-        runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior),
-        (state) => conclude(context, [state])
-      )
+/**
+ * `deliver` with its services in hand (the dispatcher looks them up once, not per job). It reads the clock when
+ * called, so it is called where the delivery starts: inside a `suspend`, or a fiber's step.
+ */
+export const deliverWith = (
+  services: AttemptServices,
+  job: DeliveryJob,
+  options: DeliverOptions = {}
+): Effect.Effect<DeliveryResult, AllEndpointsFailed> => {
+  const context = jobContext(services, job, options, services.clock.unsafeCurrentTimeMillis())
+  const signature = signatureFor(signingSecret(job.settings), job.body)
+  const priorStates = job.endpointStates ?? []
+
+  // One URL (the common case): no race, no state bookkeeping, the URL's own failure is the conclusion's input.
+  if (job.settings.endpoints.length === 1) {
+    const endpoint = job.settings.endpoints[0]!
+    const prior = priorStates.find((state) => state.url === endpoint.url)
+    if (prior?._tag === "Retired") return conclude(context, [prior])
+    return Effect.catchAll(
+      runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior),
+      (state) => conclude(context, [state])
+    )
+  }
+
+  // states[i] is endpoint i's final state; runs are the endpoints still to try, by index.
+  const states: Array<EndpointState | undefined> = []
+  const runs: Array<Effect.Effect<Delivered, Pending | Retired>> = []
+  job.settings.endpoints.forEach((endpoint, index) => {
+    const prior = priorStates.find((state) => state.url === endpoint.url)
+    if (prior?._tag === "Retired") {
+      states[index] = prior
+      return
     }
-
-    // states[i] is endpoint i's final state; runs are the endpoints still to try, by index.
-    const states: Array<EndpointState | undefined> = []
-    const runs: Array<Effect.Effect<Delivered, Pending | Retired, Transport>> = []
-    job.settings.endpoints.forEach((endpoint, index) => {
-      const prior = priorStates.find((state) => state.url === endpoint.url)
-      if (prior?._tag === "Retired") {
-        states[index] = prior
-        return
-      }
-      states[index] = undefined
-      runs.push(
-        runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior).pipe(
-          Effect.tapError((state) => Effect.sync(() => (states[index] = state)))
-        )
-      )
-    })
-
-    if (runs.length === 0) return conclude(context, states as Array<EndpointState>)
-    const race = runs.length === 1 ? runs[0]! : Effect.raceAll(runs)
-    return race.pipe(
-      Effect.catchAllCause((cause) =>
-        // Every run failed with its state: decide. Anything else (a defect) is not ours to turn into a state.
-        states.every((state) => state !== undefined)
-          ? conclude(context, states)
-          : Effect.failCause(Cause.stripFailures(cause))
+    states[index] = undefined
+    runs.push(
+      runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior).pipe(
+        Effect.tapError((state) => Effect.sync(() => (states[index] = state)))
       )
     )
   })
+
+  if (runs.length === 0) return conclude(context, states as Array<EndpointState>)
+  const race = runs.length === 1 ? runs[0]! : Effect.raceAll(runs)
+  return race.pipe(
+    Effect.catchAllCause((cause) =>
+      // Every run failed with its state: decide. Anything else (a defect) is not ours to turn into a state.
+      states.every((state) => state !== undefined)
+        ? conclude(context, states)
+        : Effect.failCause(Cause.stripFailures(cause))
+    )
+  )
+}

@@ -36,6 +36,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const signal = yield* OutboxSignal
     const outcomes = yield* DeliveryOutcomes
     const clock = yield* Effect.clock
+    const transport = yield* Transport
     const settings = settingsOf(options)
     const owner = options.owner ?? randomUUID()
     const yielding = yield* Effect.serviceOption(YieldToIngest)
@@ -60,7 +61,16 @@ export const make = (options: DispatcherOptions = {}) =>
     })
     // The actors' workers run jobs; a job's run posts its retries back to the actors.
     const actors = makeActors({ settings, leases, fork, runJob: (run) => runs.runJob(run) })
-    const runs = makeJobRuns({ settings, leases, completions, actors, signal, clock, fork })
+    const runs = makeJobRuns({
+      settings,
+      leases,
+      completions,
+      actors,
+      signal,
+      clock,
+      services: { transport, clock },
+      fork
+    })
     const claimer = makeClaimer({ owner, store, signal, settings, leases, runs, yieldToIngest })
 
     /** Shutdown: no job starts any more, and every job fiber is interrupted (attempts in flight aborted, recorded). */

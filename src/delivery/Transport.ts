@@ -21,6 +21,18 @@ export type { TransportExit, TransportFailure, TransportRequest, TransportRespon
 
 export interface TransportShape {
   readonly post: (request: TransportRequest) => Effect.Effect<TransportResponse, TransportFailure>
+  /**
+   * The same request as `post`, started at once: `onExit` is called once with its ending, unless it is cancelled
+   * first (then it is aborted and reports nothing). Optional: an attempt awaits it in one suspension, with no
+   * interruption hook of its own, and cancels it itself when interrupted; without it the attempt awaits `post`.
+   */
+  readonly start?: ((request: TransportRequest, onExit: (exit: TransportExit) => void) => Started) | undefined
+}
+
+/** A request started with `start`. */
+export interface Started {
+  /** Aborts the request if it has not ended; it reports nothing after this. */
+  cancel(): void
 }
 
 export class Transport extends Context.Tag("hookrelay/delivery/Transport")<Transport, TransportShape>() {}
@@ -123,6 +135,8 @@ const guardedConnector = (
   }
 }
 
+const notStarted: Started = { cancel: () => {} }
+
 /** Refusals of IP-literal origins, decided once per origin string (`false`: allowed or a host name). */
 const literalVerdicts = (policy: EgressPolicy.EgressPolicyShape) => {
   const verdicts = new Map<string, EgressPolicy.BlockedAddress | false>()
@@ -200,7 +214,7 @@ export const makeWithPolicy = (
       return new TransportError({ code: EgressPolicy.blockedAddressCode, message: refused.message, cause: refused })
     }
 
-    const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): InFlight => {
+    const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): Started => {
       const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, onExit)
       if (inFlight.size === 1) wake.unsafeOpen()
       // dispatch reports synchronous failures (destroyed pool, invalid argument) through onResponseError.
@@ -223,7 +237,14 @@ export const makeWithPolicy = (
       })
     }
 
-    return Transport.of({ post })
+    const start = (request: TransportRequest, onExit: (exit: TransportExit) => void): Started => {
+      const refused = refusal(request)
+      if (refused === undefined) return dispatch(request, onExit)
+      onExit(Exit.fail(refused))
+      return notStarted
+    }
+
+    return Transport.of({ post, start })
   })
 
 /** The live transport, guarded by `options.allowPrivateNetworks` (default: the setting) over the system resolver. */

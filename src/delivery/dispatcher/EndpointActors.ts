@@ -33,8 +33,8 @@ export interface ActorsConfig {
   readonly leases: Leases
   /** Starts a fiber in the dispatcher's scope, interruptible. */
   readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
-  /** Delivers one job and concludes it (`JobRuns`). */
-  readonly runJob: (run: Run) => Effect.Effect<void, never, Transport>
+  /** Delivers one job and concludes it (`JobRuns`); called when the job starts. */
+  readonly runJob: (run: Run) => Effect.Effect<void>
 }
 
 /**
@@ -59,7 +59,7 @@ export const makeActors = (config: ActorsConfig) => {
   }
 
   /** The concurrency limit of each URL, around each attempt on it. */
-  const gate: EndpointGateFor = (url) => actorFor(url).gate.withPermit
+  const gate: EndpointGateFor = (url) => actorFor(url).gate
 
   /** The mailbox's next job, or undefined when it is empty (or the dispatcher stops). Lost jobs are dropped. */
   const take = (actor: Actor): Run | undefined => {

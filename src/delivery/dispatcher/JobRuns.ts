@@ -2,8 +2,9 @@ import { Cause, Duration, Effect } from "effect"
 import type { Clock, Fiber } from "effect"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
+import type { AttemptServices } from "../Attempt.js"
 import type { AttemptRecord } from "../AttemptRecord.js"
-import { deliver } from "../Deliver.js"
+import { deliverWith } from "../Deliver.js"
 import type { Deferred, DeliveryResult } from "../DeliveryResult.js"
 import { restoreStates } from "../EndpointState.js"
 import { quickDeliveryMillis } from "../SourceMailboxes.js"
@@ -20,6 +21,8 @@ export interface JobRunsConfig {
   readonly actors: Actors
   readonly signal: OutboxSignalShape
   readonly clock: Clock.Clock
+  /** The delivery's services, looked up once for every job. */
+  readonly services: AttemptServices
   /** Starts a fiber in the dispatcher's scope, interruptible. */
   readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
 }
@@ -31,7 +34,7 @@ export interface JobRunsConfig {
  * to the store. A job with several URLs races them in a fiber of its own, its retries waiting in that fiber.
  */
 export const makeJobRuns = (config: JobRunsConfig) => {
-  const { actors, clock, completions, leases, settings, signal } = config
+  const { actors, clock, completions, leases, services, settings, signal } = config
   const { mailboxes } = leases
 
   /**
@@ -100,40 +103,46 @@ export const makeJobRuns = (config: JobRunsConfig) => {
     )
   }
 
-  /** The delivery program for one held job, and its conclusion. Never fails: an interrupted job is forgotten. */
-  const deliverJob = (run: Run): Effect.Effect<void, never, Transport> =>
-    Effect.suspend(() => {
-      const entry = run.held
-      const job = entry.job
-      const startedAt = clock.unsafeCurrentTimeMillis()
-      const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
-      const single = run.settings.endpoints.length === 1
-      const delivery = deliver({
-        jobId: job.id,
-        messageId: job.messageId,
-        body: job.body,
-        settings: run.settings,
-        firstAttemptAt,
-        endpointStates: run.states
-      }, single ? mailboxOptions : raceOptions)
-      const fresh = single && run.states.length === 0
-      return Effect.matchCauseEffect(delivery, {
-        onSuccess: (result) => Effect.sync(() => conclude(run, result, startedAt, firstAttemptAt, fresh)),
-        onFailure: (cause) => {
-          const failure = Cause.failureOption(cause)
-          if (failure._tag === "Some") {
-            attemptFailed(job.sourceId)
-            completions.failed(job, clock.unsafeCurrentTimeMillis(), failure.value)
-          }
-          leases.release(entry)
-          return failure._tag === "Some" || Cause.isInterruptedOnly(cause)
-            ? Effect.void
-            : Effect.logError("delivery job failed unexpectedly", cause).pipe(
-              Effect.annotateLogs({ jobId: job.id, messageId: job.messageId })
-            )
+  /**
+   * The delivery program for one held job, and its conclusion. Never fails: an interrupted job is forgotten. Built when
+   * the job starts (it reads the clock): in its worker's step, or inside the fiber forked for it.
+   */
+  const deliverJob = (run: Run): Effect.Effect<void> => {
+    const entry = run.held
+    const job = entry.job
+    const startedAt = clock.unsafeCurrentTimeMillis()
+    const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
+    const single = run.settings.endpoints.length === 1
+    const delivery = deliverWith(services, {
+      jobId: job.id,
+      messageId: job.messageId,
+      body: job.body,
+      settings: run.settings,
+      firstAttemptAt,
+      endpointStates: run.states
+    }, single ? mailboxOptions : raceOptions)
+    const fresh = single && run.states.length === 0
+    return Effect.matchCauseEffect(delivery, {
+      // The conclusion is synchronous bookkeeping: run in the fiber's step, not as a step of its own.
+      onSuccess: (result) => {
+        conclude(run, result, startedAt, firstAttemptAt, fresh)
+        return Effect.void
+      },
+      onFailure: (cause) => {
+        const failure = Cause.failureOption(cause)
+        if (failure._tag === "Some") {
+          attemptFailed(job.sourceId)
+          completions.failed(job, clock.unsafeCurrentTimeMillis(), failure.value)
         }
-      })
+        leases.release(entry)
+        return failure._tag === "Some" || Cause.isInterruptedOnly(cause)
+          ? Effect.void
+          : Effect.logError("delivery job failed unexpectedly", cause).pipe(
+            Effect.annotateLogs({ jobId: job.id, messageId: job.messageId })
+          )
+      }
     })
+  }
 
   /** A job admitted from a claim: to its endpoint's mailbox, or its own fiber racing several URLs. */
   const admit = (entry: Held, webhooks: WebhookSettings): void => {
@@ -143,7 +152,7 @@ export const makeJobRuns = (config: JobRunsConfig) => {
       firstAttemptAt: undefined,
       states: restoreStates(entry.job.endpointState)
     }
-    if (webhooks.endpoints.length > 1) entry.fiber = config.fork(deliverJob(run))
+    if (webhooks.endpoints.length > 1) entry.fiber = config.fork(Effect.suspend(() => deliverJob(run)))
     else actors.post(run)
   }
 
