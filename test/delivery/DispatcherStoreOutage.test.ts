@@ -18,48 +18,56 @@ const refused = () =>
     cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5499"), { code: "ECONNREFUSED" })
   })
 
+/**
+ * A SQLite store whose `override` methods fail while `outage.down`, the transport, signal and outcomes over it, a
+ * receiver answering 204, and a source `s1` delivering to it; the dispatcher is started by the test.
+ */
+const withFlakyStore = (
+  override: (store: Store["Type"], outage: { down: boolean; calls: number }) => Partial<Store["Type"]>
+) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
+    const directory = yield* tempDirectory
+    const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
+    const outage = { down: false, calls: 0 }
+    const flaky = Layer.effect(Store, Effect.map(Store, (store) => Store.of({ ...store, ...override(store, outage) })))
+    const logs = captureLogs()
+    const context = yield* Layer.build(
+      Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer, logs.layer).pipe(
+        Layer.provideMerge(Layer.provideMerge(flaky, StoreLayers.layerSqlite({ directory })))
+      )
+    )
+    const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    yield* Effect.flatMap(Store, (store) =>
+      store.upsertSource({
+        id: "s1",
+        writeKey: "key-s1",
+        webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
+      }, now)).pipe(Effect.provide(context))
+    return { receiver, outage, logs, context, now }
+  })
+
 describe("the dispatcher while the store is away", () => {
   it.scoped("logs the failed claims once, backs off, and delivers once the store is back", () =>
     Effect.gen(function*() {
-      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
-      const directory = yield* tempDirectory
-      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
-      const outage = { down: false, claims: 0 }
-      const flaky = Layer.effect(
-        Store,
-        Effect.map(Store, (store) =>
-          Store.of({
-            ...store,
-            claimDue: (...args) => {
-              outage.claims += 1
-              return outage.down ? Effect.fail(refused()) : store.claimDue(...args)
-            }
-          }))
-      )
-      const logs = captureLogs()
-      const context = yield* Layer.build(
-        Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer, logs.layer).pipe(
-          Layer.provideMerge(Layer.provideMerge(flaky, StoreLayers.layerSqlite({ directory })))
-        )
-      )
+      const { context, logs, now, outage, receiver } = yield* withFlakyStore((store, outage) => ({
+        claimDue: (...args) => {
+          outage.calls += 1
+          return outage.down ? Effect.fail(refused()) : store.claimDue(...args)
+        }
+      }))
       yield* Effect.gen(function*() {
         const store = yield* Store
-        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-        yield* store.upsertSource({
-          id: "s1",
-          writeKey: "key-s1",
-          webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
-        }, now)
         outage.down = true
         yield* Layer.build(Dispatcher.layer())
         yield* realWait(50)
-        const before = outage.claims
+        const before = outage.calls
         // 20 s of polls every 200 ms would be 100 claims; backing off to 2 s, about a dozen.
         for (let step = 0; step < 200; step += 1) {
           yield* TestClock.adjust("100 millis")
           yield* realWait(1)
         }
-        const during = outage.claims - before
+        const during = outage.calls - before
         expect(during).toBeGreaterThan(5)
         expect(during).toBeLessThan(20)
         const claimLogs = logs.lines.filter((line) => line.message.includes("could not claim due jobs"))
@@ -88,37 +96,16 @@ describe("the dispatcher while the store is away", () => {
 
   it.scoped("writes a finished job once the store is back, within its lease: delivered once, not again after it", () =>
     Effect.gen(function*() {
-      yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
-      const directory = yield* tempDirectory
-      const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
-      const outage = { down: false, writes: 0 }
-      const flaky = Layer.effect(
-        Store,
-        Effect.map(Store, (store) =>
-          Store.of({
-            ...store,
-            completeMany: (...args) => {
-              outage.writes += 1
-              return outage.down
-                ? Effect.fail(new StoreError({ operation: "completeMany", cause: refused().cause }))
-                : store.completeMany(...args)
-            }
-          }))
-      )
-      const logs = captureLogs()
-      const context = yield* Layer.build(
-        Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer, logs.layer).pipe(
-          Layer.provideMerge(Layer.provideMerge(flaky, StoreLayers.layerSqlite({ directory })))
-        )
-      )
+      const { context, logs, now, outage, receiver } = yield* withFlakyStore((store, outage) => ({
+        completeMany: (...args) => {
+          outage.calls += 1
+          return outage.down
+            ? Effect.fail(new StoreError({ operation: "completeMany", cause: refused().cause }))
+            : store.completeMany(...args)
+        }
+      }))
       yield* Effect.gen(function*() {
         const store = yield* Store
-        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-        yield* store.upsertSource({
-          id: "s1",
-          writeKey: "key-s1",
-          webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
-        }, now)
         yield* store.enqueue("s1", [{ messageId: "m1", body: new TextEncoder().encode("{\"messageId\":\"m1\"}") }], now)
         outage.down = true
         yield* Layer.build(Dispatcher.layer())
@@ -128,7 +115,7 @@ describe("the dispatcher while the store is away", () => {
           yield* TestClock.adjust("100 millis")
           yield* realWait(1)
         }
-        expect(outage.writes).toBeGreaterThan(1)
+        expect(outage.calls).toBeGreaterThan(1)
         outage.down = false
         // Past the job's 60 s lease: had its outcome been dropped, the job would be claimed and delivered again.
         for (let step = 0; step < 90; step += 1) {
