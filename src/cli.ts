@@ -32,6 +32,7 @@ Environment (all optional):
   HOOKRELAY_INGEST_WAIT             how long a request waits for a commit slot (2 seconds)
   HOOKRELAY_RETENTION               how long delivered jobs are kept, in days or a duration (7)
   HOOKRELAY_KEEP_ALIVE_TIMEOUT      idle keep-alive of HTTP connections (65 seconds)
+  HOOKRELAY_REQUEST_DEADLINE        a request not answered by then gets 503 timeout (60 seconds)
 
 SIGTERM or SIGINT stops accepting, finishes or releases in-flight work, and exits 0.
 Web console: /console (with HOOKRELAY_ADMIN_TOKEN); admin API reference: /console/api,
@@ -65,8 +66,9 @@ const serve = async () => {
     )
     process.exit(1)
   }
-  const postgres = (process.env.DATABASE_URL ?? "") !== ""
-  const problem = postgres ? undefined : sqliteDriverProblem()
+  // The store's own rule: only a postgres:// URL selects PostgreSQL; anything else opens SQLite.
+  const { isPostgresUrl } = await import("./store/StoreConfig.js")
+  const problem = isPostgresUrl(process.env.DATABASE_URL ?? "") ? undefined : sqliteDriverProblem()
   if (problem !== undefined) {
     process.stderr.write(
       `hookrelay: the SQLite driver is not available (${problem}).\n` +
