@@ -8,6 +8,8 @@ import * as Path from "node:path"
 import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
 import * as WalCheckpoints from "../../src/store/sqlite/WalCheckpoints.js"
 import { layerOnSqliteConnection, Store } from "../../src/store/Store.js"
+import { mountSmallDisk, smallDiskUnavailable } from "../support/faultStores.js"
+import { skipUnlessCi } from "../support/services.js"
 
 /** A source and `count` messages of about 600 bytes each, so that every batch adds a few dozen WAL pages. */
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", padding: "x".repeat(600) }))
@@ -28,10 +30,10 @@ const waitUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, what:
   })
 
 /** The store (on its SQLite thread) and its checkpoints over one SQLite file in a temporary directory, built in the test's scope. */
-const openStore = (options: WalCheckpoints.WalCheckpointOptions) =>
+const openStore = (options: WalCheckpoints.WalCheckpointOptions, inDirectory?: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const directory = yield* fs.makeTempDirectoryScoped()
+    const directory = inDirectory ?? (yield* fs.makeTempDirectoryScoped())
     const filename = Path.join(directory, "store.db")
     const context = yield* Layer.build(
       layerOnSqliteConnection.pipe(Layer.provideMerge(SqliteConnection.layer(filename)))
@@ -124,4 +126,53 @@ describe("WAL checkpoints on a worker thread", () => {
       Effect.provide(SqliteConnection.layer(":memory:")),
       Effect.provide(NodeFileSystem.layer)
     ))
+
+  it.scoped.skipIf(skipUnlessCi("the full-disk checkpoint test", smallDiskUnavailable()))(
+    "a checkpoint that fails on a full disk is tried again, and the worker takes over again once it succeeds",
+    () =>
+      Effect.gen(function*() {
+        const disk = yield* Effect.acquireRelease(Effect.sync(() => mountSmallDisk("6m")), (disk) =>
+          Effect.sync(() => disk.destroy()))
+        const { context, stats, store } = yield* openStore({ interval: "1 second" }, disk.directory)
+        const autocheckpoint = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`).pipe(
+            Effect.map((rows) =>
+              rows[0]!.wal_autocheckpoint
+            ),
+            Effect.provide(context)
+          )
+        yield* waitUntil(stats, (s) =>
+          s.byWorker === 1, "the first checkpoint")
+
+        // Commits wait in the WAL (the loop sleeps on the test's clock); then the disk fills up, so copying them
+        // into the database file cannot grow it.
+        yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
+        for (let batch = 0; batch < 20; batch++) yield* store.enqueue("web", entries(`b${batch}`, 100), 2 + batch)
+        disk.fill()
+        const now = yield* TestClock.currentTimeMillis
+        yield* waitUntil(TestClock.sleeps(), (sleeps) => Chunk.some(sleeps, (at) => at <= now + 1000), "the sleep")
+        yield* TestClock.adjust("1 second")
+        const failing = yield* waitUntil(stats, (s) => s.checkpointError !== undefined, "a failed checkpoint")
+        assert.match(failing.checkpointError!, /full|space/i)
+        assert.isFalse(failing.failed, "the thread lives on")
+        assert.strictEqual(yield* autocheckpoint, WalCheckpoints.walCheckpointDefaults.fallbackAutocheckpoint)
+
+        // Still full: the next try (an interval later, backing off) fails too, without any commit to wake it.
+        const tried = failing.byWorker
+        yield* TestClock.adjust("1 second")
+        yield* liveSleep(50)
+        assert.isDefined((yield* stats).checkpointError)
+
+        disk.free()
+        yield* TestClock.adjust("5 seconds")
+        const back = yield* waitUntil(
+          stats,
+          (s) => s.checkpointError === undefined,
+          "a checkpoint after the disk freed"
+        )
+        assert.isAbove(back.byWorker, tried)
+        assert.strictEqual(back.last!.checkpointed, back.last!.log, "every waiting frame was copied")
+        assert.strictEqual(yield* autocheckpoint, 0, "the main connection no longer checkpoints on commit")
+      }).pipe(Effect.provide(NodeFileSystem.layer))
+  )
 })

@@ -9,11 +9,15 @@ export interface CheckpointResult {
   readonly checkpointed: number
 }
 
+/** The checkpoint thread cannot run: it did not start, or it stopped. */
 export class CheckpointWorkerError extends Data.TaggedError("CheckpointWorkerError")<{ readonly cause: unknown }> {}
+
+/** One checkpoint answered an error (a full disk, an I/O error) while its thread lives on: the next may succeed. */
+export class CheckpointFailed extends Data.TaggedError("CheckpointFailed")<{ readonly message: string }> {}
 
 export interface CheckpointWorker {
   /** One PASSIVE checkpoint on the worker's own connection: copies what it can, never waits for a lock. */
-  readonly checkpoint: Effect.Effect<CheckpointResult, CheckpointWorkerError>
+  readonly checkpoint: Effect.Effect<CheckpointResult, CheckpointWorkerError | CheckpointFailed>
 }
 
 /**
@@ -67,7 +71,8 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
     })
     const ready = yield* Deferred.make<void, CheckpointWorkerError>()
     const exited = yield* Deferred.make<void>()
-    let waiting: Option.Option<Deferred.Deferred<CheckpointResult, CheckpointWorkerError>> = Option.none()
+    let waiting: Option.Option<Deferred.Deferred<CheckpointResult, CheckpointWorkerError | CheckpointFailed>> = Option
+      .none()
     let failure: Option.Option<CheckpointWorkerError> = Option.none()
 
     const fail = (error: CheckpointWorkerError) => {
@@ -90,7 +95,7 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
               current.value,
               reply.ok
                 ? Exit.succeed({ busy: reply.busy, log: reply.log, checkpointed: reply.checkpointed })
-                : Exit.fail(new CheckpointWorkerError({ cause: reply.error }))
+                : Exit.fail(new CheckpointFailed({ message: reply.error }))
             )
           })
           worker.on("error", (cause) => fail(new CheckpointWorkerError({ cause })))
@@ -115,7 +120,7 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
     const checkpoint = lock.withPermits(1)(
       Effect.suspend(() => {
         if (Option.isSome(failure)) return Effect.fail(failure.value)
-        return Effect.flatMap(Deferred.make<CheckpointResult, CheckpointWorkerError>(), (reply) => {
+        return Effect.flatMap(Deferred.make<CheckpointResult, CheckpointWorkerError | CheckpointFailed>(), (reply) => {
           waiting = Option.some(reply)
           worker.postMessage("checkpoint")
           // Uninterruptible wait: the reply must be taken off `waiting` before the next checkpoint posts.

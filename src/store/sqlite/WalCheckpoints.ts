@@ -52,7 +52,9 @@ export const walCheckpointDefaults = {
   interval: Duration.millis(200),
   maxWalBytes: 64 * 1024 * 1024,
   /** What the main connection goes back to if the worker fails: the setting it had before the worker existed. */
-  fallbackAutocheckpoint: 10_000
+  fallbackAutocheckpoint: 10_000,
+  /** The longest wait between two tries while checkpoints fail (a full disk): they back off from `interval` to it. */
+  maxRetryDelay: Duration.seconds(5)
 } as const
 
 export interface WalCheckpointStats {
@@ -64,6 +66,11 @@ export interface WalCheckpointStats {
   readonly last: CheckpointWorker.CheckpointResult | undefined
   /** The worker failed; SQLite's own checkpoint on commit is back on. */
   readonly failed: boolean
+  /**
+   * Why the last checkpoint failed while the worker lives on (a full disk), or undefined when it succeeded. Until one
+   * succeeds, SQLite's checkpoint on commit is back on and the worker tries again, backing off.
+   */
+  readonly checkpointError: string | undefined
 }
 
 /**
@@ -82,7 +89,9 @@ export interface WalCheckpointStats {
  * the frames since the worker's pass) and the next commit starts the WAL over
  * (`journal_size_limit` then truncates the file).
  *
- * If the worker cannot start or fails later, the main connection gets its checkpoint on commit back.
+ * If the worker cannot start or its thread stops, the main connection gets its checkpoint on commit back for good. A
+ * checkpoint that fails while the thread lives on (a full disk) gives it back only until a checkpoint succeeds again:
+ * the worker keeps trying, backing off to `maxRetryDelay`, whether or not anything commits meanwhile.
  */
 export const make = (
   filename: string,
@@ -92,7 +101,13 @@ export const make = (
     const sql = yield* SqlClient.SqlClient
     const interval = Duration.decode(options.interval ?? walCheckpointDefaults.interval)
     const maxWalBytes = options.maxWalBytes ?? walCheckpointDefaults.maxWalBytes
-    const stats = yield* Ref.make<WalCheckpointStats>({ byWorker: 0, byMain: 0, last: undefined, failed: false })
+    const stats = yield* Ref.make<WalCheckpointStats>({
+      byWorker: 0,
+      byMain: 0,
+      last: undefined,
+      failed: false,
+      checkpointError: undefined
+    })
 
     const fallBack = (cause: unknown) =>
       Effect.gen(function*() {
@@ -119,7 +134,30 @@ export const make = (
       return Ref.get(stats)
     }
 
-    const tick = Effect.gen(function*() {
+    const checkpointOnCommit = (on: boolean) =>
+      sql.unsafe(`PRAGMA wal_autocheckpoint = ${on ? walCheckpointDefaults.fallbackAutocheckpoint : 0}`).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("could not set wal_autocheckpoint", cause))
+      )
+
+    // Logged once when checkpoints start failing and once when they succeed again, not at every try.
+    const failing = (message: string) =>
+      Effect.gen(function*() {
+        const before = yield* Ref.getAndUpdate(stats, (s) => ({ ...s, checkpointError: message }))
+        if (before.checkpointError !== undefined) return
+        yield* Effect.logWarning(
+          `a WAL checkpoint failed (${message}): SQLite checkpoints on commit until one succeeds; retrying`
+        )
+        yield* checkpointOnCommit(true)
+      })
+
+    const recovered = Effect.gen(function*() {
+      const before = yield* Ref.getAndUpdate(stats, (s) => ({ ...s, checkpointError: undefined }))
+      if (before.checkpointError === undefined) return
+      yield* Effect.logInfo("WAL checkpoints succeed again on their thread")
+      yield* checkpointOnCommit(false)
+    })
+
+    const pass = Effect.gen(function*() {
       const result = yield* worker.right.checkpoint
       yield* Ref.update(stats, (s) => ({ ...s, byWorker: s.byWorker + 1, last: result }))
       if (result.log > maxFrames) {
@@ -127,6 +165,16 @@ export const make = (
         yield* Ref.update(stats, (s) => ({ ...s, byMain: s.byMain + 1 }))
       }
     })
+
+    const retryDelays = Schedule.exponential(interval).pipe(
+      Schedule.union(Schedule.spaced(walCheckpointDefaults.maxRetryDelay))
+    )
+    // Only a stopped thread ends the loop; a failed checkpoint (SQLITE_FULL, an I/O error) is tried again.
+    const tick = pass.pipe(
+      Effect.tapError((error) => error._tag === "CheckpointWorkerError" ? Effect.void : failing(error.message)),
+      Effect.retry({ schedule: retryDelays, while: (error) => error._tag !== "CheckpointWorkerError" }),
+      Effect.zipRight(recovered)
+    )
 
     // Only commits write the WAL file, so the loop waits for the file to change instead of waking every
     // `interval` for nothing: an idle store costs no checkpoint, and no sleep is pending on the Clock (under
