@@ -1,4 +1,5 @@
 import { Duration, Effect, Layer, Metric, Schedule } from "effect"
+import { makeFailureRun } from "../runtime/FailureRun.js"
 import { Store } from "../store/Store.js"
 import { backlogWithStatus } from "./Metrics.js"
 
@@ -20,15 +21,17 @@ export const updateBacklog = Effect.gen(function*() {
 
 /**
  * Keeps the backlog gauge current: a count at start, then every `every` on Effect's Clock. The
- * count is one query per period, whatever the traffic; a failure is logged and the next period
- * tries again.
+ * count is one query per period, whatever the traffic; the next period tries again after a failure,
+ * logged once per run of failures.
  */
 export const layer = (options: BacklogGaugeOptions = {}): Layer.Layer<never, never, Store> =>
   Layer.scopedDiscard(Effect.gen(function*() {
     const store = yield* Store
+    const failures = yield* makeFailureRun("the backlog count")
     const pass = updateBacklog.pipe(
       Effect.provideService(Store, store),
-      Effect.catchAllCause((cause) => Effect.logWarning("backlog count failed", cause))
+      Effect.zipRight(failures.succeeded),
+      Effect.catchAllCause((cause) => failures.failed(cause))
     )
     yield* pass.pipe(Effect.repeat(Schedule.spaced(options.every ?? Duration.seconds(5))), Effect.forkScoped)
   }))

@@ -1,5 +1,6 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Layer } from "effect"
+import { makeFailureRun } from "../../runtime/FailureRun.js"
 import { StoreError } from "../StoreError.js"
 import { SqliteHotPaths } from "./SqliteConnection.js"
 
@@ -76,15 +77,15 @@ export const make = (options: MessageIdLogOptions = {}) =>
       Effect.mapError((cause: SqlError) => new StoreError({ operation: "open", cause }))
     )
 
+    const failures = yield* makeFailureRun("the merge of the message id log")
     const afterEachLogging = Effect.gen(function*() {
       yield* hot.awaitLogged
       let left = 1
       while (left > 0) {
         yield* Effect.sleep(interval)
         left = yield* mergeWhenDue(hot, { minRows, maxAgeMs, step, maxRows }).pipe(
-          Effect.catchAll((error) =>
-            Effect.as(Effect.logWarning("the message id log could not be merged; trying again", error), 1)
-          )
+          Effect.tap(() => failures.succeeded),
+          Effect.catchAll((error) => Effect.as(failures.failed(error), 1))
         )
       }
     })

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Data, Deferred, Duration, Effect, Exit, Layer, Ref, Schedule, type Scope } from "effect"
 import { type FSWatcher, watch } from "node:fs"
+import { makeFailureRun } from "../../runtime/FailureRun.js"
 import * as CheckpointWorker from "./CheckpointWorker.js"
 
 class WalWatchError extends Data.TaggedError("WalWatchError")<{ readonly cause: unknown }> {}
@@ -139,23 +140,17 @@ export const make = (
         Effect.catchAllCause((cause) => Effect.logError("could not set wal_autocheckpoint", cause))
       )
 
-    // Logged once when checkpoints start failing and once when they succeed again, not at every try.
+    // The commit path checkpoints from the first failure of a run until the success that ends it.
+    const failures = yield* makeFailureRun("a WAL checkpoint on its thread")
     const failing = (message: string) =>
-      Effect.gen(function*() {
-        const before = yield* Ref.getAndUpdate(stats, (s) => ({ ...s, checkpointError: message }))
-        if (before.checkpointError !== undefined) return
-        yield* Effect.logWarning(
-          `a WAL checkpoint failed (${message}): SQLite checkpoints on commit until one succeeds; retrying`
-        )
-        yield* checkpointOnCommit(true)
-      })
-
-    const recovered = Effect.gen(function*() {
-      const before = yield* Ref.getAndUpdate(stats, (s) => ({ ...s, checkpointError: undefined }))
-      if (before.checkpointError === undefined) return
-      yield* Effect.logInfo("WAL checkpoints succeed again on their thread")
-      yield* checkpointOnCommit(false)
-    })
+      Effect.zipRight(
+        Ref.update(stats, (s) => ({ ...s, checkpointError: message })),
+        Effect.flatMap(failures.failed(message), (first) => first ? checkpointOnCommit(true) : Effect.void)
+      )
+    const recovered = Effect.zipRight(
+      Ref.update(stats, (s) => ({ ...s, checkpointError: undefined })),
+      Effect.flatMap(failures.succeeded, (ended) => ended ? checkpointOnCommit(false) : Effect.void)
+    )
 
     const pass = Effect.gen(function*() {
       const result = yield* worker.right.checkpoint
