@@ -78,7 +78,7 @@ export const WebhookSettings = Schema.Struct({
 }).pipe(
   Schema.filter((settings) =>
     settings.asymmetric !== true || signsStandard(settings) ||
-    { path: ["asymmetric"], message: 'needs signing "standard" or "both"' }
+    { path: ["asymmetric"], message: "needs signing \"standard\" or \"both\"" }
   )
 )
 export type WebhookSettings = typeof WebhookSettings.Type

@@ -1,6 +1,6 @@
+import * as Schema from "effect/Schema"
 import { createPrivateKey, createPublicKey } from "node:crypto"
 import type { KeyObject } from "node:crypto"
-import * as Schema from "effect/Schema"
 
 /**
  * How a source's deliveries are signed: `segment` is SPEC §4's `X-Signature` (the default), `standard` the Standard

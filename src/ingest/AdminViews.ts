@@ -1,7 +1,6 @@
 import { maskSecret } from "../domain/Secrets.js"
 import type { WebhookSettings } from "../domain/Settings.js"
 import type { SavedSource } from "../relay/Relay.js"
-import { signingView } from "./SigningViews.js"
 import type {
   JobSummary,
   JobWithAttempts,
@@ -12,6 +11,7 @@ import type {
 } from "../relay/Relay.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
+import { signingView } from "./SigningViews.js"
 
 const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
 

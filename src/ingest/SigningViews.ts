@@ -1,6 +1,6 @@
+import type { WebhookSettings } from "../domain/Settings.js"
 import { decodePrivateKey, publicKeyOf } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
-import type { WebhookSettings } from "../domain/Settings.js"
 import type { RotatedSecret } from "../relay/Relay.js"
 import type * as Sec from "./AdminSecretSchemas.js"
 

@@ -8,8 +8,8 @@ import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { makeSourceCache } from "../store/SourceCache.js"
 import { StoreError } from "../store/StoreError.js"
 import type { StoreHealthShape } from "../store/StoreHealth.js"
-import { rotateSourceSecret, saveSource } from "./RelaySigning.js"
 import { defaultUsageDays, maxSearchLimit, maxUsageDays, type RelayShape } from "./Relay.js"
+import { rotateSourceSecret, saveSource } from "./RelaySigning.js"
 
 /** How long `/readyz` waits for the store's answer before it calls the store unreachable. */
 export const readinessProbeTimeout = Duration.seconds(2)

@@ -1,11 +1,11 @@
 import { Clock, Duration, Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import { generateSecret, generateSigningKeyPair } from "../delivery/StandardWebhooks.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
-import { generateSecret, generateSigningKeyPair } from "../delivery/StandardWebhooks.js"
 import type { StoreShape } from "../store/Model.js"
 import type { RotatedSecret, SavedSource } from "./Relay.js"
 
@@ -82,7 +82,7 @@ export const parseKeepOldFor = (input: unknown): Duration.Duration | InvalidAdmi
     ? Option.some(Duration.millis(input))
     : Option.none()
   if (Option.isNone(decoded) || !Duration.isFinite(decoded.value) || Duration.toMillis(decoded.value) < 0) {
-    return invalid('must be a duration such as "24 hours", "30 minutes" or "0 seconds"')
+    return invalid("must be a duration such as \"24 hours\", \"30 minutes\" or \"0 seconds\"")
   }
   if (Duration.greaterThan(decoded.value, maxKeepOldFor)) return invalid("must be at most 366 days")
   return decoded.value
@@ -103,7 +103,8 @@ export const rotateSecrets = (
     return new InvalidAdminRequest({
       errors: [{
         path: "signingSecrets",
-        message: `holds ${kept.length} unexpired secrets: at most ${maxSigningSecrets} (with the new one) are allowed; ` +
+        message:
+          `holds ${kept.length} unexpired secrets: at most ${maxSigningSecrets} (with the new one) are allowed; ` +
           "wait for one to expire or remove one with a PUT"
       }]
     })
@@ -116,7 +117,7 @@ export const rotateSecrets = (
 /** Saves a source with its signing completed (see `completeSigning`). */
 export const saveSource = (store: StoreShape, source: SourceConfig, now: number) =>
   Effect.gen(function*() {
-    if (source.webhooks === undefined) return (yield* store.upsertSource(source, now)) as SavedSource
+    if (source.webhooks === undefined) return (yield* store.upsertSource(source, now))
     const stored = yield* store.getSource(source.id)
     const completed = completeSigning(
       source.webhooks,
@@ -125,7 +126,7 @@ export const saveSource = (store: StoreShape, source: SourceConfig, now: number)
     )
     const saved = yield* store.upsertSource({ ...source, webhooks: completed.webhooks }, now)
     return completed.generatedSecret === undefined
-      ? saved as SavedSource
+      ? saved
       : { ...saved, generatedSecret: completed.generatedSecret }
   })
 
