@@ -1,5 +1,5 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, type Option, type Redacted, Schema } from "effect"
+import { type Duration, Effect, Either, type Option, type Redacted, Schema } from "effect"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
@@ -98,7 +98,7 @@ const rotateSecret = Effect.gen(function*() {
       { path: "", message: "must be an object" }
     ])
   }
-  const rotated = yield* relay.rotateSecret(sourceId, (input as { keepOldFor?: unknown }).keepOldFor as string)
+  const rotated = yield* relay.rotateSecret(sourceId, (input as { keepOldFor?: Duration.DurationInput }).keepOldFor)
   return answer<typeof Sec.RotatedSecretView.Type>(rotatedView(rotated))
 })
 

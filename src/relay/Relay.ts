@@ -115,7 +115,7 @@ export interface RelayShape {
    */
   readonly rotateSecret: (
     sourceId: string,
-    keepOldFor?: Duration.DurationInput | string
+    keepOldFor?: Duration.DurationInput
   ) => Effect.Effect<RotatedSecret, UnknownSource | InvalidAdminRequest | WriteKeyConflict | StoreError>
   readonly getSource: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
   readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>

@@ -7,6 +7,7 @@ import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
 import type { StoreShape } from "../store/Model.js"
+import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import type { RotatedSecret, SavedSource } from "./Relay.js"
 
 /** How long the previous secrets keep signing after a rotation, unless told otherwise. */
@@ -115,7 +116,11 @@ export const rotateSecrets = (
 }
 
 /** Saves a source with its signing completed (see `completeSigning`). */
-export const saveSource = (store: StoreShape, source: SourceConfig, now: number) =>
+export const saveSource = (
+  store: StoreShape,
+  source: SourceConfig,
+  now: number
+): Effect.Effect<SavedSource, StoreError | WriteKeyConflict> =>
   Effect.gen(function*() {
     if (source.webhooks === undefined) return (yield* store.upsertSource(source, now))
     const stored = yield* store.getSource(source.id)
