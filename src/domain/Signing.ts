@@ -6,7 +6,9 @@ import type { KeyObject } from "node:crypto"
  * How a source's deliveries are signed: `segment` is SPEC §4's `X-Signature` (the default), `standard` the Standard
  * Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), `both` sends both.
  */
-export const SigningScheme = Schema.Literal("segment", "standard", "both")
+export const SigningScheme = Schema.Literal("segment", "standard", "both").annotations({
+  message: () => ({ message: "must be \"segment\", \"standard\" or \"both\"", override: true })
+})
 export type SigningScheme = typeof SigningScheme.Type
 
 export const secretPrefix = "whsec_"

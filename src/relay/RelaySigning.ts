@@ -75,14 +75,15 @@ export const completeSigning = (
 export const parseKeepOldFor = (input: unknown): Duration.Duration | InvalidAdminRequest => {
   const invalid = (message: string) => new InvalidAdminRequest({ errors: [{ path: "keepOldFor", message }] })
   if (input === undefined) return Duration.decode(defaultKeepOldFor)
+  // Duration clamps a negative amount to zero: a negative one is refused here instead.
   const decoded = Duration.isDuration(input)
     ? Option.some(input)
-    : typeof input === "string"
+    : typeof input === "string" && !input.trim().startsWith("-")
     ? Duration.decodeUnknown(input.trim())
-    : typeof input === "number" && Number.isFinite(input)
+    : typeof input === "number" && Number.isFinite(input) && input >= 0
     ? Option.some(Duration.millis(input))
     : Option.none()
-  if (Option.isNone(decoded) || !Duration.isFinite(decoded.value) || Duration.toMillis(decoded.value) < 0) {
+  if (Option.isNone(decoded) || !Duration.isFinite(decoded.value)) {
     return invalid("must be a duration such as \"24 hours\", \"30 minutes\" or \"0 seconds\"")
   }
   if (Duration.greaterThan(decoded.value, maxKeepOldFor)) return invalid("must be at most 366 days")
