@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { createHmac, randomBytes } from "node:crypto"
+import { createHmac, generateKeyPairSync, randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -17,7 +17,9 @@ import { skipUnlessCi } from "../support/services.js"
  * (`src/main.ts`) runs in a process of its own through every path that touches a secret — good and wrong write
  * keys (Basic and body), good, wrong and missing admin tokens, admin reads and writes of sources, signed
  * deliveries, a failing receiver, a dead letter and its replay, store errors — and then everything it printed and
- * every answer it gave is searched for each secret, raw and in its Basic (base64) and URL-encoded forms.
+ * every answer it gave is searched for each secret, raw and in its Basic (base64) and URL-encoded forms. Standard
+ * Webhooks secrets and the ed25519 private key get the same search; a secret the server generates may appear only in
+ * the one answer that created it.
  */
 
 const nonce = randomBytes(6).toString("hex")
@@ -356,6 +358,136 @@ describe("secrets never in logs or answers: a full run of the server process", (
     for (const answer of answers) expect([answer.what, leaks(answer.text, secrets)]).toEqual([answer.what, []])
     // The receivers did get what they need: the token header they were configured with, and signatures.
     expect(good.requests.length).toBeGreaterThanOrEqual(3)
+  })
+
+  it("Standard Webhooks secrets and the ed25519 private key: shown once where created, never in logs or other answers", async () => {
+    const receiver = await startReceiver(() => 200)
+    const gone = await startReceiver(() => 410)
+    cleanups.push(() => receiver.close(), () => gone.close())
+    const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-secrets-std-"))
+    cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
+    const { privateKey } = generateKeyPairSync("ed25519")
+    const seed = privateKey.export({ format: "der", type: "pkcs8" }).subarray(-32).toString("base64")
+    const given = {
+      signingSecret: `whsec_${randomBytes(32).toString("base64")}`,
+      signingKey: `whsk_${seed}`,
+      goneSecret: `whsec_${randomBytes(24).toString("base64")}`,
+      badSecret: `whsec_${randomBytes(8).toString("base64")}`
+    }
+    // A leak could drop the prefix: the key material alone counts too.
+    const named: Record<string, string> = {
+      ...given,
+      signingSecretKey: given.signingSecret.slice(6),
+      signingKeySeed: seed,
+      goneSecretKey: given.goneSecret.slice(6),
+      adminToken: secrets.adminToken
+    }
+    const configFile = Path.join(directory, "config.json")
+    const webhooks = (url: string, fields: Record<string, unknown>) => ({
+      enabled: true,
+      endpoints: [{ url }],
+      ...fields
+    })
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        sources: [
+          {
+            id: "std",
+            writeKey: secrets.writeKey,
+            webhooks: webhooks(`${receiver.url}/std`, {
+              signing: "both",
+              sharedSecret: secrets.sharedSecret,
+              signingSecrets: [{ secret: given.signingSecret }],
+              asymmetric: true,
+              signingKey: given.signingKey
+            })
+          },
+          {
+            id: "gone",
+            writeKey: secrets.goneWriteKey,
+            webhooks: webhooks(`${gone.url}/gone`, {
+              signing: "standard",
+              signingSecrets: [{ secret: given.goneSecret }]
+            })
+          }
+        ]
+      })
+    )
+    const server = await startServerProcess({
+      DATABASE_URL: "",
+      HOOKRELAY_DATA_DIR: Path.join(directory, "data"),
+      HOOKRELAY_CONFIG: configFile,
+      HOOKRELAY_ADMIN_TOKEN: secrets.adminToken,
+      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
+    })
+    cleanups.push(() => stop(server))
+    const { answers, call } = recorder(server.url)
+    const admin = { authorization: `Bearer ${secrets.adminToken}` }
+
+    expect((await call("list", "GET", "/admin/sources", { headers: admin })).status).toBe(200)
+    const std = await call("get std", "GET", "/admin/sources/std", { headers: admin })
+    expect(std.json.webhooks.publicKey).toMatch(/^whpk_/)
+    expect(std.json.webhooks.signingSecrets).toHaveLength(1)
+    // Secrets the server makes are in the answer that made them, and nowhere else.
+    const generated = await call("put generates", "PUT", "/admin/sources/new", {
+      headers: admin,
+      body: { writeKey: secrets.putWriteKey, webhooks: webhooks(`${receiver.url}/new`, { signing: "standard" }) }
+    })
+    expect(generated.json.generatedSecret).toMatch(/^whsec_/)
+    named.generatedSecret = generated.json.generatedSecret
+    const rotated = await call("rotate", "POST", "/admin/sources/std/secrets/rotate", {
+      headers: admin,
+      body: { keepOldFor: "1 hour" }
+    })
+    expect(rotated.status).toBe(200)
+    named.rotatedSecret = rotated.json.secret
+    const refused = await call("put refused", "PUT", "/admin/sources/bad", {
+      headers: admin,
+      body: {
+        writeKey: secrets.flakyWriteKey,
+        webhooks: webhooks(`${receiver.url}/bad`, {
+          signing: "standard",
+          signingSecrets: [{ secret: given.badSecret }]
+        })
+      }
+    })
+    expect(refused.status).toBe(400)
+    expect((await call("get std again", "GET", "/admin/sources/std", { headers: admin })).status).toBe(200)
+
+    for (const [writeKey, id] of [[secrets.writeKey, "s-std"], [secrets.goneWriteKey, "s-gone"]] as const) {
+      expect(
+        (await call(`track ${id}`, "POST", "/v1/track", {
+          headers: { authorization: basicAuth(writeKey) },
+          body: track(id)
+        })).status
+      ).toBe(200)
+    }
+    await waitUntil(() => receiver.requests.length >= 1, "the std delivery")
+    const delivered = receiver.requests[0]!
+    expect(String(delivered.headers["webhook-signature"]).split(" ")).toHaveLength(3)
+    let deadId = ""
+    await waitUntil(async () => {
+      const dead = await call("dead letters", "GET", "/admin/dead-letters?sourceId=gone", { headers: admin })
+      deadId = dead.json?.deadLetters?.[0]?.id ?? ""
+      return deadId !== ""
+    }, "the gone job is dead")
+    expect((await call("replay", "POST", `/admin/dead-letters/${deadId}/replay`, { headers: admin })).status).toBe(202)
+    await waitUntil(() => gone.requests.length >= 2, "the replay was attempted")
+    expect(gone.requests[1]!.headers["webhook-id"]).toBe(gone.requests[0]!.headers["webhook-id"])
+
+    await stop(server)
+    const output = server.output()
+    expect(leaks(output, named)).toEqual([])
+    for (const request of [...receiver.requests, ...gone.requests]) {
+      expect(leaks(request.body.toString(), named)).toEqual([])
+    }
+    const shownOnce: Record<string, string> = { "put generates": "generatedSecret", rotate: "rotatedSecret" }
+    for (const answer of answers) {
+      const allowed = shownOnce[answer.what]
+      const others = Object.fromEntries(Object.entries(named).filter(([name]) => name !== allowed))
+      expect([answer.what, leaks(answer.text, others)]).toEqual([answer.what, []])
+    }
   })
 
   it("a store URL's password never shows, even when the store cannot be opened", async () => {
