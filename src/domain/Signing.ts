@@ -130,3 +130,10 @@ export const signsSegment = (settings: SigningSettings): boolean =>
 /** Epoch ms of a secret's expiry; `Infinity` when it has none. */
 export const expiryOf = (secret: SigningSecret): number =>
   secret.expiresAt === undefined ? Infinity : Date.parse(secret.expiresAt)
+
+/** The `whpk_` public key receivers verify a source's `v1a` signatures with; undefined when it signs none. */
+export const signingPublicKey = (settings: SigningSettings): string | undefined => {
+  if (settings.asymmetric !== true || settings.signingKey === undefined) return undefined
+  const key = decodePrivateKey(settings.signingKey)
+  return typeof key === "string" ? undefined : publicKeyOf(key)
+}

@@ -1,5 +1,5 @@
 import type { WebhookSettings } from "../domain/Settings.js"
-import { decodePrivateKey, publicKeyOf } from "../domain/Signing.js"
+import { signingPublicKey } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
 import type { RotatedSecret } from "../relay/Relay.js"
 import type * as Sec from "./AdminSecretSchemas.js"
@@ -14,18 +14,12 @@ export const signingSecretView = (secret: SigningSecret): typeof Sec.SigningSecr
   expiresAt: secret.expiresAt ?? null
 })
 
-const publicKeyView = (settings: WebhookSettings): string | undefined => {
-  if (settings.asymmetric !== true || settings.signingKey === undefined) return undefined
-  const key = decodePrivateKey(settings.signingKey)
-  return typeof key === "string" ? undefined : publicKeyOf(key)
-}
-
 /**
  * A source's signing as the admin API shows it: secrets by id and prefix, the private key never, its public key.
  * Fields never set stay absent, so a source signing only `X-Signature` looks as it always did.
  */
 export const signingView = (settings: WebhookSettings) => {
-  const publicKey = publicKeyView(settings)
+  const publicKey = signingPublicKey(settings)
   return {
     ...(settings.signing !== undefined && { signing: settings.signing }),
     ...(settings.signingSecrets !== undefined && settings.signingSecrets.length > 0 &&

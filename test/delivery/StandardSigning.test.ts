@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { deliver } from "../../src/delivery/Deliver.js"
 import * as Transport from "../../src/delivery/Transport.js"
-import { signingView } from "../../src/ingest/SigningViews.js"
+import { signingPublicKey } from "../../src/domain/Signing.js"
 import { startApp } from "../support/app.js"
 import { verifiesWith, verifiesWithPublicKey } from "./standardSupport.js"
 import { adjustUntil, realWait, startServer, waitUntil } from "./support.js"
@@ -185,7 +185,7 @@ describe("asymmetric (ed25519) signatures", () => {
       const signingKey = saved.webhooks?.signingKey
       expect(signingKey).toMatch(/^whsk_/)
       const source = yield* app.relay.getSource("std")
-      const publicKey = signingView(source.webhooks!).publicKey!
+      const publicKey = signingPublicKey(source.webhooks!)!
       expect(publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/)
 
       yield* app.relay.ingest("std", [{ type: "track", event: "Asymmetric", userId: "u-1" }])
