@@ -53,7 +53,7 @@ const interesting = (name: string) =>
 
 const signatureCheck = (headers: IncomingHttpHeaders, body: Buffer): string => {
   const given = headers["x-signature"]
-  if (typeof given !== "string") return "unsigned"
+  if (typeof given !== "string") return typeof headers["webhook-signature"] === "string" ? "no X-Signature" : "unsigned"
   if (secret === undefined) return "signature not checked (set RECEIVER_SECRET to check it)"
   const expected = createHmac("sha1", secret).update(body).digest("hex")
   const matches = given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected))

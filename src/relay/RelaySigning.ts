@@ -59,7 +59,8 @@ export const completeSigning = (
   if (needsSecret && !secrets.some((secret) => expiryOf(secret) > now)) {
     const created = newSecret(now)
     generatedSecret = created.secret
-    secrets = [created, ...secrets].slice(0, maxSigningSecrets)
+    // None of the others signs any more: the new one replaces them.
+    secrets = [created]
   }
   const signingKey = given.signingKey ?? stored?.signingKey ??
     (given.asymmetric === true ? encodePrivateKey(generateSigningKeyPair().privateKey) : undefined)
