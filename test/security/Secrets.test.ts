@@ -146,6 +146,24 @@ const stop = async (server: ServerProcess) => {
   if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL")
 }
 
+/**
+ * The real server on SQLite in `directory`, its sources provisioned from a HOOKRELAY_CONFIG file, stopped after the
+ * test; with a recorder of every answer and the admin token's header.
+ */
+const startProvisioned = async (directory: string, sources: ReadonlyArray<unknown>) => {
+  const configFile = Path.join(directory, "config.json")
+  writeFileSync(configFile, JSON.stringify({ sources }))
+  const server = await startServerProcess({
+    DATABASE_URL: "",
+    HOOKRELAY_DATA_DIR: Path.join(directory, "data"),
+    HOOKRELAY_CONFIG: configFile,
+    HOOKRELAY_ADMIN_TOKEN: secrets.adminToken,
+    HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
+  })
+  cleanups.push(() => stop(server))
+  return { server, ...recorder(server.url), admin: { authorization: `Bearer ${secrets.adminToken}` } }
+}
+
 const track = (messageId: string) => ({ userId: "user-1", event: "Secret Test", messageId, properties: { n: 1 } })
 
 describe("secrets: constant-time comparison", () => {
@@ -167,47 +185,31 @@ describe("secrets never in logs or answers: a full run of the server process", (
     cleanups.push(() => good.close(), () => flaky.close(), () => gone.close())
     const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-secrets-"))
     cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
-    const configFile = Path.join(directory, "config.json")
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        sources: [
-          {
-            id: "good",
-            writeKey: secrets.writeKey,
-            webhooks: {
-              enabled: true,
-              sharedSecret: secrets.sharedSecret,
-              endpoints: [{ url: `${good.url}/hook`, headers: { "X-Receiver-Token": secrets.receiverToken } }]
-            }
-          },
-          {
-            id: "flaky",
-            writeKey: secrets.flakyWriteKey,
-            webhooks: { enabled: true, sharedSecret: secrets.sharedSecret, endpoints: [{ url: `${flaky.url}/hook` }] }
-          },
-          {
-            id: "gone",
-            writeKey: secrets.goneWriteKey,
-            webhooks: {
-              enabled: true,
-              sharedSecret: secrets.goneSharedSecret,
-              endpoints: [{ url: `${gone.url}/hook` }]
-            }
-          }
-        ]
-      })
-    )
-    const server = await startServerProcess({
-      DATABASE_URL: "",
-      HOOKRELAY_DATA_DIR: Path.join(directory, "data"),
-      HOOKRELAY_CONFIG: configFile,
-      HOOKRELAY_ADMIN_TOKEN: secrets.adminToken,
-      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
-    })
-    cleanups.push(() => stop(server))
-    const { answers, call } = recorder(server.url)
-    const admin = { authorization: `Bearer ${secrets.adminToken}` }
+    const { server, answers, call, admin } = await startProvisioned(directory, [
+      {
+        id: "good",
+        writeKey: secrets.writeKey,
+        webhooks: {
+          enabled: true,
+          sharedSecret: secrets.sharedSecret,
+          endpoints: [{ url: `${good.url}/hook`, headers: { "X-Receiver-Token": secrets.receiverToken } }]
+        }
+      },
+      {
+        id: "flaky",
+        writeKey: secrets.flakyWriteKey,
+        webhooks: { enabled: true, sharedSecret: secrets.sharedSecret, endpoints: [{ url: `${flaky.url}/hook` }] }
+      },
+      {
+        id: "gone",
+        writeKey: secrets.goneWriteKey,
+        webhooks: {
+          enabled: true,
+          sharedSecret: secrets.goneSharedSecret,
+          endpoints: [{ url: `${gone.url}/hook` }]
+        }
+      }
+    ])
 
     // Ingest: Basic, body writeKey (single and batch), wrong keys both ways, no key.
     expect(
@@ -382,48 +384,32 @@ describe("secrets never in logs or answers: a full run of the server process", (
       goneSecretKey: given.goneSecret.slice(6),
       adminToken: secrets.adminToken
     }
-    const configFile = Path.join(directory, "config.json")
     const webhooks = (url: string, fields: Record<string, unknown>) => ({
       enabled: true,
       endpoints: [{ url }],
       ...fields
     })
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        sources: [
-          {
-            id: "std",
-            writeKey: secrets.writeKey,
-            webhooks: webhooks(`${receiver.url}/std`, {
-              signing: "both",
-              sharedSecret: secrets.sharedSecret,
-              signingSecrets: [{ secret: given.signingSecret }],
-              asymmetric: true,
-              signingKey: given.signingKey
-            })
-          },
-          {
-            id: "gone",
-            writeKey: secrets.goneWriteKey,
-            webhooks: webhooks(`${gone.url}/gone`, {
-              signing: "standard",
-              signingSecrets: [{ secret: given.goneSecret }]
-            })
-          }
-        ]
-      })
-    )
-    const server = await startServerProcess({
-      DATABASE_URL: "",
-      HOOKRELAY_DATA_DIR: Path.join(directory, "data"),
-      HOOKRELAY_CONFIG: configFile,
-      HOOKRELAY_ADMIN_TOKEN: secrets.adminToken,
-      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
-    })
-    cleanups.push(() => stop(server))
-    const { answers, call } = recorder(server.url)
-    const admin = { authorization: `Bearer ${secrets.adminToken}` }
+    const { server, answers, call, admin } = await startProvisioned(directory, [
+      {
+        id: "std",
+        writeKey: secrets.writeKey,
+        webhooks: webhooks(`${receiver.url}/std`, {
+          signing: "both",
+          sharedSecret: secrets.sharedSecret,
+          signingSecrets: [{ secret: given.signingSecret }],
+          asymmetric: true,
+          signingKey: given.signingKey
+        })
+      },
+      {
+        id: "gone",
+        writeKey: secrets.goneWriteKey,
+        webhooks: webhooks(`${gone.url}/gone`, {
+          signing: "standard",
+          signingSecrets: [{ secret: given.goneSecret }]
+        })
+      }
+    ])
 
     expect((await call("list", "GET", "/admin/sources", { headers: admin })).status).toBe(200)
     const std = await call("get std", "GET", "/admin/sources/std", { headers: admin })
