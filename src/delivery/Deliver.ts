@@ -208,10 +208,11 @@ const conclude = (
 }
 
 /**
- * Delivers one job (SPEC §4): signs the body once (`X-Signature`; the Standard Webhooks headers at each attempt), then runs one fiber per URL — each attempting and retrying under
- * `retryPolicy` — and races them: the first success interrupts the others, whose in-flight requests are aborted.
- * Succeeds with `Delivered`, or `Deferred` (see `maxInlineDelay`); fails with `AllEndpointsFailed` when every URL is
- * retired. With a single URL to run there is no race and no fork.
+ * Delivers one job (SPEC §4): signs the body once (`X-Signature`; the Standard Webhooks headers at each attempt),
+ * then runs one fiber per URL — each attempting and retrying under `retryPolicy` — and races them: the first success
+ * interrupts the others, whose in-flight requests are aborted. Succeeds with `Delivered`, or `Deferred` (see
+ * `maxInlineDelay`); fails with `AllEndpointsFailed` when every URL is retired. With a single URL to run there is no
+ * race and no fork.
  */
 export const deliver = (
   job: DeliveryJob,
