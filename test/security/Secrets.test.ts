@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
 import { spawn } from "node:child_process"
 import { createHmac, generateKeyPairSync, randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import pg from "pg"
 import { secretsEqual } from "../../src/domain/Secrets.js"
+import { layerSqlite, Store } from "../../src/store/Store.js"
 import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
@@ -408,7 +410,9 @@ describe("secrets never in logs or answers: a full run of the server process", (
           signing: "standard",
           signingSecrets: [{ secret: given.goneSecret }]
         })
-      }
+      },
+      // Provisioned without a secret: one is generated at start, and only a warning without it is printed.
+      { id: "gen", writeKey: `wk_gen_${nonce}`, webhooks: webhooks(`${receiver.url}/gen`, { signing: "standard" }) }
     ])
 
     expect((await call("list", "GET", "/admin/sources", { headers: admin })).status).toBe(200)
@@ -463,7 +467,15 @@ describe("secrets never in logs or answers: a full run of the server process", (
     expect(gone.requests[1]!.headers["webhook-id"]).toBe(gone.requests[0]!.headers["webhook-id"])
 
     await stop(server)
+    // The secret generated at provisioning, read from the store once the server is gone.
+    const provisioned = await Effect.runPromise(
+      Effect.flatMap(Store, (store) => store.getSource("gen")).pipe(
+        Effect.provide(layerSqlite({ directory: Path.join(directory, "data") }))
+      )
+    )
+    named.provisionedSecret = Option.getOrThrow(provisioned).webhooks!.signingSecrets![0]!.secret
     const output = server.output()
+    expect(output).toContain("source gen: a Standard Webhooks signing secret was generated")
     expect(leaks(output, named)).toEqual([])
     for (const request of [...receiver.requests, ...gone.requests]) {
       expect(leaks(request.body.toString(), named)).toEqual([])
