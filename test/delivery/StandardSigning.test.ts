@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect, Fiber, TestClock } from "effect"
 import { deliver } from "../../src/delivery/Deliver.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import { signingPublicKey } from "../../src/domain/Signing.js"
@@ -203,5 +203,63 @@ describe("asymmetric (ed25519) signatures", () => {
         webhooks: { enabled: true, endpoints: [{ url: `${receiver.url}/hook` }], signing: "standard", asymmetric: true }
       })
       expect((yield* app.relay.getSource("std")).webhooks?.signingKey).toBe(signingKey)
+    }))
+})
+
+describe("one job, several URLs (TestClock, scripted transport)", () => {
+  it.effect("every URL gets the same webhook-id; a URL failing permanently does not change the winner's", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const secret = "whsec_" + Buffer.alloc(32, 5).toString("base64")
+      const seen: Array<{ readonly url: string; readonly headers: Record<string, string> }> = []
+      const transport = Transport.layerTest((request) => {
+        const headers: Record<string, string> = {}
+        for (let i = 0; i < request.headers.length; i += 2) headers[request.headers[i]!] = request.headers[i + 1]!
+        seen.push({ url: `${request.origin}${request.path}`, headers })
+        return Effect.succeed(Transport.response(request.path === "/a" ? 410 : 200))
+      })
+      const body = new TextEncoder().encode(`{"type":"track","messageId":"m-urls"}`)
+      yield* deliver({
+        jobId: "job-urls",
+        messageId: "m-urls",
+        body,
+        settings: {
+          endpoints: [{ url: "https://a.example/a" }, { url: "https://b.example/b", headers: { "X-Team": "b" } }],
+          signing: "standard",
+          signingSecrets: [{ secret }]
+        }
+      }).pipe(Effect.provide(transport))
+      expect(seen.map((request) => request.url).sort()).toStrictEqual(["https://a.example/a", "https://b.example/b"])
+      const [a, b] = seen.map((request) => request.headers)
+      expect(a!["webhook-id"]).toBe("m-urls")
+      expect(b!["webhook-id"]).toBe("m-urls")
+      // Same instant, same signature: computed once for the job's second.
+      expect(a!["webhook-signature"]).toBe(b!["webhook-signature"])
+      expect(a!["webhook-timestamp"]).toBe(String(start / 1000))
+      expect(a!["X-Signature"]).toBeUndefined()
+      expect(b!["X-Team"]).toBe("b")
+    }))
+
+  it.effect("a message id a header cannot carry as is goes percent-encoded, the same on every attempt", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(start)
+      const ids: Array<string> = []
+      const transport = Transport.layerTest((request, call) => {
+        ids.push(request.headers[request.headers.indexOf("webhook-id") + 1]!)
+        return Effect.succeed(Transport.response(call === 1 ? 503 : 200))
+      })
+      const fiber = yield* deliver({
+        jobId: "job-utf8",
+        messageId: "commande n°1",
+        body: new TextEncoder().encode("{}"),
+        settings: {
+          endpoints: [{ url: "https://a.example/a" }],
+          signing: "standard",
+          signingSecrets: [{ secret: "whsec_" + Buffer.alloc(32, 6).toString("base64") }]
+        }
+      }).pipe(Effect.provide(transport), Effect.fork)
+      yield* TestClock.adjust("1 minute")
+      yield* Fiber.join(fiber)
+      expect(ids).toStrictEqual(["commande%20n%C2%B01", "commande%20n%C2%B01"])
     }))
 })
