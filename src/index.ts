@@ -37,7 +37,11 @@ export type {
   /** What `Relay.ingest` committed: accepted, duplicates, jobs created and the message ids. */
   IngestResult,
   /** The operations of the `Relay` service. */
-  RelayShape
+  RelayShape,
+  /** What `Relay.rotateSecret` made: the new `whsec_` secret (in full, once) and the source as saved. */
+  RotatedSecret,
+  /** A source as `Relay.putSource` saved it, with the Standard Webhooks secret it generated, if any. */
+  SavedSource
 } from "./relay/Relay.js"
 
 export {
@@ -174,6 +178,12 @@ export {
   /** Schema of a webhook destination: enabled, shared secret, 1 to 5 endpoints with static headers. */
   WebhookSettings
 } from "./domain/Settings.js"
+export {
+  /** The `whpk_` public key a source's receivers verify its `v1a` (ed25519) signatures with. */
+  signingPublicKey,
+  /** Schema of a Standard Webhooks secret: `{ secret: "whsec_…", expiresAt?, id?, createdAt? }`. */
+  SigningSecret
+} from "./domain/Signing.js"
 export type {
   /** Jobs by state, as `Relay.backlog` counts them. */
   Backlog,

@@ -1,4 +1,13 @@
-import type { Backlog, FieldIssue, JobView, MessageView, SourceInput, SourceView, Usage } from "./types.js"
+import type {
+  Backlog,
+  FieldIssue,
+  JobView,
+  MessageView,
+  RotatedSecret,
+  SourceInput,
+  SourceView,
+  Usage
+} from "./types.js"
 
 // The admin API as the console uses it (SPEC §7, §10, §11). Only these routes, only with the
 // operator's bearer token, which lives in sessionStorage and never in a URL.
@@ -106,6 +115,8 @@ export const api = {
   source: (id: string) => request<SourceView>("GET", `/admin/sources/${segment(id)}`),
   putSource: (id: string, input: SourceInput) => request<SourceView>("PUT", `/admin/sources/${segment(id)}`, input),
   deleteSource: (id: string) => request<void>("DELETE", `/admin/sources/${segment(id)}`),
+  rotateSecret: (id: string, keepOldFor: string) =>
+    request<RotatedSecret>("POST", `/admin/sources/${segment(id)}/secrets/rotate`, { keepOldFor }),
   message: (messageId: string) => request<MessageView>("GET", `/admin/messages/${segment(messageId)}`),
   messagesOfUser: (userId: string, sourceId: string | undefined, limit = 50) =>
     request<{ messages: Array<MessageView> }>("GET", `/admin/messages${query({ userId, sourceId, limit })}`).then(

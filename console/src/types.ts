@@ -3,6 +3,7 @@
 // The answers it only reads are the contract's own types (src/ingest/AdminSchemas.ts; types only,
 // nothing of it is bundled); the source editor keeps its own looser shapes for what it edits.
 import type * as Contract from "../../src/ingest/AdminSchemas.js"
+import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
 
 export interface FieldIssue {
   readonly path: string
@@ -35,7 +36,16 @@ export interface WebhooksView {
   readonly sharedSecret?: string
   readonly endpoints: ReadonlyArray<EndpointView>
   readonly filters?: ReadonlyArray<FilterRule>
+  readonly signing?: SigningScheme
+  readonly signingSecrets?: ReadonlyArray<SigningSecretView>
+  readonly asymmetric?: boolean
+  readonly publicKey?: string
 }
+
+export type SigningScheme = "segment" | "standard" | "both"
+
+export type SigningSecretView = typeof Secrets.SigningSecretView.Type
+export type RotatedSecret = typeof Secrets.RotatedSecretView.Type
 
 export interface SourceView {
   readonly id: string
@@ -43,6 +53,8 @@ export interface SourceView {
   readonly webhooks?: WebhooksView
   readonly createdAt: string | null
   readonly updatedAt: string | null
+  /** The Standard Webhooks secret a save generated: only in that save's answer. */
+  readonly generatedSecret?: string
 }
 
 export interface SourceInput {
@@ -52,6 +64,8 @@ export interface SourceInput {
     readonly sharedSecret?: string
     readonly endpoints: ReadonlyArray<EndpointView>
     readonly filters?: ReadonlyArray<FilterRule>
+    readonly signing?: SigningScheme
+    readonly asymmetric?: boolean
   }
 }
 

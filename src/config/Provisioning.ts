@@ -68,7 +68,7 @@ export const provision = (path: string) =>
     const file = yield* readProvisioningFile(path)
     yield* checkProvisioningFile(path, file)
     for (const [index, source] of file.sources.entries()) {
-      yield* relay.putSource(source).pipe(
+      const saved = yield* relay.putSource(source).pipe(
         Effect.catchTag("BlockedEndpoints", (blocked) =>
           Effect.fail(refused(
             path,
@@ -77,6 +77,13 @@ export const provision = (path: string) =>
             })
           )))
       )
+      // The generated secret itself is never logged: a rotation is how the operator gets one to hand out.
+      if (saved.generatedSecret !== undefined) {
+        yield* Effect.logWarning(
+          `source ${source.id}: a Standard Webhooks signing secret was generated; give signingSecrets in ${path}, ` +
+            `or rotate it (POST /admin/sources/${source.id}/secrets/rotate) to be shown one`
+        )
+      }
     }
     yield* Effect.logInfo(`provisioned ${file.sources.length} sources from ${path}`)
   })

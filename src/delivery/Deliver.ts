@@ -1,6 +1,7 @@
 import { Cause, Duration, Effect, Schedule, ScheduleDecision, ScheduleIntervals as Intervals } from "effect"
 import { signingSecret } from "../domain/Settings.js"
 import type { WebhookSettings } from "../domain/Settings.js"
+import { signsSegment } from "../domain/Signing.js"
 import { attemptWith, prepareEndpoint } from "./Attempt.js"
 import type { AttemptInput, AttemptServices, EndpointPermits, PreparedEndpoint } from "./Attempt.js"
 import type { AttemptOutcome, Retryable } from "./AttemptOutcome.js"
@@ -10,6 +11,8 @@ import type { Delivered, Pending, Retired } from "./DeliveryResult.js"
 import { deadline, retryPolicy } from "./RetryPolicy.js"
 import type { RetryPolicyOptions } from "./RetryPolicy.js"
 import { signatureFor } from "./Signature.js"
+import { standardStamp } from "./StandardSigning.js"
+import type { StandardStamp } from "./StandardSigning.js"
 import { Transport } from "./Transport.js"
 
 /** One message to deliver to a destination's URLs. */
@@ -19,7 +22,10 @@ export interface DeliveryJob {
   /** The serialized body (`encodeBody`): these exact bytes are signed and sent. */
   readonly body: Uint8Array
   /** `enabled` is routing's business and is not read here. */
-  readonly settings: Pick<WebhookSettings, "sharedSecret" | "endpoints">
+  readonly settings: Pick<
+    WebhookSettings,
+    "sharedSecret" | "endpoints" | "signing" | "signingSecrets" | "asymmetric" | "signingKey"
+  >
   /** Epoch ms of the job's first attempt, persisted: the 4-hour window counts from it. Default: now (a new job). */
   readonly firstAttemptAt?: number | undefined
   /**
@@ -62,6 +68,8 @@ interface JobContext {
   readonly record: AttemptSink
   readonly policy: DeliverOptions["policy"]
   readonly gate: EndpointGateFor | undefined
+  /** The Standard Webhooks headers of each attempt; undefined when the source does not send them. */
+  readonly stamp: StandardStamp | undefined
 }
 
 // The constructors once: each property read of a `Data.taggedEnum` makes a new one, and this is every delivery's path.
@@ -99,7 +107,8 @@ const runEndpoint = (
     return {
       jobId: context.job.jobId,
       messageId: context.job.messageId,
-      endpoint,
+      // Standard Webhooks: a timestamp (and signatures) of this attempt's own time, the same webhook-id every time.
+      endpoint: context.stamp === undefined ? endpoint : context.stamp(endpoint, clock.unsafeCurrentTimeMillis()),
       attemptNumber: attempts,
       record: context.record
     }
@@ -169,7 +178,8 @@ const jobContext = (
     maxInlineMillis: Duration.toMillis(Duration.decode(options.maxInlineDelay ?? Duration.infinity)),
     record: options.recordAttempt ?? noRecord,
     policy: options.policy,
-    gate: options.gate
+    gate: options.gate,
+    stamp: standardStamp(job.settings, job.messageId, job.body)
   }
 }
 
@@ -198,10 +208,11 @@ const conclude = (
 }
 
 /**
- * Delivers one job (SPEC §4): signs the body once, then runs one fiber per URL — each attempting and retrying under
- * `retryPolicy` — and races them: the first success interrupts the others, whose in-flight requests are aborted.
- * Succeeds with `Delivered`, or `Deferred` (see `maxInlineDelay`); fails with `AllEndpointsFailed` when every URL is
- * retired. With a single URL to run there is no race and no fork.
+ * Delivers one job (SPEC §4): signs the body once (`X-Signature`; the Standard Webhooks headers at each attempt),
+ * then runs one fiber per URL — each attempting and retrying under `retryPolicy` — and races them: the first success
+ * interrupts the others, whose in-flight requests are aborted. Succeeds with `Delivered`, or `Deferred` (see
+ * `maxInlineDelay`); fails with `AllEndpointsFailed` when every URL is retired. With a single URL to run there is no
+ * race and no fork.
  */
 export const deliver = (
   job: DeliveryJob,
@@ -219,7 +230,7 @@ export const deliverWith = (
   options: DeliverOptions = {}
 ): Effect.Effect<DeliveryResult, AllEndpointsFailed> => {
   const context = jobContext(services, job, options, services.clock.unsafeCurrentTimeMillis())
-  const signature = signatureFor(signingSecret(job.settings), job.body)
+  const signature = signsSegment(job.settings) ? signatureFor(signingSecret(job.settings), job.body) : undefined
   const priorStates = job.endpointStates ?? []
 
   // One URL (the common case): no race, no state bookkeeping, the URL's own failure is the conclusion's input.

@@ -1,5 +1,6 @@
 import { createHmac, generateKeyPairSync, randomBytes, sign as cryptoSign } from "node:crypto"
 import type { KeyObject } from "node:crypto"
+import { publicKeyOf, secretPrefix } from "../domain/Signing.js"
 
 /**
  * The Standard Webhooks scheme (standardwebhooks.com): `webhook-id`, `webhook-timestamp` and `webhook-signature`,
@@ -12,26 +13,8 @@ export const standardHeaders = {
   signature: "webhook-signature"
 } as const
 
-export const secretPrefix = "whsec_"
-export const publicKeyPrefix = "whpk_"
-export const privateKeyPrefix = "whsk_"
-
-/** The spec's bounds on a generated or given secret's key: 24 to 64 bytes. */
-export const secretBytes = { min: 24, max: 64 } as const
-
-const base64 = /^[A-Za-z0-9+/]+={0,2}$/
-
-/** The key bytes of a `whsec_` secret, or why it is not one. */
-export const decodeSecret = (secret: string): Uint8Array | string => {
-  if (!secret.startsWith(secretPrefix)) return `must start with "${secretPrefix}"`
-  const encoded = secret.slice(secretPrefix.length)
-  if (!base64.test(encoded) || encoded.length % 4 !== 0) return `must be "${secretPrefix}" followed by base64`
-  const key = Buffer.from(encoded, "base64")
-  if (key.length < secretBytes.min || key.length > secretBytes.max) {
-    return `must hold ${secretBytes.min} to ${secretBytes.max} bytes after "${secretPrefix}" (got ${key.length})`
-  }
-  return key
-}
+// The key formats are domain rules (settings validate them); the signer re-exports them as its own.
+export { decodeSecret, privateKeyPrefix, publicKeyPrefix, secretBytes, secretPrefix } from "../domain/Signing.js"
 
 /** A new `whsec_` secret of 32 random bytes. */
 export const generateSecret = (): string => secretPrefix + randomBytes(32).toString("base64")
@@ -52,8 +35,16 @@ export const signV1a = (privateKey: KeyObject, id: string, timestamp: number, bo
 
 /** A new ed25519 key pair: the public key as `whpk_` + base64 of its 32 raw bytes, the private key as a KeyObject. */
 export const generateSigningKeyPair = (): { readonly publicKey: string; readonly privateKey: KeyObject } => {
-  const { privateKey, publicKey } = generateKeyPairSync("ed25519")
-  // The raw key is the last 32 bytes of the SPKI DER encoding.
-  const raw = publicKey.export({ format: "der", type: "spki" }).subarray(-32)
-  return { publicKey: publicKeyPrefix + raw.toString("base64"), privateKey }
+  const { privateKey } = generateKeyPairSync("ed25519")
+  return { publicKey: publicKeyOf(privateKey), privateKey }
 }
+
+// Visible ASCII: what a header value carries as is.
+const headerSafe = /^[\x21-\x7e]+$/
+
+/**
+ * The `webhook-id` of a job: its message id (stable across retries, replays and URLs), percent-encoded when it holds
+ * characters a header cannot carry as is.
+ */
+export const webhookId = (messageId: string): string =>
+  headerSafe.test(messageId) ? messageId : encodeURIComponent(messageId)

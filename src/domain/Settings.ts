@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { Filters } from "./Filters.js"
+import { signingFields, signsStandard } from "./Signing.js"
 
 /** Request headers hookrelay owns: a static header may not replace them (SPEC §1). */
 export const reservedHeaderNames: ReadonlySet<string> = new Set([
@@ -8,7 +9,10 @@ export const reservedHeaderNames: ReadonlySet<string> = new Set([
   "content-length",
   "host",
   "transfer-encoding",
-  "x-signature"
+  "x-signature",
+  "webhook-id",
+  "webhook-timestamp",
+  "webhook-signature"
 ])
 
 const httpToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -68,8 +72,15 @@ export const WebhookSettings = Schema.Struct({
   sharedSecret: Schema.optionalWith(Schema.String, { exact: true }),
   endpoints: Endpoints,
   /** Rules that keep matching messages from being delivered (SPEC §10). */
-  filters: Schema.optionalWith(Filters, { exact: true })
-})
+  filters: Schema.optionalWith(Filters, { exact: true }),
+  /** Standard Webhooks signing, rotation and asymmetric keys (docs/SIGNING.md). */
+  ...signingFields
+}).pipe(
+  Schema.filter((settings) =>
+    settings.asymmetric !== true || signsStandard(settings) ||
+    { path: ["asymmetric"], message: "needs signing \"standard\" or \"both\"" }
+  )
+)
 export type WebhookSettings = typeof WebhookSettings.Type
 
 /** An empty shared secret counts as not set: no `X-Signature` (vectors/signature.json). */

@@ -1,5 +1,5 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, type Option, type Redacted, Schema } from "effect"
+import { type Duration, Effect, Either, type Option, type Redacted, Schema } from "effect"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
@@ -11,9 +11,11 @@ import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
 import { requireAdmin } from "./AdminAuth.js"
 import { openApiDocument } from "./AdminContract.js"
 import type * as S from "./AdminSchemas.js"
+import type * as Sec from "./AdminSecretSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
 import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { errorResponse } from "./ErrorBody.js"
+import { rotatedView } from "./SigningViews.js"
 import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 const decodeSource = decodeWithIssues(SourceConfig)
@@ -80,6 +82,24 @@ const putSource = Effect.gen(function*() {
     )
   }
   return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.putSource(decoded.right)))
+})
+
+/** `POST /admin/sources/{id}/secrets/rotate`: an empty body takes the default `keepOldFor`. */
+const rotateSecret = Effect.gen(function*() {
+  const relay = yield* Relay
+  const sourceId = yield* param("sourceId")
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+  const body = text.trim() === "" ? Either.right({}) : yield* readJson
+  if (Either.isLeft(body)) return body.left
+  const input: unknown = body.right
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return errorResponse(400, "invalid_request", "the body must be a JSON object", [
+      { path: "", message: "must be an object" }
+    ])
+  }
+  const rotated = yield* relay.rotateSecret(sourceId, (input as { keepOldFor?: Duration.DurationInput }).keepOldFor)
+  return answer<typeof Sec.RotatedSecretView.Type>(rotatedView(rotated))
 })
 
 const LimitParam = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
@@ -172,6 +192,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
         return HttpServerResponse.empty({ status: 204 })
       }))
     ),
+    HttpRouter.post("/admin/sources/:sourceId/secrets/rotate", route(rotateSecret)),
     HttpRouter.get("/admin/sources/:sourceId/usage", route(usage)),
     HttpRouter.get("/admin/sources/:sourceId/messages", route(sourceMessages)),
     HttpRouter.get("/admin/messages", route(searchMessages)),

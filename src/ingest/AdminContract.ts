@@ -9,6 +9,7 @@ import {
 } from "@effect/platform"
 import { Schema, SchemaAST } from "effect"
 import * as S from "./AdminSchemas.js"
+import * as Sec from "./AdminSecretSchemas.js"
 import * as Src from "./AdminSourceSchemas.js"
 
 /**
@@ -50,6 +51,15 @@ const sources = HttpApiGroup.make("sources")
     HttpApiEndpoint.del("deleteSource", "/admin/sources/:sourceId").setPath(SourcePath)
       .addSuccess(HttpApiSchema.NoContent)
       .addError(S.NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("rotateSecret", "/admin/sources/:sourceId/secrets/rotate")
+      .setPath(SourcePath)
+      .setPayload(Sec.RotateSecretInput)
+      .addSuccess(Sec.RotatedSecretView)
+      .addError(S.InvalidRequest)
+      .addError(S.NotFound)
+      .annotate(OpenApi.Description, "A new Standard Webhooks secret (shown once); the previous ones expire later.")
   )
   .add(
     HttpApiEndpoint.get("sourceUsage", "/admin/sources/:sourceId/usage")

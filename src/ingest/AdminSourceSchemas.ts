@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { Filters } from "../domain/Filters.js"
 import { SourceConfig } from "../domain/Settings.js"
 import { Timestamp } from "./AdminSchemas.js"
+import { signingViewFields } from "./AdminSecretSchemas.js"
 
 /** The admin API's source bodies (the rest are in `AdminSchemas`, which the web console's types read). */
 
@@ -29,12 +30,19 @@ export const SourceView = Schema.Struct({
       hasSharedSecret: Schema.Boolean,
       sharedSecret: Schema.optionalWith(Schema.String.annotations({ description: "masked" }), { exact: true }),
       endpoints: Schema.Array(EndpointView),
-      filters: Schema.optionalWith(Schema.encodedSchema(Filters), { exact: true })
+      filters: Schema.optionalWith(Schema.encodedSchema(Filters), { exact: true }),
+      ...signingViewFields
     }),
     { exact: true }
   ),
   createdAt: Timestamp,
-  updatedAt: Timestamp
+  updatedAt: Timestamp,
+  generatedSecret: Schema.optionalWith(
+    Schema.String.annotations({
+      description: "the whsec_ secret this save generated, in full: shown only in this answer"
+    }),
+    { exact: true }
+  )
 }).annotations({ identifier: "Source" })
 
 export const SourceList = Schema.Struct({ sources: Schema.Array(SourceView) })

@@ -1,5 +1,6 @@
 import { maskSecret } from "../domain/Secrets.js"
 import type { WebhookSettings } from "../domain/Settings.js"
+import type { SavedSource } from "../relay/Relay.js"
 import type {
   JobSummary,
   JobWithAttempts,
@@ -10,6 +11,7 @@ import type {
 } from "../relay/Relay.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
+import { signingView } from "./SigningViews.js"
 
 const iso = (millis: number | null): string | null => (millis === null ? null : new Date(millis).toISOString())
 
@@ -34,16 +36,22 @@ const webhooksView = (settings: WebhookSettings) => ({
     ...(endpoint.headers !== undefined && { headers: maskHeaders(endpoint.headers) })
   })),
   // As stored, absent when never set (nothing secret in them): the console edits and sends them back.
-  ...(settings.filters !== undefined && { filters: settings.filters })
+  ...(settings.filters !== undefined && { filters: settings.filters }),
+  ...signingView(settings)
 })
 
-/** A source as the admin API shows it: secrets never in full (SPEC §7). */
-export const sourceView = (source: StoredSource): typeof Src.SourceView.Type => ({
+/**
+ * A source as the admin API shows it: secrets never in full (SPEC §7), except a Standard Webhooks secret in the
+ * answer of the save that generated it.
+ */
+export const sourceView = (source: StoredSource | SavedSource): typeof Src.SourceView.Type => ({
   id: source.id,
   writeKey: maskSecret(source.writeKey),
   ...(source.webhooks !== undefined && { webhooks: webhooksView(source.webhooks) }),
   createdAt: iso(source.createdAt),
-  updatedAt: iso(source.updatedAt)
+  updatedAt: iso(source.updatedAt),
+  ...("generatedSecret" in source && source.generatedSecret !== undefined &&
+    { generatedSecret: source.generatedSecret })
 })
 
 export const jobView = (job: JobSummary): typeof S.JobView.Type => ({

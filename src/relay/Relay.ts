@@ -1,4 +1,4 @@
-import { Context, type Effect, type Stream } from "effect"
+import { Context, type Duration, type Effect, type Stream } from "effect"
 import type {
   AudienceSyncError,
   InvalidAdminRequest,
@@ -74,6 +74,18 @@ export interface IngestResult {
   readonly messageIds: ReadonlyArray<string>
 }
 
+/** A source as `putSource` saved it, with the Standard Webhooks secret it generated (shown once). */
+export type SavedSource = StoredSource & { readonly generatedSecret?: string }
+
+/** The answer of a rotation: the new primary secret in full (shown once) and the source as saved. */
+export interface RotatedSecret {
+  readonly secret: string
+  readonly id: string
+  /** ISO 8601. */
+  readonly createdAt: string
+  readonly source: StoredSource
+}
+
 export interface RelayShape {
   /**
    * Validates, stamps, routes and commits a request's messages to the outbox, all or nothing.
@@ -91,11 +103,20 @@ export interface RelayShape {
   /**
    * Creates or replaces a source and its webhook settings (already validated as `SourceConfig`).
    * Fails with `BlockedEndpoints`, nothing stored, when an endpoint URL points at a loopback,
-   * private or link-local address and private networks are not allowed (SPEC §8).
+   * private or link-local address and private networks are not allowed (SPEC §8). Signing secrets and keys left
+   * out are kept from the stored source; a Standard Webhooks scheme without a secret gets one (`generatedSecret`).
    */
   readonly putSource: (
     source: SourceConfig
-  ) => Effect.Effect<StoredSource, BlockedEndpoints | WriteKeyConflict | StoreError>
+  ) => Effect.Effect<SavedSource, BlockedEndpoints | WriteKeyConflict | StoreError>
+  /**
+   * Rotates a source's Standard Webhooks secret: a new primary (returned in full, once), and the others keep
+   * signing for `keepOldFor` (a duration, default 24 hours) at most. At most 10 unexpired secrets.
+   */
+  readonly rotateSecret: (
+    sourceId: string,
+    keepOldFor?: Duration.DurationInput
+  ) => Effect.Effect<RotatedSecret, UnknownSource | InvalidAdminRequest | WriteKeyConflict | StoreError>
   readonly getSource: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
   readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
   /** Removes a source; its jobs stay until delivered, dead or purged. */

@@ -9,6 +9,7 @@ import type { makeSourceCache } from "../store/SourceCache.js"
 import { StoreError } from "../store/StoreError.js"
 import type { StoreHealthShape } from "../store/StoreHealth.js"
 import { defaultUsageDays, maxSearchLimit, maxUsageDays, type RelayShape } from "./Relay.js"
+import { rotateSourceSecret, saveSource } from "./RelaySigning.js"
 
 /** How long `/readyz` waits for the store's answer before it calls the store unreachable. */
 export const readinessProbeTimeout = Duration.seconds(2)
@@ -40,7 +41,7 @@ export const makeSourceAdmin = (store: StoreShape, sources: SourceCache, egress:
   const putSource: RelayShape["putSource"] = (source) =>
     Effect.zipRight(
       checkSource(egress, source),
-      Effect.flatMap(Clock.currentTimeMillis, (now) => store.upsertSource(source, now))
+      Effect.flatMap(Clock.currentTimeMillis, (now) => saveSource(store, source, now))
     ).pipe(
       Effect.zipLeft(sources.invalidate())
     )
@@ -57,7 +58,10 @@ export const makeSourceAdmin = (store: StoreShape, sources: SourceCache, egress:
         ? sources.invalidate()
         : Effect.fail(new UnknownSource({ sourceId })))
 
-  return { authenticate, putSource, getSource, deleteSource }
+  const rotateSecret: RelayShape["rotateSecret"] = (sourceId, keepOldFor) =>
+    Effect.zipLeft(rotateSourceSecret(store, sourceId, keepOldFor), sources.invalidate())
+
+  return { authenticate, putSource, getSource, deleteSource, rotateSecret }
 }
 
 /** The admin's reads that take parameters (usage, message search), checked before the store is asked. */

@@ -34,13 +34,14 @@ export const make = Effect.gen(function*() {
   const clock = yield* Effect.clock
 
   const sourceById = requireSource(sources)
-  const { authenticate, deleteSource, getSource, putSource } = makeSourceAdmin(store, sources, egress)
+  const { authenticate, deleteSource, getSource, putSource, rotateSecret } = makeSourceAdmin(store, sources, egress)
   const { searchMessages, usage } = makeQueries(store, sourceById)
 
   return Relay.of({
     ingest: makeIngest({ store, sourceById, admission, ingesting, signal, clock }),
     authenticate,
     putSource,
+    rotateSecret,
     getSource,
     listSources: store.listSources(),
     deleteSource,

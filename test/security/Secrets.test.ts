@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
 import { spawn } from "node:child_process"
-import { createHmac, randomBytes } from "node:crypto"
+import { createHmac, generateKeyPairSync, randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import pg from "pg"
 import { secretsEqual } from "../../src/domain/Secrets.js"
+import { layerSqlite, Store } from "../../src/store/Store.js"
 import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
@@ -17,7 +19,9 @@ import { skipUnlessCi } from "../support/services.js"
  * (`src/main.ts`) runs in a process of its own through every path that touches a secret — good and wrong write
  * keys (Basic and body), good, wrong and missing admin tokens, admin reads and writes of sources, signed
  * deliveries, a failing receiver, a dead letter and its replay, store errors — and then everything it printed and
- * every answer it gave is searched for each secret, raw and in its Basic (base64) and URL-encoded forms.
+ * every answer it gave is searched for each secret, raw and in its Basic (base64) and URL-encoded forms. Standard
+ * Webhooks secrets and the ed25519 private key get the same search; a secret the server generates may appear only in
+ * the one answer that created it.
  */
 
 const nonce = randomBytes(6).toString("hex")
@@ -144,6 +148,24 @@ const stop = async (server: ServerProcess) => {
   if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL")
 }
 
+/**
+ * The real server on SQLite in `directory`, its sources provisioned from a HOOKRELAY_CONFIG file, stopped after the
+ * test; with a recorder of every answer and the admin token's header.
+ */
+const startProvisioned = async (directory: string, sources: ReadonlyArray<unknown>) => {
+  const configFile = Path.join(directory, "config.json")
+  writeFileSync(configFile, JSON.stringify({ sources }))
+  const server = await startServerProcess({
+    DATABASE_URL: "",
+    HOOKRELAY_DATA_DIR: Path.join(directory, "data"),
+    HOOKRELAY_CONFIG: configFile,
+    HOOKRELAY_ADMIN_TOKEN: secrets.adminToken,
+    HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
+  })
+  cleanups.push(() => stop(server))
+  return { server, ...recorder(server.url), admin: { authorization: `Bearer ${secrets.adminToken}` } }
+}
+
 const track = (messageId: string) => ({ userId: "user-1", event: "Secret Test", messageId, properties: { n: 1 } })
 
 describe("secrets: constant-time comparison", () => {
@@ -165,47 +187,31 @@ describe("secrets never in logs or answers: a full run of the server process", (
     cleanups.push(() => good.close(), () => flaky.close(), () => gone.close())
     const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-secrets-"))
     cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
-    const configFile = Path.join(directory, "config.json")
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        sources: [
-          {
-            id: "good",
-            writeKey: secrets.writeKey,
-            webhooks: {
-              enabled: true,
-              sharedSecret: secrets.sharedSecret,
-              endpoints: [{ url: `${good.url}/hook`, headers: { "X-Receiver-Token": secrets.receiverToken } }]
-            }
-          },
-          {
-            id: "flaky",
-            writeKey: secrets.flakyWriteKey,
-            webhooks: { enabled: true, sharedSecret: secrets.sharedSecret, endpoints: [{ url: `${flaky.url}/hook` }] }
-          },
-          {
-            id: "gone",
-            writeKey: secrets.goneWriteKey,
-            webhooks: {
-              enabled: true,
-              sharedSecret: secrets.goneSharedSecret,
-              endpoints: [{ url: `${gone.url}/hook` }]
-            }
-          }
-        ]
-      })
-    )
-    const server = await startServerProcess({
-      DATABASE_URL: "",
-      HOOKRELAY_DATA_DIR: Path.join(directory, "data"),
-      HOOKRELAY_CONFIG: configFile,
-      HOOKRELAY_ADMIN_TOKEN: secrets.adminToken,
-      HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
-    })
-    cleanups.push(() => stop(server))
-    const { answers, call } = recorder(server.url)
-    const admin = { authorization: `Bearer ${secrets.adminToken}` }
+    const { server, answers, call, admin } = await startProvisioned(directory, [
+      {
+        id: "good",
+        writeKey: secrets.writeKey,
+        webhooks: {
+          enabled: true,
+          sharedSecret: secrets.sharedSecret,
+          endpoints: [{ url: `${good.url}/hook`, headers: { "X-Receiver-Token": secrets.receiverToken } }]
+        }
+      },
+      {
+        id: "flaky",
+        writeKey: secrets.flakyWriteKey,
+        webhooks: { enabled: true, sharedSecret: secrets.sharedSecret, endpoints: [{ url: `${flaky.url}/hook` }] }
+      },
+      {
+        id: "gone",
+        writeKey: secrets.goneWriteKey,
+        webhooks: {
+          enabled: true,
+          sharedSecret: secrets.goneSharedSecret,
+          endpoints: [{ url: `${gone.url}/hook` }]
+        }
+      }
+    ])
 
     // Ingest: Basic, body writeKey (single and batch), wrong keys both ways, no key.
     expect(
@@ -356,6 +362,130 @@ describe("secrets never in logs or answers: a full run of the server process", (
     for (const answer of answers) expect([answer.what, leaks(answer.text, secrets)]).toEqual([answer.what, []])
     // The receivers did get what they need: the token header they were configured with, and signatures.
     expect(good.requests.length).toBeGreaterThanOrEqual(3)
+  })
+
+  it("Standard Webhooks secrets and the ed25519 private key: shown once where created, never in logs or other answers", async () => {
+    const receiver = await startReceiver(() => 200)
+    const gone = await startReceiver(() => 410)
+    cleanups.push(() => receiver.close(), () => gone.close())
+    const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-secrets-std-"))
+    cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
+    const { privateKey } = generateKeyPairSync("ed25519")
+    const seed = privateKey.export({ format: "der", type: "pkcs8" }).subarray(-32).toString("base64")
+    const given = {
+      signingSecret: `whsec_${randomBytes(32).toString("base64")}`,
+      signingKey: `whsk_${seed}`,
+      goneSecret: `whsec_${randomBytes(24).toString("base64")}`,
+      badSecret: `whsec_${randomBytes(8).toString("base64")}`
+    }
+    // A leak could drop the prefix: the key material alone counts too.
+    const named: Record<string, string> = {
+      ...given,
+      signingSecretKey: given.signingSecret.slice(6),
+      signingKeySeed: seed,
+      goneSecretKey: given.goneSecret.slice(6),
+      adminToken: secrets.adminToken
+    }
+    const webhooks = (url: string, fields: Record<string, unknown>) => ({
+      enabled: true,
+      endpoints: [{ url }],
+      ...fields
+    })
+    const { server, answers, call, admin } = await startProvisioned(directory, [
+      {
+        id: "std",
+        writeKey: secrets.writeKey,
+        webhooks: webhooks(`${receiver.url}/std`, {
+          signing: "both",
+          sharedSecret: secrets.sharedSecret,
+          signingSecrets: [{ secret: given.signingSecret }],
+          asymmetric: true,
+          signingKey: given.signingKey
+        })
+      },
+      {
+        id: "gone",
+        writeKey: secrets.goneWriteKey,
+        webhooks: webhooks(`${gone.url}/gone`, {
+          signing: "standard",
+          signingSecrets: [{ secret: given.goneSecret }]
+        })
+      },
+      // Provisioned without a secret: one is generated at start, and only a warning without it is printed.
+      { id: "gen", writeKey: `wk_gen_${nonce}`, webhooks: webhooks(`${receiver.url}/gen`, { signing: "standard" }) }
+    ])
+
+    expect((await call("list", "GET", "/admin/sources", { headers: admin })).status).toBe(200)
+    const std = await call("get std", "GET", "/admin/sources/std", { headers: admin })
+    expect(std.json.webhooks.publicKey).toMatch(/^whpk_/)
+    expect(std.json.webhooks.signingSecrets).toHaveLength(1)
+    // Secrets the server makes are in the answer that made them, and nowhere else.
+    const generated = await call("put generates", "PUT", "/admin/sources/new", {
+      headers: admin,
+      body: { writeKey: secrets.putWriteKey, webhooks: webhooks(`${receiver.url}/new`, { signing: "standard" }) }
+    })
+    expect(generated.json.generatedSecret).toMatch(/^whsec_/)
+    named.generatedSecret = generated.json.generatedSecret
+    const rotated = await call("rotate", "POST", "/admin/sources/std/secrets/rotate", {
+      headers: admin,
+      body: { keepOldFor: "1 hour" }
+    })
+    expect(rotated.status).toBe(200)
+    named.rotatedSecret = rotated.json.secret
+    const refused = await call("put refused", "PUT", "/admin/sources/bad", {
+      headers: admin,
+      body: {
+        writeKey: secrets.flakyWriteKey,
+        webhooks: webhooks(`${receiver.url}/bad`, {
+          signing: "standard",
+          signingSecrets: [{ secret: given.badSecret }]
+        })
+      }
+    })
+    expect(refused.status).toBe(400)
+    expect((await call("get std again", "GET", "/admin/sources/std", { headers: admin })).status).toBe(200)
+
+    for (const [writeKey, id] of [[secrets.writeKey, "s-std"], [secrets.goneWriteKey, "s-gone"]] as const) {
+      expect(
+        (await call(`track ${id}`, "POST", "/v1/track", {
+          headers: { authorization: basicAuth(writeKey) },
+          body: track(id)
+        })).status
+      ).toBe(200)
+    }
+    await waitUntil(() => receiver.requests.length >= 1, "the std delivery")
+    const delivered = receiver.requests[0]!
+    expect(String(delivered.headers["webhook-signature"]).split(" ")).toHaveLength(3)
+    let deadId = ""
+    await waitUntil(async () => {
+      const dead = await call("dead letters", "GET", "/admin/dead-letters?sourceId=gone", { headers: admin })
+      deadId = dead.json?.deadLetters?.[0]?.id ?? ""
+      return deadId !== ""
+    }, "the gone job is dead")
+    expect((await call("replay", "POST", `/admin/dead-letters/${deadId}/replay`, { headers: admin })).status).toBe(202)
+    await waitUntil(() => gone.requests.length >= 2, "the replay was attempted")
+    expect(gone.requests[1]!.headers["webhook-id"]).toBe(gone.requests[0]!.headers["webhook-id"])
+
+    await stop(server)
+    // The secret generated at provisioning, read from the store once the server is gone.
+    const provisioned = await Effect.runPromise(
+      Effect.flatMap(Store, (store) => store.getSource("gen")).pipe(
+        Effect.provide(layerSqlite({ directory: Path.join(directory, "data") }))
+      )
+    )
+    named.provisionedSecret = Option.getOrThrow(provisioned).webhooks!.signingSecrets![0]!.secret
+    const output = server.output()
+    expect(output).toContain("source gen: a Standard Webhooks signing secret was generated")
+    expect(leaks(output, named)).toEqual([])
+    for (const request of [...receiver.requests, ...gone.requests]) {
+      expect(leaks(request.body.toString(), named)).toEqual([])
+    }
+    const shownOnce: Record<string, string> = { "put generates": "generatedSecret", rotate: "rotatedSecret" }
+    for (const answer of answers) {
+      const allowed = shownOnce[answer.what]
+      const others = Object.fromEntries(Object.entries(named).filter(([name]) => name !== allowed))
+      expect([answer.what, leaks(answer.text, others)]).toEqual([answer.what, []])
+    }
   })
 
   it("a store URL's password never shows, even when the store cannot be opened", async () => {

@@ -2,7 +2,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/ho
 import { api, ApiError } from "../api.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
-import type { FieldIssue, SourceView } from "../types.js"
+import type { FieldIssue, SigningScheme, SourceView } from "../types.js"
+import { OnceSecret, SigningPanel } from "./SigningPanel.js"
 import type { EndpointRow, FormState, HeaderRow, PropertyRow, RuleRow, ValueKind } from "./sourceForm.js"
 import {
   emptyEndpoint,
@@ -26,7 +27,7 @@ import {
  * The form as the operator filled it, carried from "create" to the page of the new source: the
  * write key and secret stay visible there, to be copied, since the API never shows them again.
  */
-let carried: { readonly id: string; readonly form: FormState } | undefined
+let carried: { readonly id: string; readonly form: FormState; readonly generatedSecret?: string } | undefined
 
 const withMasksOf = (form: FormState, source: SourceView): FormState => {
   const { secretMasked: _, ...rest } = form
@@ -49,6 +50,9 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
   const [saving, setSaving] = useState(false)
   const [saved, setSaved] = useState<string | undefined>(undefined)
   const [created, setCreated] = useState(false)
+  // The saved source (for its signing panel) and a secret the last save generated, shown once.
+  const [stored, setStored] = useState<SourceView | undefined>(undefined)
+  const [generated, setGenerated] = useState<string | undefined>(undefined)
   const formRef = useRef<HTMLFormElement>(null)
 
   useEffect(() => {
@@ -58,13 +62,22 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
     }
     if (carried?.id === props.sourceId) {
       setForm(carried.form)
+      setGenerated(carried.generatedSecret)
+      reloadStored()
       setCreated(true)
       carried = undefined
       return
     }
     setForm(undefined)
-    api.source(props.sourceId).then((source) => setForm(formFromSource(source)), setLoadError)
+    api.source(props.sourceId).then((source) => {
+      setForm(formFromSource(source))
+      setStored(source)
+    }, setLoadError)
   }, [props.sourceId])
+
+  const reloadStored = () => {
+    if (props.sourceId !== undefined) api.source(props.sourceId).then(setStored, setLoadError)
+  }
 
   const placed = useMemo(
     () => (form === undefined ? new Map<string, ReadonlyArray<FieldIssue>>() : placeIssues(issues, fieldPaths(form))),
@@ -121,8 +134,14 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
     try {
       const source = await api.putSource(id, input)
       setIssues([])
+      setGenerated(source.generatedSecret)
+      setStored(source)
       if (isNew) {
-        carried = { id: source.id, form: withMasksOf(form, source) }
+        carried = {
+          id: source.id,
+          form: withMasksOf(form, source),
+          ...(source.generatedSecret !== undefined && { generatedSecret: source.generatedSecret })
+        }
         navigate(`/sources/${encodeURIComponent(source.id)}`)
       } else {
         setForm(withMasksOf(form, source))
@@ -301,6 +320,40 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
                 {errorsOf("webhooks.sharedSecret")}
               </div>
 
+              <div class="field">
+                <label for="signing">Signature scheme</label>
+                <select
+                  id="signing"
+                  name="signing"
+                  value={form.signing ?? "segment"}
+                  aria-invalid={invalid("webhooks.signing")}
+                  aria-describedby={described("webhooks.signing")}
+                  onChange={(e) => update((s) => ({ ...s, signing: e.currentTarget.value as SigningScheme }))}
+                >
+                  <option value="segment">X-Signature (HMAC-SHA1, Segment-compatible)</option>
+                  <option value="standard">Standard Webhooks (webhook-id, -timestamp, -signature)</option>
+                  <option value="both">Both</option>
+                </select>
+                {errorsOf("webhooks.signing")}
+              </div>
+
+              {form.signing !== undefined && form.signing !== "segment" && (
+                <div class="field">
+                  <input
+                    type="checkbox"
+                    id="asymmetric"
+                    checked={form.asymmetric === true}
+                    aria-invalid={invalid("webhooks.asymmetric")}
+                    aria-describedby={described("webhooks.asymmetric")}
+                    onChange={(e) => update((s) => ({ ...s, asymmetric: e.currentTarget.checked }))}
+                  />{" "}
+                  <label for="asymmetric">
+                    Asymmetric signatures too (v1a, ed25519: receivers need only a public key)
+                  </label>
+                  {errorsOf("webhooks.asymmetric")}
+                </div>
+              )}
+
               <div class="group" aria-labelledby="endpoints-title" role="group">
                 <h2 id="endpoints-title">Endpoints ({form.endpoints.length} of at most {maxEndpoints})</h2>
                 {errorsOf("webhooks.endpoints")}
@@ -447,6 +500,8 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
           )}
         </div>
       </form>
+      <OnceSecret secret={generated} />
+      {!isNew && stored !== undefined && <SigningPanel source={stored} onRotated={reloadStored} />}
     </section>
   )
 }

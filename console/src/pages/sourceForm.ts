@@ -1,4 +1,4 @@
-import type { FieldIssue, FilterRule, PropertyValue, SourceInput, SourceView } from "../types.js"
+import type { FieldIssue, FilterRule, PropertyValue, SigningScheme, SourceInput, SourceView } from "../types.js"
 
 // The source form's state, its translation to the admin API's body, and the placing of validation
 // issues (the API's `errors[].path`, e.g. `webhooks.filters[1].if.type[0]`) next to the input they
@@ -54,6 +54,9 @@ export interface FormState {
   readonly secretMasked?: string
   readonly endpoints: ReadonlyArray<EndpointRow>
   readonly rules: ReadonlyArray<RuleRow>
+  /** Sent only once set (by the source or the operator): a source never given one keeps the default. */
+  readonly signing?: SigningScheme
+  readonly asymmetric?: boolean
 }
 
 export const replaceAt = <A>(list: ReadonlyArray<A>, index: number, f: (a: A) => A): Array<A> =>
@@ -117,6 +120,8 @@ export const formFromSource = (source: SourceView): FormState => {
           looksMasked(value) ? { key: key(), name, value: "", masked: value } : { key: key(), name, value }
         )
       })),
+    ...(webhooks?.signing !== undefined && { signing: webhooks.signing }),
+    ...(webhooks?.asymmetric !== undefined && { asymmetric: webhooks.asymmetric }),
     rules: (webhooks?.filters ?? []).map((rule) => ({
       key: key(),
       types: (rule.if.type ?? []).join(", "),
@@ -227,7 +232,10 @@ export const toInput = (
         enabled: form.enabled,
         ...(form.secretMode === "set" && { sharedSecret: form.secret }),
         endpoints,
-        ...(filters.length > 0 && { filters })
+        ...(filters.length > 0 && { filters }),
+        // Signing secrets and keys are never sent back: the server keeps the ones a PUT leaves out.
+        ...(form.signing !== undefined && { signing: form.signing }),
+        ...(form.asymmetric !== undefined && { asymmetric: form.asymmetric })
       }
     },
     issues
@@ -236,7 +244,16 @@ export const toInput = (
 
 /** Every place of the form an issue can be shown at, most specific last is not required. */
 export const fieldPaths = (form: FormState): Array<string> => {
-  const paths = ["id", "writeKey", "webhooks", "webhooks.enabled", "webhooks.sharedSecret", "webhooks.endpoints"]
+  const paths = [
+    "id",
+    "writeKey",
+    "webhooks",
+    "webhooks.enabled",
+    "webhooks.sharedSecret",
+    "webhooks.signing",
+    "webhooks.asymmetric",
+    "webhooks.endpoints"
+  ]
   form.endpoints.forEach((endpoint, e) => {
     const at = `webhooks.endpoints[${e}]`
     paths.push(at, `${at}.url`, `${at}.headers`)

@@ -1,0 +1,167 @@
+import { Clock, Duration, Effect, Option } from "effect"
+import { randomBytes } from "node:crypto"
+import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import { generateSecret, generateSigningKeyPair } from "../delivery/StandardWebhooks.js"
+import { UnknownSource } from "../domain/IngestErrors.js"
+import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
+import type { SigningSecret } from "../domain/Signing.js"
+import type { StoreShape } from "../store/Model.js"
+import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+import type { RotatedSecret, SavedSource } from "./Relay.js"
+
+/** How long the previous secrets keep signing after a rotation, unless told otherwise. */
+export const defaultKeepOldFor = "24 hours"
+
+/** The longest `keepOldFor` a rotation takes: a year. */
+const maxKeepOldFor = Duration.days(366)
+
+const iso = (millis: number): string => new Date(millis).toISOString()
+
+const newSecret = (now: number, secret: string = generateSecret()): SigningSecret => ({
+  secret,
+  id: "sec_" + randomBytes(8).toString("hex"),
+  createdAt: iso(now)
+})
+
+/** A given secret keeps the id and creation time it was stored with; a new one gets its own. */
+const identify = (
+  given: ReadonlyArray<SigningSecret>,
+  stored: ReadonlyArray<SigningSecret>,
+  now: number
+): Array<SigningSecret> =>
+  given.map((secret) => {
+    const known = stored.find((old) => old.secret === secret.secret)
+    const base = known ?? newSecret(now, secret.secret)
+    return {
+      ...secret,
+      id: secret.id ?? base.id!,
+      createdAt: secret.createdAt ?? base.createdAt!
+    }
+  })
+
+/**
+ * The signing settings as saved: secrets and key the operator left out are kept from the stored settings (so a
+ * PUT of other fields, or provisioning at each start, changes no secret); a scheme that needs a secret and has none
+ * gets one generated, returned once as `generatedSecret`; `asymmetric` without a key gets an ed25519 key.
+ */
+export const completeSigning = (
+  given: WebhookSettings,
+  stored: WebhookSettings | undefined,
+  now: number
+): { readonly webhooks: WebhookSettings; readonly generatedSecret?: string } => {
+  let secrets = given.signingSecrets === undefined
+    ? stored?.signingSecrets ?? []
+    : identify(given.signingSecrets, stored?.signingSecrets ?? [], now)
+  let generatedSecret: string | undefined
+  // With an ed25519 key, receivers verify with the public key and need no shared secret.
+  const needsSecret = signsStandard(given) && given.asymmetric !== true
+  if (needsSecret && !secrets.some((secret) => expiryOf(secret) > now)) {
+    const created = newSecret(now)
+    generatedSecret = created.secret
+    // None of the others signs any more: the new one replaces them.
+    secrets = [created]
+  }
+  const signingKey = given.signingKey ?? stored?.signingKey ??
+    (given.asymmetric === true ? encodePrivateKey(generateSigningKeyPair().privateKey) : undefined)
+  const webhooks: WebhookSettings = {
+    ...given,
+    ...(secrets.length > 0 && { signingSecrets: secrets }),
+    ...(signingKey !== undefined && { signingKey })
+  }
+  return generatedSecret === undefined ? { webhooks } : { webhooks, generatedSecret }
+}
+
+/** `keepOldFor` as a duration from zero (the old secrets stop at once) to a year, or the issue naming the field. */
+export const parseKeepOldFor = (input: unknown): Duration.Duration | InvalidAdminRequest => {
+  const invalid = (message: string) => new InvalidAdminRequest({ errors: [{ path: "keepOldFor", message }] })
+  if (input === undefined) return Duration.decode(defaultKeepOldFor)
+  // Duration clamps a negative amount to zero: a negative one is refused here instead.
+  const decoded = Duration.isDuration(input)
+    ? Option.some(input)
+    : typeof input === "string" && !input.trim().startsWith("-")
+    ? Duration.decodeUnknown(input.trim())
+    : typeof input === "number" && Number.isFinite(input) && input >= 0
+    ? Option.some(Duration.millis(input))
+    : Option.none()
+  if (Option.isNone(decoded) || !Duration.isFinite(decoded.value)) {
+    return invalid("must be a duration such as \"24 hours\", \"30 minutes\" or \"0 seconds\"")
+  }
+  if (Duration.greaterThan(decoded.value, maxKeepOldFor)) return invalid("must be at most 366 days")
+  return decoded.value
+}
+
+/**
+ * A rotation: expired secrets are dropped, a new primary comes first, and every other secret stops signing at
+ * `now + keepOldFor` at the latest, so receivers have that long to take the new one.
+ */
+export const rotateSecrets = (
+  webhooks: WebhookSettings,
+  keepOldFor: Duration.Duration,
+  now: number
+): { readonly webhooks: WebhookSettings; readonly secret: SigningSecret } | InvalidAdminRequest => {
+  const until = now + Duration.toMillis(keepOldFor)
+  const kept = (webhooks.signingSecrets ?? []).filter((secret) => expiryOf(secret) > now)
+  if (kept.length + 1 > maxSigningSecrets) {
+    return new InvalidAdminRequest({
+      errors: [{
+        path: "signingSecrets",
+        message:
+          `holds ${kept.length} unexpired secrets: at most ${maxSigningSecrets} (with the new one) are allowed; ` +
+          "wait for one to expire or remove one with a PUT"
+      }]
+    })
+  }
+  const secret = newSecret(now)
+  const older = kept.map((old) => (expiryOf(old) <= until ? old : { ...old, expiresAt: iso(until) }))
+  return { webhooks: { ...webhooks, signingSecrets: [secret, ...older] }, secret }
+}
+
+/** Saves a source with its signing completed (see `completeSigning`). */
+export const saveSource = (
+  store: StoreShape,
+  source: SourceConfig,
+  now: number
+): Effect.Effect<SavedSource, StoreError | WriteKeyConflict> =>
+  Effect.gen(function*() {
+    if (source.webhooks === undefined) return (yield* store.upsertSource(source, now))
+    const stored = yield* store.getSource(source.id)
+    const completed = completeSigning(
+      source.webhooks,
+      Option.getOrUndefined(stored)?.webhooks,
+      now
+    )
+    const saved = yield* store.upsertSource({ ...source, webhooks: completed.webhooks }, now)
+    return completed.generatedSecret === undefined
+      ? saved
+      : { ...saved, generatedSecret: completed.generatedSecret }
+  })
+
+/** `Relay.rotateSecret` over the store; the caller refreshes the source cache. */
+export const rotateSourceSecret = (store: StoreShape, sourceId: string, keepOldFor: unknown) =>
+  Effect.gen(function*() {
+    const duration = parseKeepOldFor(keepOldFor)
+    if (duration instanceof InvalidAdminRequest) return yield* duration
+    const stored = yield* store.getSource(sourceId)
+    if (Option.isNone(stored)) return yield* new UnknownSource({ sourceId })
+    const source = stored.value
+    if (source.webhooks === undefined) {
+      return yield* new InvalidAdminRequest({
+        errors: [{ path: "webhooks", message: "the source has no webhook destination to sign for" }]
+      })
+    }
+    const now = yield* Clock.currentTimeMillis
+    const rotated = rotateSecrets(source.webhooks, duration, now)
+    if (rotated instanceof InvalidAdminRequest) return yield* rotated
+    const saved = yield* store.upsertSource(
+      { id: source.id, writeKey: source.writeKey, webhooks: rotated.webhooks },
+      now
+    )
+    const result: RotatedSecret = {
+      secret: rotated.secret.secret,
+      id: rotated.secret.id!,
+      createdAt: rotated.secret.createdAt!,
+      source: saved
+    }
+    return result
+  })
