@@ -1,4 +1,5 @@
-import { Config, LogLevel, Schema } from "effect"
+import { Config, LogLevel } from "effect"
+import { oneOfConfig } from "./TelemetryConfig.js"
 
 /** The names `HOOKRELAY_LOG_LEVEL` accepts, in any case. */
 export const logLevelNames = ["trace", "debug", "info", "warning", "error", "fatal", "none"] as const
@@ -13,10 +14,9 @@ const levels: Record<typeof logLevelNames[number], LogLevel.LogLevel> = {
   none: LogLevel.None
 }
 
-const LogLevelName = Schema.compose(Schema.Lowercase, Schema.Literal(...logLevelNames))
-
 /** `HOOKRELAY_LOG_LEVEL` (default `info`): the least severe level the server logs. A wrong name fails the start. */
-export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Schema.Config("HOOKRELAY_LOG_LEVEL", LogLevelName).pipe(
-  Config.withDefault("info" as const),
-  Config.map((name) => levels[name])
-)
+export const logLevelConfig: Config.Config<LogLevel.LogLevel> = oneOfConfig(
+  "HOOKRELAY_LOG_LEVEL",
+  logLevelNames,
+  "info"
+).pipe(Config.map((name) => levels[name]))

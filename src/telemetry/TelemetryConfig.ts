@@ -1,6 +1,24 @@
 import { Config, Duration, Option, Schema } from "effect"
 
 /**
+ * A variable holding one of `names` (in any case), `fallback` when unset. A wrong value fails the start with
+ * `Invalid data at NAME: "must be one of …"`: one line, where Schema's own message is a tree of every alternative.
+ */
+export const oneOfConfig = <const Names extends ReadonlyArray<string>>(
+  name: string,
+  names: Names,
+  fallback: Names[number]
+): Config.Config<Names[number]> => {
+  const isName = Schema.is(Schema.Literal(...names))
+  // Validated before it is nested under its name, so that the error says which variable it is.
+  const value = Config.string().pipe(
+    Config.map((value) => value.trim().toLowerCase()),
+    Config.validate({ message: `must be one of ${names.join(", ")}`, validation: isName })
+  )
+  return Config.nested(value, name).pipe(Config.withDefault(fallback))
+}
+
+/**
  * What the standard OpenTelemetry variables ask for (https://opentelemetry.io/docs/specs/otel/configuration/
  * sdk-environment-variables/). Telemetry is on when an OTLP endpoint is set; the exporters read the endpoints,
  * `OTEL_EXPORTER_OTLP_HEADERS`, `…_TIMEOUT` and `…_COMPRESSION` themselves, and the resource `OTEL_SERVICE_NAME` and
@@ -18,16 +36,10 @@ export interface TelemetryOptions {
 const isSet = (name: string) => Config.option(Config.nonEmptyString(name)).pipe(Config.map(Option.isSome))
 
 // `none` turns one signal off; any other exporter than OTLP is not shipped.
-const exporter = (name: string) =>
-  Schema.Config(name, Schema.compose(Schema.Lowercase, Schema.Literal("otlp", "none"))).pipe(
-    Config.withDefault("otlp" as const)
-  )
+const exporter = (name: string) => oneOfConfig(name, ["otlp", "none"], "otlp")
 
 // OTLP/HTTP with JSON bodies: collectors take JSON and protobuf on the same port and paths; gRPC is another port.
-const protocol = (name: string) =>
-  Schema.Config(name, Schema.compose(Schema.Lowercase, Schema.Literal("http/json", "http/protobuf"))).pipe(
-    Config.withDefault("http/json" as const)
-  )
+const protocol = (name: string) => oneOfConfig(name, ["http/json", "http/protobuf"], "http/json")
 
 /** The telemetry to export, or none (`Option.none()`: telemetry off, nothing loaded). */
 export const telemetryConfig: Config.Config<Option.Option<TelemetryOptions>> = Config.all({

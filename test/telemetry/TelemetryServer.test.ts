@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { parseTraceparent } from "../../src/domain/TraceContext.js"
-import { basicAuth, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
+import { basicAuth, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./OtlpReceiver.js"
 
 const writeKey = "wk_telemetry_01"
@@ -172,6 +173,26 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         expect(debug.some((line) => line.includes("\"telemetry\"") && line.includes("\"traces\":false"))).toBe(true)
         server.child.kill("SIGTERM")
         expect(await server.exited).toBe(0)
+      }),
+    60_000
+  )
+
+  it.live(
+    "a wrong HOOKRELAY_LOG_LEVEL stops the start with a message naming the variable",
+    () =>
+      Effect.promise(async () => {
+        const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "src/main.ts")], {
+          cwd: repoRoot,
+          env: { ...process.env, HOOKRELAY_LOG_LEVEL: "verbose", PORT: "0", DATABASE_URL: "" },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let output = ""
+        child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+        child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+        const code = await new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+        expect(code).not.toBe(0)
+        expect(output).toContain("HOOKRELAY_LOG_LEVEL")
+        expect(output).not.toContain("listening")
       }),
     60_000
   )
