@@ -1,7 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, LogLevel, Option } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, LogLevel, Option } from "effect"
+import type { ConfigError } from "effect"
 import { logLevelConfig } from "../../src/telemetry/LogLevel.js"
 import { telemetryConfig } from "../../src/telemetry/TelemetryConfig.js"
+
+const text = (error: ConfigError.ConfigError) => Cause.pretty(Cause.fail(error))
 
 const withEnv = (env: Record<string, string>) =>
   Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
@@ -18,8 +21,8 @@ describe("HOOKRELAY_LOG_LEVEL", () => {
   it.effect("refuses another value, naming the variable and the levels", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(withEnv({ HOOKRELAY_LOG_LEVEL: "verbose" })(logLevelConfig))
-      expect(String(error)).toContain("HOOKRELAY_LOG_LEVEL")
-      expect(String(error)).toContain("must be one of trace, debug, info, warning, error, fatal, none")
+      expect(text(error)).toContain("HOOKRELAY_LOG_LEVEL")
+      expect(text(error)).toContain("must be one of trace, debug, info, warning, error, fatal, none")
     }))
 })
 
@@ -67,7 +70,7 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
         ] as const
       ) {
         const error = yield* Effect.flip(withEnv({ ...endpoint, [name]: value })(telemetryConfig))
-        expect(String(error)).toContain(name)
+        expect(text(error)).toContain(name)
       }
     }))
 })
