@@ -1,5 +1,6 @@
-import { Context, Effect, Exit, Option, Tracer } from "effect"
-import type { Clock } from "effect"
+import * as Otel from "@opentelemetry/api"
+import { Context, Effect, Exit, Option } from "effect"
+import type { Clock, Tracer } from "effect"
 import type { AttemptInput } from "../delivery/Attempt.js"
 import { withTraceparent } from "../delivery/Attempt.js"
 import type { AttemptRecord } from "../delivery/AttemptRecord.js"
@@ -22,22 +23,40 @@ const urlAttributes = (url: string): UrlAttributes => {
   return { "url.full": parsed.href, "server.address": parsed.hostname, "server.port": port }
 }
 
-const endAttempt = (span: Tracer.Span, record: AttemptRecord, endTime: bigint) => {
-  span.attribute("hookrelay.attempt.outcome", record.outcome)
-  span.attribute("hookrelay.attempt.duration_ms", record.durationMs)
-  if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
-  if (record.outcome === "Success") return span.end(endTime, Exit.void)
-  // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
-  span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
-  span.end(endTime, Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`))
+const endAttempt = (span: Otel.Span, record: AttemptRecord) => {
+  span.setAttribute("hookrelay.attempt.outcome", record.outcome)
+  if (record.status !== undefined) span.setAttribute("http.response.status_code", record.status)
+  if (record.outcome !== "Success") {
+    // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
+    span.setAttribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
+    span.setStatus({ code: Otel.SpanStatusCode.ERROR, message: record.error ?? `HTTP ${record.status ?? "error"}` })
+  }
+  span.end()
+}
+
+/** The stored `traceparent` as the parent context of an attempt's span. */
+const producerContext = (traceparent: string | undefined): Otel.SpanContext | undefined => {
+  const producer = parseTraceparent(traceparent)
+  return producer === undefined ? undefined : {
+    traceId: producer.traceId,
+    spanId: producer.spanId,
+    traceFlags: producer.sampled ? Otel.TraceFlags.SAMPLED : Otel.TraceFlags.NONE,
+    isRemote: true
+  }
 }
 
 /**
- * Delivery's spans over a tracer (the OpenTelemetry one): a client span per attempt, child of the tracking request that
- * made the job (and linked to it), whose own context goes to the receiver as `traceparent`; a span per claim batch
- * and per completion batch. Built only when traces are exported.
+ * Delivery's spans: a client span per attempt, child of the tracking request that made the job (and linked to it),
+ * whose own context goes to the receiver as `traceparent`; a span per claim batch and per completion batch. Built only
+ * when traces are exported. An attempt's span is made on the OpenTelemetry tracer itself (`otel`, the one the Effect
+ * tracer wraps), its attributes given at its start: through the Effect tracer each attribute is a call and a map entry
+ * of its own, on every message's path.
  */
-export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): DeliveryTracingShape => {
+export const makeDeliverySpans = (
+  otel: Otel.Tracer,
+  tracer: Tracer.Tracer,
+  clock: Clock.Clock
+): DeliveryTracingShape => {
   // Per configured URL, not per attempt.
   const urls = new Map<string, UrlAttributes>()
   const attributesOf = (url: string) => {
@@ -47,28 +66,33 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
   }
 
   const attempt = (input: AttemptInput, traceparent: string | undefined): AttemptInput => {
-    const producer = parseTraceparent(traceparent)
-    const parent = producer === undefined ? Option.none() : Option.some(Tracer.externalSpan(producer))
-    const links: Array<Tracer.SpanLink> = Option.isSome(parent)
-      ? [{ _tag: "SpanLink", span: parent.value, attributes: { "hookrelay.link": "tracking request" } }]
-      : []
-    const span = tracer.span("POST", parent, Context.empty(), links, clock.unsafeCurrentTimeNanos(), "client")
-    span.attribute("http.request.method", "POST")
-    for (const [key, value] of Object.entries(attributesOf(input.endpoint.url))) span.attribute(key, value)
-    // The conventions count resends, the first request being 0; the record's number is 1-based.
-    if (input.attemptNumber > 1) span.attribute("http.request.resend_count", input.attemptNumber - 1)
-    span.attribute("hookrelay.attempt.number", input.attemptNumber)
-    span.attribute("hookrelay.job.id", input.jobId)
-    span.attribute("hookrelay.message.id", input.messageId)
+    const producer = producerContext(traceparent)
+    const span = otel.startSpan("POST", {
+      kind: Otel.SpanKind.CLIENT,
+      attributes: {
+        "http.request.method": "POST",
+        ...attributesOf(input.endpoint.url),
+        // The conventions count resends, the first request being 0; the record's number is 1-based.
+        ...(input.attemptNumber > 1 ? { "http.request.resend_count": input.attemptNumber - 1 } : {}),
+        "hookrelay.attempt.number": input.attemptNumber,
+        "hookrelay.message.id": input.messageId
+      },
+      links: producer === undefined ? [] : [{ context: producer }]
+    }, producer === undefined ? Otel.ROOT_CONTEXT : Otel.trace.setSpanContext(Otel.ROOT_CONTEXT, producer))
+    const context = span.spanContext()
     const record = input.record
     return {
       ...input,
       endpoint: withTraceparent(
         input.endpoint,
-        formatTraceparent({ traceId: span.traceId, spanId: span.spanId, sampled: span.sampled })
+        formatTraceparent({
+          traceId: context.traceId,
+          spanId: context.spanId,
+          sampled: (context.traceFlags & 1) === 1
+        })
       ),
       record: (attempted) => {
-        endAttempt(span, attempted, clock.unsafeCurrentTimeNanos())
+        endAttempt(span, attempted)
         return record(attempted)
       }
     }

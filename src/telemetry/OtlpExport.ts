@@ -1,4 +1,7 @@
+import * as Metrics from "@effect/opentelemetry/Metrics"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import * as Resource from "@effect/opentelemetry/Resource"
+import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
@@ -12,30 +15,43 @@ import type { TelemetryOptions } from "./TelemetryConfig.js"
 // The package root from src/telemetry (tsx) and dist/telemetry (the installed package) alike.
 const { version } = createRequire(import.meta.url)("../../package.json") as { readonly version: string }
 
+const shutdownTimeout = Duration.seconds(5)
+
 /**
- * The OpenTelemetry SDK exporting over OTLP/HTTP (JSON): spans in batches (`OTEL_BSP_*`), the Effect metrics
- * (`metrics/Metrics`, the ones `/metrics` serves) every `OTEL_METRIC_EXPORT_INTERVAL`. It sets the tracer every span
- * of the layers it is provided to uses, and provides delivery's spans. On shutdown it flushes what it holds.
- * Loaded only when telemetry is on (`Telemetry.layer`).
+ * Spans over OTLP/HTTP in batches (`OTEL_BSP_*`): the Effect tracer every span of the layers this is provided to uses,
+ * and delivery's spans (`DeliveryTracing`) on the OpenTelemetry tracer under it.
+ */
+const traces = () =>
+  Layer.effect(
+    DeliveryTracing,
+    Effect.map(
+      Effect.all([OtelTracer.OtelTracer, Effect.tracer, Effect.clock]),
+      ([otel, tracer, clock]) => makeDeliverySpans(otel, tracer, clock)
+    )
+  ).pipe(
+    Layer.provideMerge(OtelTracer.layer),
+    Layer.provide(
+      NodeSdk.layerTracerProvider(new BatchSpanProcessor(new OTLPTraceExporter()), { shutdownTimeout })
+    )
+  )
+
+/**
+ * The OpenTelemetry SDK exporting over OTLP/HTTP (JSON): spans (`traces`) and the Effect metrics (`metrics/Metrics`,
+ * the ones `/metrics` serves) every `OTEL_METRIC_EXPORT_INTERVAL`, as `options` asks, under the resource of
+ * `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`. On shutdown it flushes what it holds. Loaded only when telemetry
+ * is on (`Telemetry.layer`).
  */
 export const layer = (options: TelemetryOptions): Layer.Layer<never> => {
-  const sdk = NodeSdk.layer(() => ({
-    resource: { serviceName: options.serviceName, serviceVersion: version },
-    spanProcessor: options.traces ? new BatchSpanProcessor(new OTLPTraceExporter()) : undefined,
-    metricReader: options.metrics
-      ? new PeriodicExportingMetricReader({
+  const metrics = options.metrics
+    ? Metrics.layer(() =>
+      new PeriodicExportingMetricReader({
         exporter: new OTLPMetricExporter(),
         exportIntervalMillis: Duration.toMillis(options.metricInterval)
-      })
-      : undefined,
-    shutdownTimeout: Duration.seconds(5)
-  }))
-  const delivery = options.traces
-    ? Layer.effect(
-      DeliveryTracing,
-      Effect.zipWith(Effect.tracer, Effect.clock, (tracer, clock) => makeDeliverySpans(tracer, clock))
-    )
+      }), { shutdownTimeout })
     : Layer.empty
+  const resource = Resource.layerFromEnv(
+    Resource.configToAttributes({ serviceName: options.serviceName, serviceVersion: version })
+  )
   // Typed as providing nothing: `DeliveryTracing` is an optional service (the dispatcher looks it up if present).
-  return delivery.pipe(Layer.provideMerge(sdk))
+  return Layer.merge(options.traces ? traces() : Layer.empty, metrics).pipe(Layer.provide(resource))
 }
