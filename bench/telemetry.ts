@@ -14,7 +14,7 @@ import { fork } from "node:child_process"
 import { join } from "node:path"
 import { Agent } from "undici"
 import { arg, mb, repoRoot, startSink, waitFor, writeResults } from "./support/processes.js"
-import { benchSetup, buildServer, peakRssOf, startHookrelay } from "./support/servers.js"
+import { benchSetup, buildServer, peakRssOf, processCpuMicros, startHookrelay } from "./support/servers.js"
 
 const totalMessages = arg("messages", 50_000)
 const rounds = arg("rounds", 3)
@@ -33,6 +33,9 @@ interface Run {
   readonly acceptedPerSecond: number
   readonly deliveredPerSecond: number
   readonly peakRssMb: number
+  /** The server process's CPU (all its threads) per message of the measured phase: less bent by the machine's other
+   * work than the rates are. */
+  readonly cpuMicrosPerMessage: number
   readonly spans: number
 }
 
@@ -112,11 +115,13 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     await postAll(agent, server.url, bodies(`${run}-warm`, warmUpMessages))
     await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages, 120_000, 100)
     const requests = bodies(run, totalMessages)
+    const cpuBefore = processCpuMicros(server.child.pid!)
     const started = performance.now()
     await postAll(agent, server.url, requests)
     const acceptSeconds = (performance.now() - started) / 1000
     await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages + totalMessages, 300_000, 100)
     const deliverSeconds = (performance.now() - started) / 1000
+    const cpuMicrosPerMessage = Math.round((processCpuMicros(server.child.pid!) - cpuBefore) / totalMessages * 10) / 10
     const peakRssMb = mb(peakRssOf(server.child.pid!))
     const spans = collector === undefined ? 0 : (await collector.stats()).spans
     return {
@@ -125,6 +130,7 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
       acceptedPerSecond: Math.round(totalMessages / acceptSeconds),
       deliveredPerSecond: Math.round(totalMessages / deliverSeconds),
       peakRssMb,
+      cpuMicrosPerMessage,
       spans
     }
   } finally {
@@ -156,7 +162,7 @@ for (let round = 1; round <= rounds; round++) {
 
 const of = (mode: Mode) => runs.filter((run) => run.mode === mode)
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100
-const perRound = (mode: Mode, key: "acceptedPerSecond" | "deliveredPerSecond") =>
+const perRound = (mode: Mode, key: "acceptedPerSecond" | "deliveredPerSecond" | "cpuMicrosPerMessage") =>
   Array.from({ length: rounds }, (_, i) => {
     const on = runs.find((run) => run.round === i + 1 && run.mode === mode)!
     const off = runs.find((run) => run.round === i + 1 && run.mode === "off")!
@@ -166,12 +172,14 @@ const summary = modes.map((mode) => ({
   mode,
   acceptedPerSecond: median(of(mode).map((run) => run.acceptedPerSecond)),
   deliveredPerSecond: median(of(mode).map((run) => run.deliveredPerSecond)),
-  peakRssMb: median(of(mode).map((run) => run.peakRssMb))
+  peakRssMb: median(of(mode).map((run) => run.peakRssMb)),
+  cpuMicrosPerMessage: median(of(mode).map((run) => run.cpuMicrosPerMessage))
 }))
 const ratios = modes.filter((mode) => mode !== "off").map((mode) => ({
   against: mode,
   accepted: perRound(mode, "acceptedPerSecond"),
-  delivered: perRound(mode, "deliveredPerSecond")
+  delivered: perRound(mode, "deliveredPerSecond"),
+  cpu: perRound(mode, "cpuMicrosPerMessage")
 }))
 
 const markdown = `# Telemetry: end to end with it off and on
@@ -184,26 +192,32 @@ runs, compare the per-round ratios).${
   beforeEntry === undefined ? "" : " \"before\" is the build before telemetry existed."
 }
 
-| mode | accepted/s (median) | delivered/s (median) | peak RSS (MB) |
-|---|---|---|---|
+| mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | peak RSS (MB) |
+|---|---|---|---|---|
 ${
-  summary.map((row) => `| ${row.mode} | ${row.acceptedPerSecond} | ${row.deliveredPerSecond} | ${row.peakRssMb} |`)
-    .join("\n")
+  summary.map((row) =>
+    `| ${row.mode} | ${row.acceptedPerSecond} | ${row.deliveredPerSecond} | ${row.cpuMicrosPerMessage} | ${row.peakRssMb} |`
+  ).join("\n")
 }
 
 Per-round ratios against "off" (the same round):
 
-| mode | accepted | delivered |
-|---|---|---|
-${ratios.map((row) => `| ${row.against} / off | ${row.accepted.join(", ")} | ${row.delivered.join(", ")} |`).join("\n")}
+| mode | accepted | delivered | server CPU per message |
+|---|---|---|---|
+${
+  ratios.map((row) =>
+    `| ${row.against} / off | ${row.accepted.join(", ")} | ${row.delivered.join(", ")} | ${row.cpu.join(", ")} |`
+  ).join("\n")
+}
 
 Every run:
 
-| round | mode | accepted/s | delivered/s | peak RSS (MB) | spans received |
-|---|---|---|---|---|---|
+| round | mode | accepted/s | delivered/s | server CPU µs/message | peak RSS (MB) | spans received |
+|---|---|---|---|---|---|---|
 ${
   runs.map((run) =>
-    `| ${run.round} | ${run.mode} | ${run.acceptedPerSecond} | ${run.deliveredPerSecond} | ${run.peakRssMb} | ${run.spans} |`
+    `| ${run.round} | ${run.mode} | ${run.acceptedPerSecond} | ${run.deliveredPerSecond} | ${run.cpuMicrosPerMessage} | ` +
+    `${run.peakRssMb} | ${run.spans} |`
   ).join("\n")
 }
 `
