@@ -4,11 +4,11 @@
  * loopback collector in a process of its own), alternately in one sitting, 10 000 warm-up messages each. Reports
  * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
  *
- *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js]
+ *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js] [--sampled]
  *
  * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
  * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
- * it is not used.
+ * it is not used. `--sampled` adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables).
  */
 import { fork } from "node:child_process"
 import { join } from "node:path"
@@ -25,7 +25,8 @@ const writeKey = "wk_bench_telemetry"
 const beforeIndex = process.argv.indexOf("--before")
 const beforeEntry = beforeIndex === -1 ? undefined : process.argv[beforeIndex + 1]!
 
-type Mode = "off" | "on" | "before"
+/** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
+type Mode = "off" | "on" | "sampled" | "before"
 
 interface Run {
   readonly mode: Mode
@@ -100,12 +101,13 @@ const startCollector = async () => {
 
 const runOnce = async (mode: Mode, round: number): Promise<Run> => {
   const sink = await startSink()
-  const collector = mode === "on" ? await startCollector() : undefined
+  const collector = mode === "on" || mode === "sampled" ? await startCollector() : undefined
   const setup = benchSetup({ sourceId: "bench", writeKey, hookUrl: `${sink.url}/hook` })
   const server = await startHookrelay({
     env: {
       ...setup.env,
-      ...(collector === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bench" })
+      ...(collector === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bench" }),
+      ...(mode === "sampled" ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" } : {})
     },
     entry: mode === "before" ? beforeEntry : undefined
   })
@@ -148,7 +150,12 @@ const median = (values: ReadonlyArray<number>) => {
 }
 
 buildServer()
-const modes: ReadonlyArray<Mode> = beforeEntry === undefined ? ["off", "on"] : ["off", "on", "before"]
+const modes: ReadonlyArray<Mode> = [
+  "off",
+  "on",
+  ...(process.argv.includes("--sampled") ? ["sampled" as const] : []),
+  ...(beforeEntry === undefined ? [] : ["before" as const])
+]
 const runs: Array<Run> = []
 for (let round = 1; round <= rounds; round++) {
   // Each round starts with another mode, so that the machine's drift does not favour one.
@@ -190,6 +197,10 @@ to a loopback collector in a process of its own. ${rounds} rounds, the modes alt
 other work (the load generator, receiver, collector and server share the two cores; absolute figures vary between
 runs, compare the per-round ratios).${
   beforeEntry === undefined ? "" : " \"before\" is the build before telemetry existed."
+}${
+  modes.includes("sampled")
+    ? " \"sampled\" is \"on\" with `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.1`."
+    : ""
 }
 
 | mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | peak RSS (MB) |
