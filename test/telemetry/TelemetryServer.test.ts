@@ -47,6 +47,12 @@ const waitUntil = async (condition: () => boolean, what: string, timeoutMillis =
   }
 }
 
+/** SIGTERM: the server flushes what it holds and exits 0. */
+const stopsCleanly = async (server: ServerProcess) => {
+  server.child.kill("SIGTERM")
+  expect(await server.exited).toBe(0)
+}
+
 /** The jobs the exported claim spans took, in all (a claim that found nothing makes no span). */
 const claimedJobs = (spans: ReadonlyArray<ReceivedSpan>) =>
   spans.filter((span) => span.name === "hookrelay.claim").reduce(
@@ -160,8 +166,7 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         expect(otlp.headers.every((headers) => headers["x-collector-token"] === "secret-1")).toBe(true)
         await waitUntil(() => otlp.metricNames.has("hookrelay_jobs_delivered_total"), "the metrics")
 
-        server.child.kill("SIGTERM")
-        expect(await server.exited).toBe(0)
+        await stopsCleanly(server)
       }),
     60_000
   )
@@ -176,8 +181,7 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         expect(receiver.deliveries[0]!.traceparent).toBeUndefined()
         const debug = server.output().split("\n").filter((line) => line.includes("\"logLevel\":\"DEBUG\""))
         expect(debug.some((line) => line.includes("\"telemetry\"") && line.includes("\"traces\":false"))).toBe(true)
-        server.child.kill("SIGTERM")
-        expect(await server.exited).toBe(0)
+        await stopsCleanly(server)
       }),
     60_000
   )
