@@ -33,6 +33,9 @@ Environment (all optional):
   HOOKRELAY_RETENTION               how long delivered jobs are kept, in days or a duration (7)
   HOOKRELAY_KEEP_ALIVE_TIMEOUT      idle keep-alive of HTTP connections (65 seconds)
   HOOKRELAY_REQUEST_DEADLINE        a request not answered by then gets 503 timeout (60 seconds)
+  HOOKRELAY_LOG_LEVEL               trace, debug, info, warning, error, fatal or none (info)
+  OTEL_EXPORTER_OTLP_ENDPOINT       an OTLP/HTTP collector: export traces and metrics (off);
+                                    the other standard OTEL_* variables apply too
 
 SIGTERM or SIGINT stops accepting, finishes or releases in-flight work, and exits 0.
 Web console: /console (with HOOKRELAY_ADMIN_TOKEN); admin API reference: /console/api,

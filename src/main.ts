@@ -1,5 +1,5 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Config, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { Config, Effect, Layer, Logger, Option } from "effect"
 import { provision } from "./config/Provisioning.js"
 import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from "./ingest/NodeServer.js"
 import * as Server from "./ingest/Server.js"
@@ -8,12 +8,16 @@ import { overloadConfig } from "./overload/OverloadConfig.js"
 import { layerEngine } from "./relay/RelayLayer.js"
 import * as Store from "./store/Store.js"
 import { retentionConfig } from "./store/StoreConfig.js"
+import { logLevelConfig } from "./telemetry/LogLevel.js"
+import * as Telemetry from "./telemetry/Telemetry.js"
+import { telemetryConfig } from "./telemetry/TelemetryConfig.js"
 
 /**
  * The hookrelay server (SPEC §7): configuration from the environment, the store it selects
  * (SQLite under HOOKRELAY_DATA_DIR, or PostgreSQL at DATABASE_URL), sources provisioned from
- * HOOKRELAY_CONFIG, the dispatcher, and the HTTP server. JSON logs. SIGTERM/SIGINT stop accepting,
- * finish or release in-flight work, and exit 0.
+ * HOOKRELAY_CONFIG, the dispatcher, and the HTTP server. JSON logs from HOOKRELAY_LOG_LEVEL up; traces and metrics
+ * over OTLP/HTTP when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT). SIGTERM/SIGINT stop accepting, finish or
+ * release in-flight work, and exit 0.
  */
 const serverConfig = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
@@ -38,22 +42,31 @@ const Engine = Layer.unwrapEffect(
 
 const Main = Layer.unwrapEffect(Effect.gen(function*() {
   const config = yield* serverConfig
+  const telemetry = yield* telemetryConfig
   const provisioning = Option.match(config.configFile, {
     onNone: () => Layer.empty,
     onSome: (path) => Layer.effectDiscard(provision(path))
   })
-  const http = Server.layer({ adminToken: config.adminToken, requestDeadline: config.requestDeadline }).pipe(
+  const http = Server.layer({
+    adminToken: config.adminToken,
+    requestDeadline: config.requestDeadline,
+    traceTracking: Telemetry.tracesRequests(telemetry)
+  }).pipe(
     Layer.provide(provisioning),
     Layer.provide(
       NodeHttpServer.layer(makeNodeServer(config.keepAliveTimeout), { port: config.port, host: config.host })
     ),
     Layer.tap(() => Effect.logInfo(`hookrelay listening on http://${config.host}:${config.port}`))
   )
-  return http.pipe(Layer.provide(Engine))
+  yield* Effect.logDebug("telemetry").pipe(Effect.annotateLogs({
+    traces: Option.exists(telemetry, (options) => options.traces),
+    metrics: Option.exists(telemetry, (options) => options.metrics)
+  }))
+  // Outermost: its tracer is every span's, and it closes last, exporting what the engine's shutdown traced.
+  return http.pipe(Layer.provide(Engine), Layer.provide(Telemetry.layer(telemetry)))
 }))
 
-Layer.launch(Main).pipe(
+Effect.flatMap(logLevelConfig, (level) => Layer.launch(Main).pipe(Logger.withMinimumLogLevel(level))).pipe(
   Effect.provide(Logger.json),
-  Logger.withMinimumLogLevel(LogLevel.Info),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

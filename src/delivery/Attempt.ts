@@ -73,6 +73,12 @@ export const prepareEndpoint = (
   }
 }
 
+/** The request with a W3C `traceparent` header (telemetry on), for the receiver's trace to join the producer's. */
+export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string): PreparedEndpoint => ({
+  url: endpoint.url,
+  request: { ...endpoint.request, headers: [...endpoint.request.headers, "traceparent", traceparent] }
+})
+
 export interface AttemptInput {
   readonly jobId: string
   readonly messageId: string
@@ -200,6 +206,8 @@ export interface EndpointPermits {
 export interface AttemptServices {
   readonly transport: TransportShape
   readonly clock: Clock.Clock
+  /** Telemetry on: each attempt's input as its span wraps it (`DeliveryTracing.attempt`). Absent when off. */
+  readonly traceAttempt?: ((input: AttemptInput, traceparent: string | undefined) => AttemptInput) | undefined
 }
 
 /**

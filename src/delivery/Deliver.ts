@@ -34,6 +34,8 @@ export interface DeliveryJob {
    * URLs without a state start fresh, states of URLs no longer configured are dropped.
    */
   readonly endpointStates?: ReadonlyArray<EndpointState> | undefined
+  /** The W3C `traceparent` of the request that made the job, if it was traced: each attempt's span is its child. */
+  readonly traceparent?: string | undefined
 }
 
 export interface DeliverOptions {
@@ -113,7 +115,12 @@ const runEndpoint = (
       record: context.record
     }
   }
-  const once = attemptWith(context.services, context.gate?.(endpoint.url), input)
+  const { traceAttempt } = context.services
+  const once = attemptWith(
+    context.services,
+    context.gate?.(endpoint.url),
+    traceAttempt === undefined ? input : () => traceAttempt(input(), context.job.traceparent)
+  )
 
   // Built at the first retryable failure: most deliveries succeed at once and never need it.
   const schedule = () =>

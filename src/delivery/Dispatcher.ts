@@ -2,6 +2,7 @@ import { Effect, FiberSet, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { Store } from "../store/Store.js"
+import { DeliveryTracing } from "./DeliveryTracing.js"
 import { makeClaimer } from "./dispatcher/Claimer.js"
 import { makeCompletions } from "./dispatcher/Completions.js"
 import { makeActors } from "./dispatcher/EndpointActors.js"
@@ -32,7 +33,9 @@ export type { DispatcherOptions } from "./dispatcher/Options.js"
  */
 export const make = (options: DispatcherOptions = {}) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    // Telemetry: decided once here; without it the dispatcher makes no span and captures no context.
+    const tracing = Option.getOrUndefined(yield* Effect.serviceOption(DeliveryTracing))
+    const store = tracing === undefined ? yield* Store : tracing.store(yield* Store)
     const signal = yield* OutboxSignal
     const outcomes = yield* DeliveryOutcomes
     const clock = yield* Effect.clock
@@ -68,7 +71,7 @@ export const make = (options: DispatcherOptions = {}) =>
       actors,
       signal,
       clock,
-      services: { transport, clock },
+      services: tracing === undefined ? { transport, clock } : { transport, clock, traceAttempt: tracing.attempt },
       fork
     })
     const claimer = makeClaimer({ owner, store, signal, settings, leases, runs, yieldToIngest })

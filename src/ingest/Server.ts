@@ -16,6 +16,11 @@ export interface ServerOptions {
   readonly adminToken: Option.Option<Redacted.Redacted>
   /** How long a request may take before it is answered `503 timeout` (default 60 s). */
   readonly requestDeadline?: Duration.DurationInput | undefined
+  /**
+   * Telemetry on: each tracking request gets a server span (child of its `traceparent`), whose context its jobs carry
+   * to their deliveries. Off (the default), tracking requests get no span at all.
+   */
+  readonly traceTracking?: boolean | undefined
 }
 
 export const requestDeadlineDefault = Duration.seconds(60)
@@ -53,7 +58,7 @@ const operationalRoutes = HttpRouter.empty.pipe(
 /** Every hookrelay route: the tracking API, the admin API, the web console, health and metrics. */
 export const router = (options: ServerOptions) =>
   HttpRouter.concatAll(
-    trackingRoutes,
+    trackingRoutes(options.traceTracking === true),
     browserSettingsRoutes,
     adminRoutes(options.adminToken),
     audienceRoutes(options.adminToken),
@@ -85,14 +90,14 @@ export const withDeadline = <E, R>(
  * The hookrelay HTTP app as a layer: mount it on any `HttpServer` (NodeHttpServer.layer in
  * main.ts, or the embedding service's own). Needs `Relay`.
  */
-export const layer = (options: ServerOptions) =>
-  HttpServer.serve(
+export const layer = (options: ServerOptions) => {
+  const serve = HttpServer.serve(
     withDeadline(trackingCors(router(options)), options.requestDeadline ?? requestDeadlineDefault),
     HttpMiddleware.xForwardedHeaders
-  ).pipe(
-    // The tracking API's requests get no server span: the span and its attributes (the URL parsed again, every header
-    // copied for redaction) were a large share of what a request allocated, and the young-generation pauses that
-    // garbage causes are the tail of the accept latency (measured at 1 000 messages/s: longest pause 11.6–12.8 →
-    // 7.4–7.7 ms). Every other route keeps its span.
-    HttpMiddleware.withTracerDisabledWhen(isTrackingRequest)
   )
+  // Without telemetry the tracking API's requests get no server span: the span and its attributes (the URL parsed
+  // again, every header copied for redaction) were a large share of what a request allocated, and the young-generation
+  // pauses that garbage causes are the tail of the accept latency (measured at 1 000 messages/s: longest pause
+  // 11.6–12.8 → 7.4–7.7 ms). Every other route keeps its span.
+  return options.traceTracking === true ? serve : serve.pipe(HttpMiddleware.withTracerDisabledWhen(isTrackingRequest))
+}

@@ -1,10 +1,11 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { BatchDefaults } from "../domain/Batch.js"
 import { maxRequestBytes } from "../domain/Limits.js"
 import { isJsonObject, type MessageType, messageTypes } from "../domain/Message.js"
 import { serializedSizeBound } from "../domain/SizeBound.js"
 import { parseIso8601 } from "../domain/Timestamp.js"
+import { formatTraceparent } from "../domain/TraceContext.js"
 import { Relay } from "../relay/Relay.js"
 import type { StoredSource } from "../relay/Relay.js"
 import { writeKeyFromBasicAuth } from "./Auth.js"
@@ -66,9 +67,10 @@ const parseBatchEnvelope = (body: Record<string, unknown>): ParsedRequest | Http
 /**
  * One endpoint of the tracking API: read the body within the size limit, parse it as JSON
  * whatever Content-Type says, authenticate the write key (Basic auth or `writeKey` in the body),
- * then hand the messages to `Relay.ingest`, which answers only after the store committed.
+ * then hand the messages to `Relay.ingest`, which answers only after the store committed. `traced` (telemetry on): the
+ * request's span is annotated and its context stored with the jobs, for their deliveries to join the trace.
  */
-const handle = (expectedType: MessageType | undefined) =>
+const handle = (expectedType: MessageType | undefined, traced: boolean) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const relay = yield* Relay
@@ -100,12 +102,14 @@ const handle = (expectedType: MessageType | undefined) =>
       ? parseBatchEnvelope(body)
       : { items: [withoutWriteKey(body)], defaults: {} }
     if (HttpServerResponse.isServerResponse(parsed)) return parsed
+    const traceparent = traced ? yield* requestTraceparent(source.id, parsed.items.length) : undefined
     yield* relay.ingest(source.id, parsed.items, {
       expectedType,
       defaults: parsed.defaults,
       batchSentAt: parsed.batchSentAt,
       apiCall: true,
-      sizeBound: serializedSizeBound(text)
+      sizeBound: serializedSizeBound(text),
+      traceparent
     })
     return success
   }).pipe(
@@ -113,6 +117,18 @@ const handle = (expectedType: MessageType | undefined) =>
     // A client that disconnects must not interrupt a commit half-way (STYLE.md "HTTP").
     Effect.uninterruptible
   )
+
+/** The request's span (the HTTP server's, child of an incoming `traceparent`) annotated, and its own `traceparent`. */
+const requestTraceparent = (sourceId: string, messages: number) =>
+  Effect.map(Effect.option(Effect.currentSpan), (span) =>
+    Option.match(span, {
+      onNone: () => undefined,
+      onSome: (span) => {
+        span.attribute("hookrelay.source.id", sourceId)
+        span.attribute("hookrelay.messages", messages)
+        return formatTraceparent(span)
+      }
+    }))
 
 const withoutWriteKey = (body: Record<string, unknown>): Record<string, unknown> => {
   if (!("writeKey" in body)) return body
@@ -130,16 +146,20 @@ export const isTrackingRequest = (request: HttpServerRequest.HttpServerRequest) 
  */
 const shortPath = (type: MessageType) => `/v1/${type.charAt(0)}` as const
 
-/** The Segment-compatible tracking API (SPEC §2), at its full and its short paths. */
-export const trackingRoutes = messageTypes.reduce(
-  (router, type) =>
-    router.pipe(
-      HttpRouter.post(`/v1/${type}`, handle(type)),
-      HttpRouter.post(shortPath(type), handle(type))
-    ),
-  HttpRouter.empty.pipe(
-    HttpRouter.post("/v1/batch", handle(undefined)),
-    HttpRouter.post("/v1/import", handle(undefined)),
-    HttpRouter.post("/v1/b", handle(undefined))
+/**
+ * The Segment-compatible tracking API (SPEC §2), at its full and its short paths. `traced` is decided once, when the
+ * server is built: untraced, a request captures no trace context.
+ */
+export const trackingRoutes = (traced: boolean) =>
+  messageTypes.reduce(
+    (router, type) =>
+      router.pipe(
+        HttpRouter.post(`/v1/${type}`, handle(type, traced)),
+        HttpRouter.post(shortPath(type), handle(type, traced))
+      ),
+    HttpRouter.empty.pipe(
+      HttpRouter.post("/v1/batch", handle(undefined, traced)),
+      HttpRouter.post("/v1/import", handle(undefined, traced)),
+      HttpRouter.post("/v1/b", handle(undefined, traced))
+    )
   )
-)

@@ -61,6 +61,8 @@ export interface IngestOptions {
   readonly apiCall?: boolean | undefined
   /** What no message can serialize beyond, known from the request's text (`serializedSizeBound`). */
   readonly sizeBound?: number | undefined
+  /** The W3C `traceparent` of the traced request (telemetry on), stored with the jobs for their deliveries. */
+  readonly traceparent?: string | undefined
 }
 
 export interface IngestResult {

@@ -68,8 +68,12 @@ export const makeIngest = (
         }
       })
       // Refused (503) before the transaction starts when overloaded; never after it committed.
+      // Untraced (telemetry off), the options carry no trace field at all.
+      const enqueueOptions = options.traceparent === undefined
+        ? { countApiCall: options.apiCall ?? false }
+        : { countApiCall: options.apiCall ?? false, traceparent: options.traceparent }
       const result = yield* admission.admit(
-        ingesting(timed(store.enqueue(source.id, entries, receivedAt, { countApiCall: options.apiCall ?? false })))
+        ingesting(timed(store.enqueue(source.id, entries, receivedAt, enqueueOptions)))
       )
       if (result.jobsCreated > 0) yield* signal.notify
       yield* Metric.incrementBy(messagesIngested, result.accepted)

@@ -331,6 +331,12 @@ const jobsLoggedOfTheProductOnly = Effect.gen(function*() {
   })
 })
 
+/** The W3C `traceparent` of the tracking request that made a job (telemetry on): NULL otherwise, so it costs nothing. */
+const jobTraceContext = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe(`ALTER TABLE jobs ADD COLUMN trace_parent TEXT`)
+})
+
 export const migrationsTable = "hookrelay_migrations"
 
 /** Every migration, by name (applied in the order of their numbers). */
@@ -344,7 +350,8 @@ export const migrations = {
   "7_pending_by_source": pendingBySource,
   "8_no_user_index": noUserIndex,
   "9_message_id_log": messageIdLog,
-  "10_jobs_logged_of_the_product_only": jobsLoggedOfTheProductOnly
+  "10_jobs_logged_of_the_product_only": jobsLoggedOfTheProductOnly,
+  "11_job_trace_context": jobTraceContext
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

@@ -53,6 +53,8 @@ export interface BacklogOptions {
 export interface EnqueueOptions {
   /** Count this call as one tracking API request in the usage counters (default true). */
   readonly countApiCall?: boolean | undefined
+  /** The W3C `traceparent` of the request that made these jobs, stored with each (telemetry on only). */
+  readonly traceparent?: string | undefined
 }
 
 export interface EnqueueResult {
@@ -97,6 +99,8 @@ export interface ClaimedJob {
   /** The dispatcher's own JSON (per-URL progress); `null` until it stores one. Opaque to the store. */
   readonly endpointState: unknown
   readonly leaseExpiresAt: number
+  /** The `traceparent` stored with the job; absent when it has none (telemetry off), not even as a property. */
+  readonly traceparent?: string | undefined
 }
 
 /** One HTTP attempt, as recorded. `responseSnippet` is cut to 1 KB (UTF-8) by the store. */

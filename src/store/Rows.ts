@@ -1,3 +1,4 @@
+import type { Types } from "effect"
 import { randomBytes } from "node:crypto"
 import type {
   AttemptRecord,
@@ -117,6 +118,7 @@ export interface ClaimRow {
   readonly attempts: unknown
   readonly endpoint_state: string | null
   readonly lease_expires_at: unknown
+  readonly trace_parent: string | null
 }
 
 /**
@@ -129,26 +131,37 @@ export interface ClaimRow {
 export type ClaimTuple = readonly [fields: string, body: Uint8Array]
 
 export const claimColumns =
-  "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at"
+  "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at, trace_parent"
 
-/** What the SQLite thread's claim returns per row: see `ClaimTuple`. */
-export const claimTupleColumns = `json_array(id, source_id, message_id, user_id, kind, created_at, first_attempt_at,
-    next_due_at, attempts, endpoint_state, lease_expires_at, length(body)), body`
+const claimFields = `json_array(id, source_id, message_id, user_id, kind, created_at, first_attempt_at,
+    next_due_at, attempts, endpoint_state, lease_expires_at, length(body))`
 
-export const toClaimed = (row: ClaimRow): ClaimedJob => ({
-  id: row.id,
-  sourceId: row.source_id,
-  messageId: row.message_id,
-  userId: row.user_id,
-  kind: row.kind as JobKind,
-  body: row.body,
-  createdAt: num(row.created_at),
-  firstAttemptAt: numOrNull(row.first_attempt_at),
-  nextDueAt: num(row.next_due_at),
-  attemptCount: num(row.attempts),
-  endpointState: row.endpoint_state === null ? null : JSON.parse(row.endpoint_state),
-  leaseExpiresAt: num(row.lease_expires_at)
-})
+/**
+ * What the SQLite thread's claim returns per row: see `ClaimTuple`. A job's trace context, when it has one, is a 13th
+ * field; a job without one (telemetry off) costs the claim a NULL test, not a column or a byte on the wire.
+ */
+export const claimTupleColumns =
+  `iif(trace_parent IS NULL, ${claimFields}, json_insert(${claimFields}, '$[#]', trace_parent)), body`
+
+export const toClaimed = (row: ClaimRow): ClaimedJob => {
+  const job: Types.Mutable<ClaimedJob> = {
+    id: row.id,
+    sourceId: row.source_id,
+    messageId: row.message_id,
+    userId: row.user_id,
+    kind: row.kind as JobKind,
+    body: row.body,
+    createdAt: num(row.created_at),
+    firstAttemptAt: numOrNull(row.first_attempt_at),
+    nextDueAt: num(row.next_due_at),
+    attemptCount: num(row.attempts),
+    endpointState: row.endpoint_state === null ? null : JSON.parse(row.endpoint_state),
+    leaseExpiresAt: num(row.lease_expires_at)
+  }
+  // Only a job with a trace context gets the property: without telemetry the claimed jobs keep their shape.
+  if (row.trace_parent !== null) job.traceparent = row.trace_parent
+  return job
+}
 
 /** Claimed rows in due order (RETURNING's order is unspecified), ties by id. */
 const dueThenId = (dueA: unknown, idA: string, dueB: unknown, idB: string) =>

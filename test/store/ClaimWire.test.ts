@@ -18,6 +18,7 @@ const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): Claim
     attempts: 0,
     endpoint_state: null,
     lease_expires_at: 62_000,
+    trace_parent: null,
     ...overrides
   }
   const fields = JSON.stringify([
@@ -32,7 +33,9 @@ const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): Claim
     columns.attempts,
     columns.endpoint_state,
     columns.lease_expires_at,
-    columns.body.byteLength
+    columns.body.byteLength,
+    // SQLite appends the trace context only when the job has one (`claimTupleColumns`).
+    ...(columns.trace_parent === null ? [] : [columns.trace_parent])
   ])
   return [fields, columns.body]
 }
@@ -111,6 +114,13 @@ describe("ClaimWire", () => {
       "third",
       "fourth"
     ])
+  })
+
+  it("carries a job's trace context, and gives a job without one no property at all", () => {
+    const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    const jobs = decodeClaim(encodeClaim([row("a", "x", { trace_parent: traceparent }), row("b", "y")]))
+    assert.strictEqual(jobs[0]!.traceparent, traceparent)
+    assert.isFalse("traceparent" in jobs[1]!)
   })
 
   it("an empty claim is an empty list", () => {

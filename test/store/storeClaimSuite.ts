@@ -9,6 +9,34 @@ export const claimSuite = (fresh: FreshStore, options: SuiteOptions) => {
 
   describe("claiming", () => {
     test(
+      "a job's trace context goes through enqueue and every claim; a job without one carries nothing",
+      Effect.gen(function*() {
+        const store = yield* Store
+        const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        yield* store.enqueue("web", [entry("traced-1"), entry("traced-2")], T0, { traceparent })
+        yield* store.enqueue("web", [entry("plain")], T0)
+        yield* store.enqueue("app", [entry("other-source")], T0, { traceparent })
+        const claimed = yield* store.claimDue("w", T0, 10, second)
+        const byMessage = new Map(claimed.map((job) => [job.messageId, job]))
+        assert.strictEqual(byMessage.get("traced-1")?.traceparent, traceparent)
+        assert.strictEqual(byMessage.get("traced-2")?.traceparent, traceparent)
+        assert.isFalse("traceparent" in byMessage.get("plain")!)
+        // A lease taken over after it expired, and a claim that leaves sources out, carry it too.
+        const retaken = yield* store.claimDue("w2", T0 + 2 * second, 10, second)
+        assert.deepStrictEqual(
+          retaken.map((job) => [job.messageId, job.traceparent ?? null]).sort(),
+          [["other-source", traceparent], ["plain", null], ["traced-1", traceparent], ["traced-2", traceparent]]
+        )
+        yield* store.enqueue("web", [entry("late")], T0 + 3 * second, { traceparent })
+        const leftOut = yield* store.claimDue("w3", T0 + 3 * second, 10, second, {
+          excludeSourceIds: ["app"],
+          expired: false
+        })
+        assert.deepStrictEqual(leftOut.map((job) => [job.messageId, job.traceparent]), [["late", traceparent]])
+      })
+    )
+
+    test(
       "claims only due jobs, up to the limit, in due order",
       Effect.gen(function*() {
         const store = yield* Store

@@ -119,7 +119,8 @@ export const makeJobRuns = (config: JobRunsConfig) => {
       body: job.body,
       settings: run.settings,
       firstAttemptAt,
-      endpointStates: run.states
+      endpointStates: run.states,
+      traceparent: job.traceparent
     }, single ? mailboxOptions : raceOptions)
     const fresh = single && run.states.length === 0
     return Effect.matchCauseEffect(delivery, {

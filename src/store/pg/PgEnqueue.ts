@@ -51,8 +51,9 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
         accepted AS (SELECT input.* FROM input JOIN seen USING (message_id)),
         created AS (
           INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at,
-            message_type, event)
-          SELECT id, ${sourceId}, message_id, user_id, 'message', body, 'pending', ${now}, ${now}, message_type, event
+            message_type, event, trace_parent)
+          SELECT id, ${sourceId}, message_id, user_id, 'message', body, 'pending', ${now}, ${now}, message_type, event,
+            ${options?.traceparent ?? null}::text
           FROM accepted WHERE has_body
         ),
         usage AS (

@@ -1,3 +1,4 @@
+import type { Types } from "effect"
 import type { ClaimedJob, JobKind } from "../Model.js"
 import { type ClaimTuple, jobsInDueOrder } from "../Rows.js"
 
@@ -25,7 +26,8 @@ type WireRow = [
   attempts: number,
   endpointState: string | null,
   leaseExpiresAt: number,
-  bodyLength: number
+  bodyLength: number,
+  traceparent?: string
 ]
 
 /** Encodes claimed rows (in the SQLite thread); transfer `bodies.buffer` with the message. */
@@ -52,7 +54,7 @@ export const decodeClaim = (wire: ClaimWire): Array<ClaimedJob> => {
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!
     const end = start + row[11]
-    jobs[i] = {
+    const job: Types.Mutable<ClaimedJob> = {
       id: row[0],
       sourceId: row[1],
       messageId: row[2],
@@ -66,6 +68,8 @@ export const decodeClaim = (wire: ClaimWire): Array<ClaimedJob> => {
       endpointState: row[9] === null ? null : JSON.parse(row[9]),
       leaseExpiresAt: row[10]
     }
+    if (row.length > 12) job.traceparent = row[12]!
+    jobs[i] = job
     start = end
   }
   return jobsInDueOrder(jobs)

@@ -86,8 +86,9 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
   const logRow = db.prepare(`
     INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, ?, ?)`)
   const job = db.prepare(`
-    INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event)
-    VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?)`)
+    INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event,
+      trace_parent)
+    VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?, ?)`)
   const usage = db.prepare(`
     INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
@@ -98,6 +99,7 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
       : { accepted: new Set<string>(), logged: new Set<string>() }
     const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
     const jobIds = newJobIds(now, withBody.length)
+    const traceparent = options?.traceparent ?? null
     for (let i = 0; i < withBody.length; i++) {
       const entry = withBody[i]!
       job.run(
@@ -109,7 +111,8 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
         now,
         now,
         entry.type ?? null,
-        entry.event ?? null
+        entry.event ?? null,
+        traceparent
       )
     }
     // The job of each message id where the log keeps it (not at the edge of `message_jobs`); in id order, as dedupe.

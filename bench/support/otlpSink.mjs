@@ -1,0 +1,40 @@
+/**
+ * An OTLP/HTTP collector for the telemetry benchmark (`bench/telemetry.ts`): answers every POST to `/v1/traces` and
+ * `/v1/metrics` with 200 once its JSON body is parsed, and counts the spans it received. Plain JavaScript in a process
+ * of its own; sends its port to its parent over IPC, answers `{ type: "stats" }` with its counts, and exits when the
+ * parent disconnects.
+ */
+/* global Buffer, process */
+import { createServer } from "node:http"
+
+let spans = 0
+let requests = 0
+let bytes = 0
+
+const server = createServer((request, response) => {
+  const chunks = []
+  request.on("data", (chunk) => chunks.push(chunk))
+  request.on("end", () => {
+    const body = Buffer.concat(chunks)
+    requests += 1
+    bytes += body.byteLength
+    try {
+      const parsed = JSON.parse(body.toString("utf8"))
+      for (const resource of parsed.resourceSpans ?? []) {
+        for (const scope of resource.scopeSpans ?? []) spans += (scope.spans ?? []).length
+      }
+    } catch {
+      // counted as a request, no spans
+    }
+    response.writeHead(200, { "content-type": "application/json" }).end("{}")
+  })
+})
+server.keepAliveTimeout = 30_000
+server.listen(0, "127.0.0.1", () => {
+  const address = server.address()
+  process.send?.({ type: "listening", port: typeof address === "object" && address !== null ? address.port : 0 })
+})
+process.on("message", (message) => {
+  if (message?.type === "stats") process.send?.({ type: "stats", spans, requests, bytes })
+})
+process.on("disconnect", () => server.close(() => process.exit(0)))

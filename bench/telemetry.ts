@@ -1,0 +1,236 @@
+/**
+ * Telemetry benchmark: the end-to-end run (a load generator posting `/v1/batch`, 100 messages a request, 8 senders, to a
+ * hookrelay process on SQLite delivering to a loopback receiver) with telemetry off and with it on (OTLP/HTTP to a
+ * loopback collector in a process of its own), alternately in one sitting, 10 000 warm-up messages each. Reports
+ * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
+ *
+ *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js] [--sampled]
+ *
+ * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
+ * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
+ * it is not used. `--sampled` adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables).
+ */
+import { fork } from "node:child_process"
+import { join } from "node:path"
+import { Agent } from "undici"
+import { arg, mb, repoRoot, startSink, waitFor, writeResults } from "./support/processes.js"
+import { benchSetup, buildServer, peakRssOf, processCpuMicros, startHookrelay } from "./support/servers.js"
+
+const totalMessages = arg("messages", 50_000)
+const rounds = arg("rounds", 3)
+const warmUpMessages = 10_000
+const batchSize = 100
+const senders = 8
+const writeKey = "wk_bench_telemetry"
+const beforeIndex = process.argv.indexOf("--before")
+const beforeEntry = beforeIndex === -1 ? undefined : process.argv[beforeIndex + 1]!
+
+/** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
+type Mode = "off" | "on" | "sampled" | "before"
+
+interface Run {
+  readonly mode: Mode
+  readonly round: number
+  readonly acceptedPerSecond: number
+  readonly deliveredPerSecond: number
+  readonly peakRssMb: number
+  /** The server process's CPU (all its threads) per message of the measured phase: less bent by the machine's other
+   * work than the rates are. */
+  readonly cpuMicrosPerMessage: number
+  readonly spans: number
+}
+
+const message = (run: string, i: number) => ({
+  type: "track",
+  userId: `user-${i % 1000}`,
+  event: "Order Completed",
+  messageId: `${run}-${String(i).padStart(9, "0")}`,
+  properties: { orderId: `order-${i}`, revenue: 12.5, currency: "EUR" },
+  context: { ip: "203.0.113.7", library: { name: "bench", version: "1" } }
+})
+
+const bodies = (run: string, count: number) =>
+  Array.from({ length: Math.ceil(count / batchSize) }, (_, b) =>
+    JSON.stringify({
+      batch: Array.from(
+        { length: Math.min(batchSize, count - b * batchSize) },
+        (_, k) => message(run, b * batchSize + k)
+      )
+    }))
+
+const postAll = async (agent: Agent, url: string, requests: ReadonlyArray<string>) => {
+  let next = 0
+  const authorization = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`
+  const sender = async () => {
+    while (next < requests.length) {
+      const body = requests[next++]!
+      for (;;) {
+        const response = await agent.request({
+          origin: url,
+          path: "/v1/batch",
+          method: "POST",
+          headers: { "content-type": "application/json", authorization },
+          body
+        })
+        await response.body.dump()
+        if (response.statusCode === 200) break
+        if (response.statusCode !== 503) throw new Error(`ingest answered ${response.statusCode}`)
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: senders }, sender))
+}
+
+/** The loopback collector, in a process of its own. */
+const startCollector = async () => {
+  const child = fork(join(repoRoot, "bench/support/otlpSink.mjs"), [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("error", reject)
+    child.once("message", (message: { port: number }) => resolve(message.port))
+  })
+  const stats = () =>
+    new Promise<{ spans: number }>((resolve) => {
+      child.once("message", (message: { spans: number }) => resolve(message))
+      child.send({ type: "stats" })
+    })
+  return { url: `http://127.0.0.1:${port}`, stats, stop: () => child.disconnect() }
+}
+
+const runOnce = async (mode: Mode, round: number): Promise<Run> => {
+  const sink = await startSink()
+  const collector = mode === "on" || mode === "sampled" ? await startCollector() : undefined
+  const setup = benchSetup({ sourceId: "bench", writeKey, hookUrl: `${sink.url}/hook` })
+  const server = await startHookrelay({
+    env: {
+      ...setup.env,
+      ...(collector === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bench" }),
+      ...(mode === "sampled" ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" } : {})
+    },
+    entry: mode === "before" ? beforeEntry : undefined
+  })
+  const agent = new Agent({ keepAliveTimeout: 30_000 })
+  try {
+    const run = `${mode}-${round}-${Date.now()}`
+    await postAll(agent, server.url, bodies(`${run}-warm`, warmUpMessages))
+    await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages, 120_000, 100)
+    const requests = bodies(run, totalMessages)
+    const cpuBefore = processCpuMicros(server.child.pid!)
+    const started = performance.now()
+    await postAll(agent, server.url, requests)
+    const acceptSeconds = (performance.now() - started) / 1000
+    await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages + totalMessages, 300_000, 100)
+    const deliverSeconds = (performance.now() - started) / 1000
+    const cpuMicrosPerMessage = Math.round((processCpuMicros(server.child.pid!) - cpuBefore) / totalMessages * 10) / 10
+    const peakRssMb = mb(peakRssOf(server.child.pid!))
+    const spans = collector === undefined ? 0 : (await collector.stats()).spans
+    return {
+      mode,
+      round,
+      acceptedPerSecond: Math.round(totalMessages / acceptSeconds),
+      deliveredPerSecond: Math.round(totalMessages / deliverSeconds),
+      peakRssMb,
+      cpuMicrosPerMessage,
+      spans
+    }
+  } finally {
+    await agent.close()
+    await server.stop()
+    collector?.stop()
+    await sink.stop()
+    setup.remove()
+  }
+}
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+buildServer()
+const modes: ReadonlyArray<Mode> = [
+  "off",
+  "on",
+  ...(process.argv.includes("--sampled") ? ["sampled" as const] : []),
+  ...(beforeEntry === undefined ? [] : ["before" as const])
+]
+const runs: Array<Run> = []
+for (let round = 1; round <= rounds; round++) {
+  // Each round starts with another mode, so that the machine's drift does not favour one.
+  const order = modes.map((_, i) => modes[(i + round - 1) % modes.length]!)
+  for (const mode of order) {
+    const result = await runOnce(mode, round)
+    console.log(JSON.stringify(result))
+    runs.push(result)
+  }
+}
+
+const of = (mode: Mode) => runs.filter((run) => run.mode === mode)
+const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100
+const perRound = (mode: Mode, key: "acceptedPerSecond" | "deliveredPerSecond" | "cpuMicrosPerMessage") =>
+  Array.from({ length: rounds }, (_, i) => {
+    const on = runs.find((run) => run.round === i + 1 && run.mode === mode)!
+    const off = runs.find((run) => run.round === i + 1 && run.mode === "off")!
+    return ratio(on[key], off[key])
+  })
+const summary = modes.map((mode) => ({
+  mode,
+  acceptedPerSecond: median(of(mode).map((run) => run.acceptedPerSecond)),
+  deliveredPerSecond: median(of(mode).map((run) => run.deliveredPerSecond)),
+  peakRssMb: median(of(mode).map((run) => run.peakRssMb)),
+  cpuMicrosPerMessage: median(of(mode).map((run) => run.cpuMicrosPerMessage))
+}))
+const ratios = modes.filter((mode) => mode !== "off").map((mode) => ({
+  against: mode,
+  accepted: perRound(mode, "acceptedPerSecond"),
+  delivered: perRound(mode, "deliveredPerSecond"),
+  cpu: perRound(mode, "cpuMicrosPerMessage")
+}))
+
+const markdown = `# Telemetry: end to end with it off and on
+
+${totalMessages} messages a run (after ${warmUpMessages} warm-up messages), \`/v1/batch\` with ${batchSize} messages a
+request from ${senders} senders, SQLite, one loopback receiver; "on" exports every span and the metrics over OTLP/HTTP
+to a loopback collector in a process of its own. ${rounds} rounds, the modes alternating, on a 2-core machine shared with
+other work (the load generator, receiver, collector and server share the two cores; absolute figures vary between
+runs, compare the per-round ratios).${
+  beforeEntry === undefined ? "" : " \"before\" is the build before telemetry existed."
+}${
+  modes.includes("sampled")
+    ? " \"sampled\" is \"on\" with `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.1`."
+    : ""
+}
+
+| mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | peak RSS (MB) |
+|---|---|---|---|---|
+${
+  summary.map((row) =>
+    `| ${row.mode} | ${row.acceptedPerSecond} | ${row.deliveredPerSecond} | ${row.cpuMicrosPerMessage} | ${row.peakRssMb} |`
+  ).join("\n")
+}
+
+Per-round ratios against "off" (the same round):
+
+| mode | accepted | delivered | server CPU per message |
+|---|---|---|---|
+${
+  ratios.map((row) =>
+    `| ${row.against} / off | ${row.accepted.join(", ")} | ${row.delivered.join(", ")} | ${row.cpu.join(", ")} |`
+  ).join("\n")
+}
+
+Every run:
+
+| round | mode | accepted/s | delivered/s | server CPU µs/message | peak RSS (MB) | spans received |
+|---|---|---|---|---|---|---|
+${
+  runs.map((run) =>
+    `| ${run.round} | ${run.mode} | ${run.acceptedPerSecond} | ${run.deliveredPerSecond} | ${run.cpuMicrosPerMessage} | ` +
+    `${run.peakRssMb} | ${run.spans} |`
+  ).join("\n")
+}
+`
+console.log(markdown)
+writeResults("telemetry", markdown, { totalMessages, rounds, runs, summary, ratios })

@@ -1,0 +1,37 @@
+/**
+ * W3C Trace Context (`traceparent`, https://www.w3.org/TR/trace-context/): the trace a tracking request belongs to,
+ * stored with its jobs and sent on their deliveries so a receiver's trace joins the producer's.
+ */
+export interface TraceContext {
+  /** 32 lowercase hex digits, not all zero. */
+  readonly traceId: string
+  /** 16 lowercase hex digits, not all zero. */
+  readonly spanId: string
+  readonly sampled: boolean
+}
+
+// Version 00 exactly; a later version may append fields after the flags (the spec's forward compatibility).
+const traceparentPattern = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/
+const allZero = /^0+$/
+
+/** A `traceparent` header's context, or undefined when it is absent or malformed (which the spec says to ignore). */
+export const parseTraceparent = (header: string | undefined): TraceContext | undefined => {
+  if (header === undefined) return undefined
+  const match = traceparentPattern.exec(header.trim())
+  if (match === null) return undefined
+  const [, version, traceId, spanId, flags, rest] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string?
+  ]
+  if (version === "ff" || (version === "00" && rest !== undefined)) return undefined
+  if (allZero.test(traceId) || allZero.test(spanId)) return undefined
+  return { traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 }
+}
+
+/** The `traceparent` header of a context (version 00). */
+export const formatTraceparent = (context: TraceContext): string =>
+  `00-${context.traceId}-${context.spanId}-${context.sampled ? "01" : "00"}`

@@ -1,0 +1,22 @@
+import { Config, LogLevel } from "effect"
+import { oneOfConfig } from "./TelemetryConfig.js"
+
+/** The names `HOOKRELAY_LOG_LEVEL` accepts, in any case. */
+export const logLevelNames = ["trace", "debug", "info", "warning", "error", "fatal", "none"] as const
+
+const levels: Record<typeof logLevelNames[number], LogLevel.LogLevel> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None
+}
+
+/** `HOOKRELAY_LOG_LEVEL` (default `info`): the least severe level the server logs. A wrong name fails the start. */
+export const logLevelConfig: Config.Config<LogLevel.LogLevel> = oneOfConfig(
+  "HOOKRELAY_LOG_LEVEL",
+  logLevelNames,
+  "info"
+).pipe(Config.map((name) => levels[name]))

@@ -1,0 +1,19 @@
+import { Effect, Layer, Option } from "effect"
+import type { TelemetryOptions } from "./TelemetryConfig.js"
+
+/**
+ * Telemetry as the configuration asks: with none, the empty layer (nothing of the OpenTelemetry SDK is loaded, the
+ * tracking API and the dispatcher make no span); with some, the SDK and its exporters, imported now.
+ */
+export const layer = (options: Option.Option<TelemetryOptions>): Layer.Layer<never> =>
+  Option.match(options, {
+    onNone: () => Layer.empty,
+    onSome: (telemetry) =>
+      Layer.unwrapEffect(
+        Effect.map(Effect.promise(() => import("./OtlpExport.js")), (module) => module.layer(telemetry))
+      )
+  })
+
+/** Whether the tracking API traces its requests (a server span each, parent of the jobs' attempts). */
+export const tracesRequests = (options: Option.Option<TelemetryOptions>): boolean =>
+  Option.exists(options, (telemetry) => telemetry.traces)
