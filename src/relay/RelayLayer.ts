@@ -1,5 +1,6 @@
 import { type Duration, Layer } from "effect"
 import * as Dispatcher from "../delivery/Dispatcher.js"
+import * as EndpointGuards from "../delivery/EndpointGuards.js"
 import * as Outcomes from "../delivery/Outcomes.js"
 import * as Transport from "../delivery/Transport.js"
 import * as BacklogGauge from "../metrics/BacklogGauge.js"
@@ -59,8 +60,10 @@ export const layerEngine = <E, R>(
       // Every store call reports to `StoreHealth`: readiness, and one log line per outage.
       Layer.provideMerge(StoreHealth.layerOver(store))
     )
+  // The URLs' circuits and health, shared by the dispatcher and the health queries of `Relay`.
+  const guards = EndpointGuards.layer.pipe(Layer.provideMerge(services))
   return Layer.merge(RelayLive.layer, background).pipe(
-    Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(services)))
+    Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(guards)))
   )
 }
 
