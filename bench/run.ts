@@ -4,7 +4,7 @@
  *
  *   npm run bench                 # all but the abuse runs
  *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, web-sources, client, audiences,
- *                                 # decode, soak, connections)
+ *                                 # decode, soak, connections, endpoint-health)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
  * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
@@ -21,7 +21,8 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   audiences: ["bench/audiences.ts"],
   decode: ["bench/decode.ts"],
   soak: ["bench/soak.ts"],
-  connections: ["bench/connections.ts"]
+  connections: ["bench/connections.ts"],
+  "endpoint-health": ["bench/endpointHealth.ts"]
 }
 const onlyWhenNamed = new Set(["soak", "connections"])
 

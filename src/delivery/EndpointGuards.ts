@@ -1,6 +1,7 @@
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import type { Endpoint } from "../domain/Settings.js"
+import { setEndpointGauges } from "../metrics/EndpointGauges.js"
 import { Store } from "../store/Store.js"
 import type { StoreError } from "../store/StoreError.js"
 import { EndpointGuard } from "./EndpointGuard.js"
@@ -45,6 +46,8 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
   const sink = yield* Effect.serviceOption(GuardEventSink)
   const guards = new Map<string, EndpointGuard>()
   const sources = new Map<string, Set<string>>()
+  // Each source's URLs in settings order: the gauges' labels.
+  const urlsOf = new Map<string, ReadonlyArray<string>>()
   let events: Array<GuardEvent> = []
   // Disabled here and not yet written: a refresh must not enable them again.
   const unwritten = new Set<string>()
@@ -68,6 +71,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
   }
 
   const configure = (sourceId: string, endpoints: ReadonlyArray<Endpoint>): void => {
+    urlsOf.set(sourceId, endpoints.map((endpoint) => endpoint.url))
     for (const endpoint of endpoints) {
       guardFor(endpoint.url).configure(endpoint)
       let users = sources.get(endpoint.url)
@@ -100,6 +104,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
     for (const event of batch) yield* publish(event)
   }))
 
+  // Also sets the gauges, from memory: no query per URL.
   const refresh = Effect.gen(function*() {
     const rows = yield* store.disabledEndpoints()
     disabled = new Set(rows.map((row) => row.url))
@@ -107,11 +112,18 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
       if (disabled.has(url)) guard.markDisabled()
       else if (guard.state === "disabled" && !unwritten.has(url)) guard.enable()
     }
+    for (const [sourceId, urls] of urlsOf) {
+      urls.forEach((url, index) => {
+        const guard = guards.get(url)
+        if (guard !== undefined) setEndpointGauges(sourceId, index, guard.state, guard.consecutiveFailures)
+      })
+    }
   }).pipe(Effect.catchAll(() => Effect.void))
 
   yield* refresh
-  yield* Effect.forkScoped(drain)
-  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(refreshEvery), refresh)))
+  // Interruptible again: the dispatcher builds these inside its uninterruptible acquisition.
+  yield* Effect.forkScoped(Effect.interruptible(drain))
+  yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.zipRight(Effect.sleep(refreshEvery), refresh))))
 
   return {
     guardFor,

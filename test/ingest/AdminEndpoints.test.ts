@@ -26,7 +26,12 @@ describe("admin API: endpoints and bulk recovery", () => {
       const endpoints = () => call(app.baseUrl, "GET", "/admin/endpoints?sourceId=web")
 
       expect(yield* track(app.baseUrl, writeKey, { type: "track", event: "A", userId: "u" })).toBe(200)
-      const disabled = yield* pollUntil(endpoints(), (answer) => answer.body?.endpoints?.[0]?.disabledReason !== null, "disabled")
+      const disabled = yield* pollUntil(
+        endpoints(),
+        (answer) =>
+          answer.body?.endpoints?.[0]?.disabledReason !== null && answer.body?.endpoints?.[0]?.lastDay.attempts === 1,
+        "disabled, its attempt written"
+      )
       expect(disabled.body.endpoints[0]).toMatchObject({
         sourceId: "web",
         url,
@@ -36,6 +41,13 @@ describe("admin API: endpoints and bulk recovery", () => {
         lastFailure: { reason: "HTTP 410" },
         lastDay: { attempts: 1, successRate: 0 }
       })
+
+      // The gauges, labelled by source and URL index: 3 = disabled.
+      yield* pollUntil(
+        Effect.promise(() => fetch(`${app.baseUrl}/metrics`).then((response) => response.text())),
+        (text) => /hookrelay_endpoint_circuit_state\{[^}]*source="web"[^}]*\} 3/.test(text),
+        "the circuit gauge shows the URL disabled"
+      )
 
       expect(yield* track(app.baseUrl, writeKey, { type: "track", event: "B", userId: "u" })).toBe(200)
       const dead = yield* pollUntil(
