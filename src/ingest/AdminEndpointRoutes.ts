@@ -18,7 +18,9 @@ const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString
 const endpointView = (health: EndpointHealth): typeof E.EndpointView.Type => ({
   ...health,
   lastSuccessAt: iso(health.lastSuccessAt),
-  lastFailure: health.lastFailure === null ? null : { at: iso(health.lastFailure.at), reason: health.lastFailure.reason },
+  lastFailure: health.lastFailure === null
+    ? null
+    : { at: iso(health.lastFailure.at), reason: health.lastFailure.reason },
   nextProbeAt: iso(health.nextProbeAt)
 })
 
@@ -59,7 +61,9 @@ const recovery = (action: "replay" | "purge") =>
       until: time(input.right.until),
       dryRun: input.right.dryRun ?? false
     }
-    const result = action === "replay" ? yield* relay.replayDeadLetters(request) : yield* relay.purgeDeadLetters(request)
+    const result = action === "replay"
+      ? yield* relay.replayDeadLetters(request)
+      : yield* relay.purgeDeadLetters(request)
     return HttpServerResponse.unsafeJson(result satisfies typeof E.RecoveryView.Type)
   })
 

@@ -40,9 +40,15 @@ export type {
   StoredSource,
   UsageDay
 } from "../store/Model.js"
-export type { EndpointHealth, EndpointState, EndpointWindow, RecoveryRequest, RecoveryResult } from "./RelayEndpoints.js"
 export { isStoreUnavailable } from "../store/StoreError.js"
 export type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+export type {
+  EndpointHealth,
+  EndpointState,
+  EndpointWindow,
+  RecoveryRequest,
+  RecoveryResult
+} from "./RelayEndpoints.js"
 
 /** Days `usage` reports by default, and at most (a leap year). */
 export const defaultUsageDays = 30

@@ -98,7 +98,9 @@ export const make = ({ reads, sql }: StoreKit): Operations => {
       const answer: EndpointLastAttempts = {
         lastSuccessAt: success.length === 0 ? null : Number(success[0]!.started_at),
         lastFailureAt: last === undefined ? null : Number(last.started_at),
-        lastFailure: last === undefined ? null : last.error ?? (last.status_code === null ? null : `HTTP ${last.status_code}`)
+        lastFailure: last === undefined
+          ? null
+          : last.error ?? (last.status_code === null ? null : `HTTP ${last.status_code}`)
       }
       return answer
     },

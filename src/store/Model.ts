@@ -1,5 +1,6 @@
 import type { Effect, Option } from "effect"
 import type { SourceConfig } from "../domain/Settings.js"
+import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
 import type {
   AttemptRecord,
   AudienceChunk,
@@ -29,7 +30,6 @@ import type {
   UsageDay,
   UsageDelta
 } from "./Records.js"
-import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
 import type { StoreError, WriteKeyConflict } from "./StoreError.js"
 
 /** The store's interface, and (re-exported) the records it takes and gives (`Records`). */

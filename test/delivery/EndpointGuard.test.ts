@@ -40,8 +40,7 @@ const guarded = (endpoints: ReadonlyArray<Endpoint>) =>
 
 type Answer = (url: string) => Effect.Effect<TransportResponse, TransportFailure>
 
-const transport = (answer: Answer) =>
-  Transport.layerTest((request) => answer(`${request.origin}${request.path}`))
+const transport = (answer: Answer) => Transport.layerTest((request) => answer(`${request.origin}${request.path}`))
 
 const status = (code: number) => Effect.succeed(Transport.response(code))
 const failing = AttemptOutcome.Retryable({ reason: "HTTP 500", status: 500 })
@@ -137,10 +136,11 @@ describe("EndpointGuard: rate limit (TestClock)", () => {
       const { records, sink } = recorder()
       yield* Effect.forEach(
         Array.from({ length: 50 }, (_, i) => String(i)),
-        (id) => deliver(job(id, [endpoint]), { recordAttempt: sink, gate }).pipe(
-          Effect.provide(transport(() => status(200))),
-          Effect.fork
-        )
+        (id) =>
+          deliver(job(id, [endpoint]), { recordAttempt: sink, gate }).pipe(
+            Effect.provide(transport(() => status(200))),
+            Effect.fork
+          )
       )
       yield* TestClock.adjust("2999 millis")
       expect(records.length).toBe(30)
@@ -154,15 +154,19 @@ describe("EndpointGuard: auto-disable (TestClock)", () => {
       const { events, first: guard, gate } = yield* guarded([{ url: A }])
       const { records, sink } = recorder()
       const layer = transport(() => status(410))
-      const first = yield* Effect.exit(deliver(job("1", [{ url: A }]), { recordAttempt: sink, gate }).pipe(
-        Effect.provide(layer)
-      ))
+      const first = yield* Effect.exit(
+        deliver(job("1", [{ url: A }]), { recordAttempt: sink, gate }).pipe(
+          Effect.provide(layer)
+        )
+      )
       expect(Exit.isFailure(first)).toBe(true)
       expect(guard.state).toBe("disabled")
       expect(events).toMatchObject([{ type: "endpoint.disabled", url: A, reason: "HTTP 410 Gone" }])
-      const second = yield* Effect.exit(deliver(job("2", [{ url: A }]), { recordAttempt: sink, gate }).pipe(
-        Effect.provide(layer)
-      ))
+      const second = yield* Effect.exit(
+        deliver(job("2", [{ url: A }]), { recordAttempt: sink, gate }).pipe(
+          Effect.provide(layer)
+        )
+      )
       if (Exit.isFailure(second)) expect(String(second.cause)).toContain("endpoint disabled")
       else expect.unreachable("a disabled endpoint delivered")
       expect(records.length).toBe(1)
