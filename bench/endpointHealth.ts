@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { deliveredBody, encodeBody } from "../src/domain/DeliveredBody.js"
+import type { SourceConfig } from "../src/domain/Settings.js"
 import { stampMessage } from "../src/domain/Stamp.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
@@ -34,10 +35,12 @@ const body = (i: number) =>
     { receivedAt: Date.now(), generatedMessageId: `bench-${i}` }
   )))
 
-const fill = (directory: string, counts: Record<string, number>) => {
+// The sources are stored with their jobs: the dispatcher may claim before provisioning has run.
+const fill = (directory: string, sources: ReadonlyArray<SourceConfig>, counts: Record<string, number>) => {
   const runtime = ManagedRuntime.make(StoreLayers.layerSqlite({ directory }))
   return runtime.runPromise(Effect.gen(function*() {
     const store = yield* Store
+    for (const source of sources) yield* store.upsertSource(source, Date.now())
     for (const [sourceId, count] of Object.entries(counts)) {
       for (let start = 0; start < count; start += 500) {
         const size = Math.min(500, count - start)
@@ -67,19 +70,15 @@ const run = async (
   const directory = mkdtempSync(join(tmpdir(), "hookrelay-bench-health-"))
   const sources = [{ id: "healthy", writeKey: "wk_healthy_0123456789", url: sinkUrl }]
   if (withFailing) sources.push({ id: "failing", writeKey: "wk_failing_0123456789", url: failingUrl })
+  const configs: Array<SourceConfig> = sources.map((source) => ({
+    id: source.id,
+    writeKey: source.writeKey,
+    webhooks: { enabled: true, endpoints: [{ url: source.url }] }
+  }))
   const config = join(directory, "config.json")
-  writeFileSync(
-    config,
-    JSON.stringify({
-      sources: sources.map((source) => ({
-        id: source.id,
-        writeKey: source.writeKey,
-        webhooks: { enabled: true, endpoints: [{ url: source.url }] }
-      }))
-    })
-  )
+  writeFileSync(config, JSON.stringify({ sources: configs }))
   const data = join(directory, "data")
-  await fill(data, withFailing ? { failing: failingJobs, healthy: healthyJobs } : { healthy: healthyJobs })
+  await fill(data, configs, withFailing ? { failing: failingJobs, healthy: healthyJobs } : { healthy: healthyJobs })
   sink.reset()
   const server = await startHookrelay({
     env: {

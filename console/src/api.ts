@@ -1,4 +1,14 @@
-import type { Backlog, FieldIssue, JobView, MessageView, SourceInput, SourceView, Usage } from "./types.js"
+import type {
+  Backlog,
+  EndpointHealthView,
+  FieldIssue,
+  JobView,
+  MessageView,
+  RecoveryResult,
+  SourceInput,
+  SourceView,
+  Usage
+} from "./types.js"
 
 // The admin API as the console uses it (SPEC §7, §10, §11). Only these routes, only with the
 // operator's bearer token, which lives in sessionStorage and never in a URL.
@@ -120,5 +130,12 @@ export const api = {
   backlog: () => request<Backlog>("GET", "/admin/backlog"),
   openApi: () => request<OpenApiDocument>("GET", "/admin/openapi.json"),
   usage: (sourceId: string, days: number) =>
-    request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`)
+    request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`),
+  endpoints: (sourceId: string) =>
+    request<{ endpoints: Array<EndpointHealthView> }>("GET", `/admin/endpoints${query({ sourceId })}`).then(
+      (body) => body.endpoints
+    ),
+  enableEndpoint: (url: string) => request<{ url: string; state: string }>("POST", "/admin/endpoints/enable", { url }),
+  recover: (action: "replay" | "purge", filter: Record<string, unknown>) =>
+    request<RecoveryResult>("POST", `/admin/dead-letters/${action}`, filter)
 }

@@ -54,6 +54,14 @@ export const RecoveryInput = Schema.Struct({
 
 export const RecoveryView = Schema.Struct({ dryRun: Schema.Boolean, count: Schema.Number })
 
+const recovery = <const Name extends string>(name: Name, action: string, verb: string) =>
+  HttpApiEndpoint.post(name, `/admin/dead-letters/${action}`)
+    .setPayload(RecoveryInput)
+    .addSuccess(RecoveryView)
+    .addError(InvalidRequest)
+    .addError(NotFound)
+    .annotate(OpenApi.Description, `${verb} a source's dead letters (one URL, a time range); dryRun only counts.`)
+
 export const endpointsGroup = HttpApiGroup.make("endpoints")
   .add(
     HttpApiEndpoint.get("listEndpoints", "/admin/endpoints")
@@ -77,19 +85,5 @@ export const endpointsGroup = HttpApiGroup.make("endpoints")
       .addError(InvalidRequest)
       .annotate(OpenApi.Description, "Disables a URL: its jobs are dead-lettered until it is enabled.")
   )
-  .add(
-    HttpApiEndpoint.post("replayDeadLetters", "/admin/dead-letters/replay")
-      .setPayload(RecoveryInput)
-      .addSuccess(RecoveryView)
-      .addError(InvalidRequest)
-      .addError(NotFound)
-      .annotate(OpenApi.Description, "Replays a source's dead letters (one URL, a time range); dryRun counts.")
-  )
-  .add(
-    HttpApiEndpoint.post("purgeDeadLetters", "/admin/dead-letters/purge")
-      .setPayload(RecoveryInput)
-      .addSuccess(RecoveryView)
-      .addError(InvalidRequest)
-      .addError(NotFound)
-      .annotate(OpenApi.Description, "Deletes a source's dead letters (one URL, a time range); dryRun counts.")
-  )
+  .add(recovery("replayDeadLetters", "replay", "Replays"))
+  .add(recovery("purgeDeadLetters", "purge", "Deletes"))

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as EgressPolicy from "../../src/network/EgressPolicy.js"
-import { startServer } from "../delivery/support.js"
 import { startApp } from "../support/app.js"
+import { startWithGoneEndpoint } from "../support/goneEndpoint.js"
 import { call, pollUntil, track } from "../support/http.js"
 
 /** Endpoint health, enable/disable and bulk recovery through the admin API, against the whole server. */
@@ -12,17 +11,7 @@ const writeKey = "wk_endpoint_tests_0123456789abcdef"
 describe("admin API: endpoints and bulk recovery", () => {
   it.scopedLive("a 410 disables the URL; its jobs die \"endpoint disabled\"; enabling resets; replay recovers them", () =>
     Effect.gen(function*() {
-      let status = 410
-      const receiver = yield* startServer((_, response) => {
-        response.statusCode = status
-        response.end()
-      })
-      const app = yield* startApp({ egress: EgressPolicy.layer({ allowPrivateNetworks: true }) })
-      const url = `${receiver.url}/hook`
-      const put = yield* call(app.baseUrl, "PUT", "/admin/sources/web", {
-        body: { writeKey, webhooks: { enabled: true, endpoints: [{ url }] } }
-      })
-      expect(put.status).toBe(200)
+      const { app, receiver, setStatus, url } = yield* startWithGoneEndpoint(writeKey)
       const endpoints = () => call(app.baseUrl, "GET", "/admin/endpoints?sourceId=web")
 
       expect(yield* track(app.baseUrl, writeKey, { type: "track", event: "A", userId: "u" })).toBe(200)
@@ -58,7 +47,7 @@ describe("admin API: endpoints and bulk recovery", () => {
       expect(dead.some((job) => job.lastError?.includes("endpoint disabled"))).toBe(true)
       expect(receiver.requests.length).toBe(1)
 
-      status = 200
+      setStatus(200)
       const enabled = yield* call(app.baseUrl, "POST", "/admin/endpoints/enable", { body: { url } })
       expect(enabled).toMatchObject({ status: 200, body: { url, state: "enabled", changed: true } })
       const fresh = yield* endpoints()
