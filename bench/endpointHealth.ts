@@ -27,7 +27,7 @@ import { buildServer, processCpuMicros, startHookrelay } from "./support/servers
 const healthyJobs = arg("jobs", 20_000)
 const failingJobs = arg("failing", 100_000)
 const idleSeconds = arg("idle", 20)
-const rounds = arg("rounds", 2)
+const rounds = arg("rounds", 3)
 
 const body = (i: number) =>
   encodeBody(deliveredBody(stampMessage(
@@ -124,7 +124,11 @@ const main = async () => {
     )
   }
   await sink.stop()
-  const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+  const median = (values: ReadonlyArray<number>) => {
+    const sorted = [...values].sort((a, b) => a - b)
+    const middle = sorted.length >> 1
+    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  }
   const ratio = median(mixed.map((r) => r.healthyPerSecond)) / median(baseline)
   const idle = Math.max(...mixed.map((r) => r.idleCpuPercent ?? 0))
   const rows = baseline.map((b, i) =>
