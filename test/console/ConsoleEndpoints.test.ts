@@ -29,7 +29,8 @@ describe.skipIf(!hasChromium)("web console: endpoints page in Chromium", () => {
       yield* Effect.promise(async () => {
         const page = await (await browser.newContext()).newPage()
         const pageErrors: Array<string> = []
-        page.on("pageerror", (error) => pageErrors.push(error.message))
+        page.on("pageerror", (error) =>
+          pageErrors.push(error.message))
         await page.goto(`${app.baseUrl}/console/`)
         await page.getByLabel("Admin token").fill(adminToken)
         await page.getByLabel("Admin token").press("Enter")

@@ -85,7 +85,9 @@ export const Endpoints = (props: { readonly location: Location }) => {
                 <td>{endpoint.consecutiveFailures}</td>
                 <td>{formatTime(endpoint.lastSuccessAt)}</td>
                 <td>
-                  {endpoint.lastFailure === null ? "—" : `${formatTime(endpoint.lastFailure.at)}: ${endpoint.lastFailure.reason}`}
+                  {endpoint.lastFailure === null
+                    ? "—"
+                    : `${formatTime(endpoint.lastFailure.at)}: ${endpoint.lastFailure.reason}`}
                 </td>
                 <td>{rate(endpoint.lastHour)}</td>
                 <td>{rate(endpoint.lastDay)}</td>
