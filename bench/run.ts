@@ -4,7 +4,7 @@
  *
  *   npm run bench                 # all but the abuse runs
  *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, web-sources, client,
- *                                 # audiences, decode, signing, soak, connections)
+ *                                 # audiences, decode, signing, soak, connections, endpoint-health)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
  * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
@@ -23,7 +23,8 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   decode: ["bench/decode.ts"],
   signing: ["bench/signing.ts"],
   soak: ["bench/soak.ts"],
-  connections: ["bench/connections.ts"]
+  connections: ["bench/connections.ts"],
+  "endpoint-health": ["bench/endpointHealth.ts"]
 }
 const onlyWhenNamed = new Set(["soak", "connections"])
 

@@ -32,10 +32,16 @@ export {
   Relay
 } from "./relay/Relay.js"
 export type {
+  /** One URL's health (`Relay.endpointHealth`): state, failures, last success and failure, hour and day. */
+  EndpointHealth,
   /** Options of `Relay.ingest`: a fixed type, batch-level defaults and `sentAt`. */
   IngestOptions,
   /** What `Relay.ingest` committed: accepted, duplicates, jobs created and the message ids. */
   IngestResult,
+  /** Which dead letters `Relay.replayDeadLetters` / `purgeDeadLetters` take, and whether only to count them. */
+  RecoveryRequest,
+  /** How many dead letters a bulk replay or purge took (or would take). */
+  RecoveryResult,
   /** The operations of the `Relay` service. */
   RelayShape,
   /** What `Relay.rotateSecret` made: the new `whsec_` secret (in full, once) and the source as saved. */

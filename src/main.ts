@@ -1,6 +1,7 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, Option } from "effect"
 import { provision } from "./config/Provisioning.js"
+import { operatorWebhookConfig } from "./delivery/OperatorWebhook.js"
 import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from "./ingest/NodeServer.js"
 import * as Server from "./ingest/Server.js"
 import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
@@ -33,10 +34,16 @@ const Engine = Layer.unwrapEffect(
     Config.all({
       retention: retentionConfig,
       overload: overloadConfig,
-      allowPrivateNetworks: allowPrivateNetworksConfig
+      allowPrivateNetworks: allowPrivateNetworksConfig,
+      operatorWebhook: operatorWebhookConfig
     }),
-    ({ allowPrivateNetworks, overload, retention }) =>
-      layerEngine(Store.layerFromConfig, { retention, overload, allowPrivateNetworks })
+    ({ allowPrivateNetworks, operatorWebhook, overload, retention }) =>
+      layerEngine(Store.layerFromConfig, {
+        retention,
+        overload,
+        allowPrivateNetworks,
+        operatorWebhook: Option.getOrUndefined(operatorWebhook)
+      })
   )
 )
 

@@ -1,8 +1,10 @@
 import type {
   Backlog,
+  EndpointHealthView,
   FieldIssue,
   JobView,
   MessageView,
+  RecoveryResult,
   RotatedSecret,
   SourceInput,
   SourceView,
@@ -131,5 +133,12 @@ export const api = {
   backlog: () => request<Backlog>("GET", "/admin/backlog"),
   openApi: () => request<OpenApiDocument>("GET", "/admin/openapi.json"),
   usage: (sourceId: string, days: number) =>
-    request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`)
+    request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`),
+  endpoints: (sourceId: string) =>
+    request<{ endpoints: Array<EndpointHealthView> }>("GET", `/admin/endpoints${query({ sourceId })}`).then(
+      (body) => body.endpoints
+    ),
+  enableEndpoint: (url: string) => request<{ url: string; state: string }>("POST", "/admin/endpoints/enable", { url }),
+  recover: (action: "replay" | "purge", filter: Record<string, unknown>) =>
+    request<RecoveryResult>("POST", `/admin/dead-letters/${action}`, filter)
 }

@@ -4,6 +4,7 @@ import { session, setUnauthorizedHandler } from "./api.js"
 import { BacklogStrip } from "./components/BacklogStrip.js"
 import { Link } from "./components/ui.js"
 import { ApiReference } from "./pages/ApiReference.js"
+import { Endpoints } from "./pages/Endpoints.js"
 import { Login } from "./pages/Login.js"
 import { Messages } from "./pages/Messages.js"
 import { SourceEdit } from "./pages/SourceEdit.js"
@@ -21,6 +22,7 @@ const Page = (props: { readonly location: Location }) => {
   if (path === "/sources") return <Sources />
   if (path === "/messages") return <Messages location={props.location} />
   if (path === "/usage") return <Usage location={props.location} />
+  if (path === "/endpoints") return <Endpoints location={props.location} />
   if (path === "/api") return <ApiReference />
   return (
     <section>
@@ -32,7 +34,13 @@ const Page = (props: { readonly location: Location }) => {
   )
 }
 
-const titles: Record<string, string> = { sources: "Sources", messages: "Message log", usage: "Usage", api: "Admin API" }
+const titles: Record<string, string> = {
+  sources: "Sources",
+  messages: "Message log",
+  usage: "Usage",
+  endpoints: "Endpoints",
+  api: "Admin API"
+}
 
 const App = () => {
   const location = useLocation()
@@ -91,6 +99,7 @@ const App = () => {
           <Link to="/sources" current={section === "sources"}>Sources</Link>
           <Link to="/messages" current={section === "messages"}>Message log</Link>
           <Link to="/usage" current={section === "usage"}>Usage</Link>
+          <Link to="/endpoints" current={section === "endpoints"}>Endpoints</Link>
           <Link to="/api" current={section === "api"}>API</Link>
         </nav>
         <button type="button" class="logout" onClick={logOut}>Log out</button>

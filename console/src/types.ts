@@ -2,6 +2,7 @@
 // src/ingest/ErrorBody.ts). No DOM here: the console's pure modules and their tests share it.
 // The answers it only reads are the contract's own types (src/ingest/AdminSchemas.ts; types only,
 // nothing of it is bundled); the source editor keeps its own looser shapes for what it edits.
+import type * as EndpointContract from "../../src/ingest/AdminEndpointSchemas.js"
 import type * as Contract from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
 
@@ -92,3 +93,9 @@ export type Backlog = typeof Contract.Backlog.Type
 export type UsageDay = Usage["days"][number]
 
 export type Usage = typeof Contract.UsageView.Type
+
+export type EndpointHealthView = typeof EndpointContract.EndpointView.Type
+
+export type EndpointWindow = EndpointHealthView["lastDay"]
+
+export type RecoveryResult = typeof EndpointContract.RecoveryView.Type

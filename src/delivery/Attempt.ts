@@ -135,6 +135,16 @@ const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
     })
   )
 
+const logPermanent = (input: AttemptInput, reason: string) =>
+  Effect.logWarning(`delivery attempt failed permanently: ${reason}`).pipe(
+    Effect.annotateLogs({
+      messageId: input.messageId,
+      url: input.endpoint.url,
+      attempt: input.attemptNumber,
+      jobId: input.jobId
+    })
+  )
+
 /** An attempt that got an answer or failed: how it is classified, and its record. */
 interface Settled {
   readonly outcome: AttemptOutcome
@@ -171,7 +181,8 @@ const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: numbe
 /** Records a classified attempt (logging a timeout) and returns its outcome. */
 const recorded = (input: AttemptInput, result: Settled): Effect.Effect<AttemptOutcome> => {
   const done = Effect.as(input.record(result.record), result.outcome)
-  return result.timeout === undefined ? done : Effect.zipRight(logTimeout(input, result.timeout), done)
+  if (result.timeout !== undefined) return Effect.zipRight(logTimeout(input, result.timeout), done)
+  return result.outcome._tag === "Permanent" ? Effect.zipRight(logPermanent(input, result.outcome.reason), done) : done
 }
 
 /**

@@ -4,10 +4,12 @@ import type { WebhookSettings } from "../domain/Settings.js"
 import { signsSegment } from "../domain/Signing.js"
 import { attemptWith, prepareEndpoint } from "./Attempt.js"
 import type { AttemptInput, AttemptServices, EndpointPermits, PreparedEndpoint } from "./Attempt.js"
-import type { AttemptOutcome, Retryable } from "./AttemptOutcome.js"
+import { AttemptOutcome } from "./AttemptOutcome.js"
+import type { Retryable } from "./AttemptOutcome.js"
 import type { AttemptSink } from "./AttemptRecord.js"
 import { AllEndpointsFailed, DeliveryResult, EndpointState } from "./DeliveryResult.js"
 import type { Delivered, Pending, Retired } from "./DeliveryResult.js"
+import type { EndpointGuard, Pass } from "./EndpointGuard.js"
 import { deadline, retryPolicy } from "./RetryPolicy.js"
 import type { RetryPolicyOptions } from "./RetryPolicy.js"
 import { signatureFor } from "./Signature.js"
@@ -56,8 +58,20 @@ export interface DeliverOptions {
   readonly gate?: EndpointGateFor | undefined
 }
 
-/** The concurrency limit of one URL. */
-export type EndpointGateFor = (url: string) => EndpointPermits
+/**
+ * What each attempt on one URL passes: its concurrency limit and, in the dispatcher, its guard (circuit breaker, rate
+ * limit, health counters), which may hold the attempt and is told every outcome.
+ */
+export interface EndpointGate {
+  readonly permits: EndpointPermits
+  readonly guard?: EndpointGuard | undefined
+}
+
+export type EndpointGateFor = (url: string) => EndpointGate
+
+// How a URL's run ends when its guard never lets it go: the job's window ended while held, or the URL was disabled.
+const unavailable = AttemptOutcome.Retryable({ reason: "endpoint unavailable" })
+const disabledEndpoint = AttemptOutcome.Permanent({ reason: "endpoint disabled" })
 
 const noRecord: AttemptSink = () => Effect.void
 
@@ -115,12 +129,37 @@ const runEndpoint = (
       record: context.record
     }
   }
+  const gate = context.gate?.(endpoint.url)
+  const guard = gate?.guard
   const { traceAttempt } = context.services
-  const once = attemptWith(
+  const attempt = attemptWith(
     context.services,
-    context.gate?.(endpoint.url),
+    gate?.permits,
     traceAttempt === undefined ? input : () => traceAttempt(input(), context.job.traceparent)
   )
+  // Whether the attempt in hand is the open circuit's probe: its outcome (or its interruption) decides the circuit.
+  let probe = false
+  const passed = (pass: Pass): Effect.Effect<AttemptOutcome, Retired> => {
+    probe = pass === "probe"
+    switch (pass) {
+      case "go":
+        return attempt
+      case "probe":
+        return Effect.onInterrupt(attempt, () => Effect.sync(() => guard!.probeAborted()))
+      case "unavailable":
+        lastOutcome = unavailable
+        return Effect.fail(retire("out-of-window"))
+      case "disabled":
+        lastOutcome = disabledEndpoint
+        return Effect.fail(retire("permanent"))
+    }
+  }
+  // A held attempt waits here, before its permit: neither an attempt nor part of one, its window still running.
+  const once: Effect.Effect<AttemptOutcome, Retired> = guard === undefined ? attempt : Effect.suspend(() => {
+    if (!guard.tryPass()) return Effect.flatMap(guard.pass(context.lastStart), passed)
+    probe = false
+    return attempt
+  })
 
   // Built at the first retryable failure: most deliveries succeed at once and never need it.
   const schedule = () =>
@@ -150,6 +189,7 @@ const runEndpoint = (
     retry: (failed: Retryable) => Effect.Effect<Delivered, Pending | Retired>
   ): Effect.Effect<Delivered, Pending | Retired> => {
     lastOutcome = outcome
+    guard?.report(outcome, probe)
     switch (outcome._tag) {
       case "Success":
         return Effect.succeed(delivered({ url: endpoint.url, status: outcome.status, attempts }))

@@ -10,6 +10,7 @@ import { makeJobRuns } from "./dispatcher/JobRuns.js"
 import { makeLeases } from "./dispatcher/Leases.js"
 import { settings as settingsOf, YieldToIngest } from "./dispatcher/Options.js"
 import type { DispatcherOptions } from "./dispatcher/Options.js"
+import * as EndpointGuards from "./EndpointGuards.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
 import { Transport } from "./Transport.js"
 
@@ -40,6 +41,9 @@ export const make = (options: DispatcherOptions = {}) =>
     const outcomes = yield* DeliveryOutcomes
     const clock = yield* Effect.clock
     const transport = yield* Transport
+    // The engine's guards, shared with the health queries; a dispatcher on its own keeps its own.
+    const sharedGuards = yield* Effect.serviceOption(EndpointGuards.EndpointGuards)
+    const guards = Option.isSome(sharedGuards) ? sharedGuards.value : yield* EndpointGuards.make
     const settings = settingsOf(options)
     const owner = options.owner ?? randomUUID()
     const yielding = yield* Effect.serviceOption(YieldToIngest)
@@ -63,7 +67,7 @@ export const make = (options: DispatcherOptions = {}) =>
       flushSize: settings.flushSize
     })
     // The actors' workers run jobs; a job's run posts its retries back to the actors.
-    const actors = makeActors({ settings, leases, fork, runJob: (run) => runs.runJob(run) })
+    const actors = makeActors({ settings, leases, guards, fork, runJob: (run) => runs.runJob(run) })
     const runs = makeJobRuns({
       settings,
       leases,
@@ -74,7 +78,7 @@ export const make = (options: DispatcherOptions = {}) =>
       services: tracing === undefined ? { transport, clock } : { transport, clock, traceAttempt: tracing.attempt },
       fork
     })
-    const claimer = makeClaimer({ owner, store, signal, settings, leases, runs, yieldToIngest })
+    const claimer = makeClaimer({ owner, store, signal, settings, leases, runs, guards, yieldToIngest })
 
     /** Shutdown: no job starts any more, and every job fiber is interrupted (attempts in flight aborted, recorded). */
     const stop = Effect.suspend(() => {

@@ -51,9 +51,26 @@ export const StaticHeaders = Schema.Record({ key: Schema.String, value: HeaderVa
   })
 )
 
+/** When a URL's circuit opens and when a URL that never succeeds is disabled (defaults: 10 failures, 72 hours). */
+export const CircuitSettings = Schema.Struct({
+  failureThreshold: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_000)), { exact: true }),
+  disableAfterHours: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(8760)), {
+    exact: true
+  })
+})
+export type CircuitSettings = typeof CircuitSettings.Type
+
+/** At most `perSecond` attempts a second on the URL, evenly spaced; jobs over the rate wait. */
+export const RateLimit = Schema.Struct({
+  perSecond: Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100_000))
+})
+export type RateLimit = typeof RateLimit.Type
+
 export const Endpoint = Schema.Struct({
   url: WebhookUrl,
-  headers: Schema.optionalWith(StaticHeaders, { exact: true })
+  headers: Schema.optionalWith(StaticHeaders, { exact: true }),
+  circuit: Schema.optionalWith(CircuitSettings, { exact: true }),
+  rateLimit: Schema.optionalWith(RateLimit, { exact: true })
 })
 export type Endpoint = typeof Endpoint.Type
 

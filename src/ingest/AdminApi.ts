@@ -10,6 +10,7 @@ import { defaultSearchLimit, defaultUsageDays, Relay } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
 import { requireAdmin } from "./AdminAuth.js"
 import { openApiDocument } from "./AdminContract.js"
+import { endpointRoutes } from "./AdminEndpointRoutes.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Sec from "./AdminSecretSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
@@ -224,6 +225,7 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
         Effect.map(Effect.flatMap(Relay, (relay) => relay.backlog), (backlog) => answer<typeof S.Backlog.Type>(backlog))
       )
     ),
-    HttpRouter.get("/admin/openapi.json", route(Effect.sync(() => json(openApiDocument(version)))))
+    HttpRouter.get("/admin/openapi.json", route(Effect.sync(() => json(openApiDocument(version))))),
+    endpointRoutes(route)
   )
 }

@@ -8,6 +8,7 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Schema, SchemaAST } from "effect"
+import { endpointsGroup } from "./AdminEndpointSchemas.js"
 import * as S from "./AdminSchemas.js"
 import * as Sec from "./AdminSecretSchemas.js"
 import * as Src from "./AdminSourceSchemas.js"
@@ -171,6 +172,7 @@ export const AdminContract = HttpApi.make("hookrelay-admin")
   .add(operations)
   .add(deletions)
   .add(audiences)
+  .add(endpointsGroup)
   // Every route can meet a store that is down.
   .addError(S.StoreUnavailable)
   .middleware(AdminAuthentication)

@@ -27,6 +27,7 @@ import type {
 } from "../store/Model.js"
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import type { StoreStatus } from "../store/StoreHealth.js"
+import type { EndpointHealth, RecoveryRequest, RecoveryResult } from "./RelayEndpoints.js"
 
 // The types of the library surface, for its adapters (the HTTP server) and its users: they reach the store's and
 // admission's types through Relay, not around it.
@@ -41,6 +42,13 @@ export type {
 } from "../store/Model.js"
 export { isStoreUnavailable } from "../store/StoreError.js"
 export type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+export type {
+  EndpointHealth,
+  EndpointState,
+  EndpointWindow,
+  RecoveryRequest,
+  RecoveryResult
+} from "./RelayEndpoints.js"
 
 /** Days `usage` reports by default, and at most (a leap year). */
 export const defaultUsageDays = 30
@@ -198,6 +206,23 @@ export interface RelayShape {
    * loses the oldest; the store keeps every job's status regardless.
    */
   readonly outcomes: Stream.Stream<DeliveryOutcome>
+
+  /** The health of each URL of a source: state, failures, last success and failure, last hour and day. */
+  readonly endpointHealth: (
+    sourceId: string
+  ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | StoreError>
+  /** Enables a disabled URL (in every process) with a fresh health; `false` when it was not disabled. */
+  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
+  /** Disables a URL: its jobs are dead-lettered "endpoint disabled" until it is enabled again. */
+  readonly disableEndpoint: (url: string, reason: string) => Effect.Effect<void, StoreError>
+  /** Replays every dead letter of a source the filter takes (`dryRun`: only counts them). */
+  readonly replayDeadLetters: (
+    request: RecoveryRequest
+  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
+  /** Deletes every dead letter of a source the filter takes, with its attempts (`dryRun`: only counts them). */
+  readonly purgeDeadLetters: (
+    request: RecoveryRequest
+  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
 }
 
 /** The hookrelay engine as a service: everything the HTTP server does, callable in-process. */

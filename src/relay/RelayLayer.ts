@@ -1,5 +1,7 @@
 import { type Duration, Layer } from "effect"
 import * as Dispatcher from "../delivery/Dispatcher.js"
+import * as EndpointGuards from "../delivery/EndpointGuards.js"
+import * as OperatorWebhook from "../delivery/OperatorWebhook.js"
 import * as Outcomes from "../delivery/Outcomes.js"
 import * as Transport from "../delivery/Transport.js"
 import * as BacklogGauge from "../metrics/BacklogGauge.js"
@@ -32,6 +34,8 @@ export interface EngineOptions {
   readonly retention?: Duration.DurationInput | undefined
   /** When ingest answers `Overloaded` (503): backlog bound, concurrent commits, admission wait. */
   readonly overload?: OverloadOptions | undefined
+  /** Where endpoint events and rolled-up dead letters go, signed (`HOOKRELAY_OPERATOR_WEBHOOK`). Default: logs only. */
+  readonly operatorWebhook?: OperatorWebhook.OperatorWebhookOptions | undefined
 }
 
 /** The whole engine over a store layer: `Relay`, the dispatcher, retention and the backlog gauge. */
@@ -59,8 +63,11 @@ export const layerEngine = <E, R>(
       // Every store call reports to `StoreHealth`: readiness, and one log line per outage.
       Layer.provideMerge(StoreHealth.layerOver(store))
     )
+  // The URLs' circuits and health, shared by the dispatcher and the health queries of `Relay`.
+  const sink = options.operatorWebhook === undefined ? Layer.empty : OperatorWebhook.layer(options.operatorWebhook)
+  const guards = EndpointGuards.layer.pipe(Layer.provide(sink), Layer.provideMerge(services))
   return Layer.merge(RelayLive.layer, background).pipe(
-    Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(services)))
+    Layer.provide(IngestAdmission.layer(options.overload).pipe(Layer.provideMerge(guards)))
   )
 }
 

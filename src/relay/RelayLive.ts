@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import * as Audiences from "../audiences/Audiences.js"
+import { EndpointGuards } from "../delivery/EndpointGuards.js"
 import { DeliveryOutcomes } from "../delivery/Outcomes.js"
 import { currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
 import { IngestAdmission } from "../overload/IngestAdmission.js"
@@ -10,6 +11,7 @@ import { Store } from "../store/Store.js"
 import * as StoreHealth from "../store/StoreHealth.js"
 import { Relay } from "./Relay.js"
 import { makeQueries, makeSourceAdmin, replayDeadLetter, requireSource, storeStatus } from "./RelayAdmin.js"
+import { makeEndpointAdmin } from "./RelayEndpoints.js"
 import { makeIngest } from "./RelayIngest.js"
 
 export { readinessProbeTimeout } from "./RelayAdmin.js"
@@ -36,6 +38,7 @@ export const make = Effect.gen(function*() {
   const sourceById = requireSource(sources)
   const { authenticate, deleteSource, getSource, putSource, rotateSecret } = makeSourceAdmin(store, sources, egress)
   const { searchMessages, usage } = makeQueries(store, sourceById)
+  const endpoints = makeEndpointAdmin(store, yield* Effect.serviceOption(EndpointGuards), signal, sourceById)
 
   return Relay.of({
     ingest: makeIngest({ store, sourceById, admission, ingesting, signal, clock }),
@@ -56,7 +59,8 @@ export const make = Effect.gen(function*() {
     syncAudience: audiences.syncAudience,
     syncComputedTrait: audiences.syncComputedTrait,
     outcomes: deliveryOutcomes.stream,
-    storeStatus: storeStatus(store, health)
+    storeStatus: storeStatus(store, health),
+    ...endpoints
   })
 })
 

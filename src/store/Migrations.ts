@@ -337,6 +337,18 @@ const jobTraceContext = Effect.gen(function*() {
   yield* sql.unsafe(`ALTER TABLE jobs ADD COLUMN trace_parent TEXT`)
 })
 
+/**
+ * Endpoint health: the URLs disabled (by a 410, a long run without success, or an operator), shared by every process;
+ * and the attempts by URL and time, which the health page's hour and day statistics read.
+ */
+const endpointHealth = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* statements(sql, [
+    `CREATE TABLE disabled_endpoints (url TEXT PRIMARY KEY, disabled_at BIGINT NOT NULL, reason TEXT NOT NULL)`,
+    `CREATE INDEX attempts_url_started ON attempts (url, started_at)`
+  ])
+})
+
 export const migrationsTable = "hookrelay_migrations"
 
 /** Every migration, by name (applied in the order of their numbers). */
@@ -351,7 +363,8 @@ export const migrations = {
   "8_no_user_index": noUserIndex,
   "9_message_id_log": messageIdLog,
   "10_jobs_logged_of_the_product_only": jobsLoggedOfTheProductOnly,
-  "11_job_trace_context": jobTraceContext
+  "11_job_trace_context": jobTraceContext,
+  "12_endpoint_health": endpointHealth
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

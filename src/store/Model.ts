@@ -1,5 +1,6 @@
 import type { Effect, Option } from "effect"
 import type { SourceConfig } from "../domain/Settings.js"
+import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
 import type {
   AttemptRecord,
   AudienceChunk,
@@ -32,6 +33,7 @@ import type {
 import type { StoreError, WriteKeyConflict } from "./StoreError.js"
 
 /** The store's interface, and (re-exported) the records it takes and gives (`Records`). */
+export * from "./EndpointRecords.js"
 export * from "./Records.js"
 
 export interface StoreShape {
@@ -211,4 +213,22 @@ export interface StoreShape {
    * whose value was new or different (the upsert itself reports which), or was cleared by `null`.
    */
   readonly applyTraitChunk: (chunk: TraitChunk) => Effect.Effect<TraitChunkResult, StoreError>
+
+  // --- endpoints (health, disabled URLs, bulk recovery) ----------------------------------------
+  readonly disabledEndpoints: () => Effect.Effect<ReadonlyArray<DisabledEndpoint>, StoreError>
+  /** Keeps the first disabling when the URL already is. */
+  readonly disableEndpoint: (url: string, at: number, reason: string) => Effect.Effect<void, StoreError>
+  /** `false` when the URL was not disabled. */
+  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
+  /** The URL's attempts started at or after `since`: counts and latency percentiles. */
+  readonly endpointStats: (url: string, since: number) => Effect.Effect<EndpointStats, StoreError>
+  readonly endpointLastAttempts: (url: string) => Effect.Effect<EndpointLastAttempts, StoreError>
+  /** Replays every dead letter the filter takes (as `replayDeadLetter`); `dryRun` only counts them. */
+  readonly replayDeadLetters: (
+    filter: DeadLetterFilter,
+    now: number,
+    dryRun: boolean
+  ) => Effect.Effect<number, StoreError>
+  /** Deletes every dead letter the filter takes, with its attempts; `dryRun` only counts them. */
+  readonly purgeDeadLettersMatching: (filter: DeadLetterFilter, dryRun: boolean) => Effect.Effect<number, StoreError>
 }

@@ -2,6 +2,7 @@ import * as Attempts from "./Attempts.js"
 import * as AudienceMembers from "./AudienceMembers.js"
 import * as DeadLetters from "./DeadLetters.js"
 import * as DeletionRequests from "./DeletionRequests.js"
+import * as Endpoints from "./Endpoints.js"
 import * as MessageLog from "./MessageLog.js"
 import type { StoreShape } from "./Model.js"
 import * as Outbox from "./Outbox.js"
@@ -34,6 +35,7 @@ export const assemble = (kit: StoreKit, makeHotPaths: (writes: SharedWrites) => 
     ...Purge.make(kit, hot),
     ...DeletionRequests.make(kit),
     ...AudienceMembers.make(kit),
-    ...TraitValues.make(kit)
+    ...TraitValues.make(kit),
+    ...Endpoints.make(kit)
   }
 }

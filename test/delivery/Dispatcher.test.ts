@@ -6,6 +6,7 @@ import { DeliveryOutcomes } from "../../src/delivery/Outcomes.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import { deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
+import type { Endpoint } from "../../src/domain/Settings.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
 import { IngestPressure } from "../../src/overload/IngestPressure.js"
 import * as IngestPressures from "../../src/overload/IngestPressure.js"
@@ -42,11 +43,15 @@ const enqueue = (sourceId: string, ids: ReadonlyArray<string>) =>
     }
   })
 
-const source = (id: string, url: string) =>
+const source = (id: string, url: string, settings: Omit<Endpoint, "url"> = {}) =>
   Effect.flatMap(Store, (store) =>
     Effect.flatMap(
       Effect.clockWith((clock) => clock.currentTimeMillis),
-      (now) => store.upsertSource({ id, writeKey: `key-${id}`, webhooks: { enabled: true, endpoints: [{ url }] } }, now)
+      (now) =>
+        store.upsertSource(
+          { id, writeKey: `key-${id}`, webhooks: { enabled: true, endpoints: [{ url, ...settings }] } },
+          now
+        )
     ))
 
 /** The store in context with the limit of each claim recorded. */
@@ -87,9 +92,14 @@ const answerSoon = Effect.as(Effect.sleep("5 millis"), Transport.response(204))
  * `count` due jobs of a new source, and a dispatcher with `smallMailboxes` whose claims' limits go to `limits`; returns
  * the running dispatcher (its `held` jobs are those in memory).
  */
-const dispatchSmall = (sourceId: string, count: number, limits: Array<number>) =>
+const dispatchSmall = (
+  sourceId: string,
+  count: number,
+  limits: Array<number>,
+  settings: Omit<Endpoint, "url"> = {}
+) =>
   Effect.gen(function*() {
-    yield* source(sourceId, `https://${sourceId}.example/hook`)
+    yield* source(sourceId, `https://${sourceId}.example/hook`, settings)
     yield* enqueue(sourceId, ids(sourceId, count))
     return yield* Dispatcher.start(smallMailboxes).pipe(Effect.provide(recordingClaims(limits)))
   })
@@ -605,7 +615,8 @@ describe("Dispatcher", () => {
           return Transport.response(500)
         })))
       yield* Effect.gen(function*() {
-        const dispatcher = yield* dispatchSmall("failing", 400, limits)
+        // The circuit would hold the jobs after 10 failures: this is about the mailbox under failures that go on.
+        const dispatcher = yield* dispatchSmall("failing", 400, limits, { circuit: { failureThreshold: 10_000 } })
         // Until 64 attempts (at least 12 s of Clock): the in-memory retries (1 s, 2 s, 4 s) run, later ones go back to
         // the store, due again later. Counted in memory: the store's leased count can pass 16 for a moment (a job that
         // failed leaves memory before its completion is written, flushDelay later; a claim may bring the next first).

@@ -8,6 +8,7 @@ import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { deletionStoreSuite } from "./deletionStoreSuite.js"
+import { endpointStoreSuite } from "./endpointStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { entry, storeSuite, survivesReopen } from "./storeSuite.js"
 
@@ -44,6 +45,7 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
   deletionStoreSuite(freshPg(url))
   audienceStoreSuite(freshPg(url))
   messageLogStoreSuite(freshPg(url))
+  endpointStoreSuite(freshPg(url))
 
   it.live("data survives closing and reopening the pool", () => {
     const schema = newSchema()

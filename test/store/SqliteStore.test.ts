@@ -6,6 +6,7 @@ import * as Path from "node:path"
 import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { deletionStoreSuite } from "./deletionStoreSuite.js"
+import { endpointStoreSuite } from "./endpointStoreSuite.js"
 import { messageLogStoreSuite } from "./messageLogStoreSuite.js"
 import { storeSuite, survivesReopen } from "./storeSuite.js"
 
@@ -21,6 +22,7 @@ describe("Store (SQLite)", () => {
   deletionStoreSuite(freshSqlite)
   audienceStoreSuite(freshSqlite)
   messageLogStoreSuite(freshSqlite)
+  endpointStoreSuite(freshSqlite)
 
   it.scopedLive("data survives closing and reopening the file", () =>
     Effect.gen(function*() {

@@ -7,6 +7,7 @@ import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
+import * as EndpointGuards from "../../src/delivery/EndpointGuards.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import * as Server from "../../src/ingest/Server.js"
@@ -51,6 +52,8 @@ export const startApp = (options: AppOptions = {}) =>
     const directory = yield* tempDirectory
     const store = options.store ?? StoreLayers.layerSqlite({ directory })
     const base = IngestAdmission.layer(options.overload).pipe(
+      // The URLs' circuits and health, shared by the dispatcher and Relay's health queries.
+      Layer.provideMerge(EndpointGuards.layer),
       Layer.provideMerge(
         Layer.mergeAll(Transport.layerWithPolicy(), OutboxSignal.layer, Outcomes.layer, IngestPressure.layer())
       ),

@@ -3,6 +3,7 @@ import type { WebhookSettings } from "../../domain/Settings.js"
 import type { ClaimedJob, StoreShape } from "../../store/Model.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import { makeSourceCache } from "../../store/SourceCache.js"
+import type { EndpointGuardsShape } from "../EndpointGuards.js"
 import type { JobRuns } from "./JobRuns.js"
 import type { Leases } from "./Leases.js"
 import type { Settings } from "./Options.js"
@@ -14,6 +15,8 @@ export interface ClaimerConfig {
   readonly settings: Settings
   readonly leases: Leases
   readonly runs: JobRuns
+  /** Told each source's endpoints once per claim: their circuit and rate-limit settings. */
+  readonly guards: EndpointGuardsShape
   /** Held back while ingest saturates the process (`YieldToIngest`), or nothing. */
   readonly yieldToIngest: Effect.Effect<void>
 }
@@ -46,6 +49,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
           : !source.value.webhooks.enabled
           ? "the webhook destination is disabled"
           : source.value.webhooks
+        if (typeof webhooks !== "string") config.guards.configure(job.sourceId, webhooks.endpoints)
         bySource.set(job.sourceId, webhooks)
       }
       return bySource

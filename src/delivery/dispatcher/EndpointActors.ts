@@ -2,8 +2,9 @@ import { Effect } from "effect"
 import type { Fiber } from "effect"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import { FifoGate } from "../../runtime/FifoGate.js"
-import type { EndpointGateFor } from "../Deliver.js"
+import type { EndpointGate, EndpointGateFor } from "../Deliver.js"
 import type { EndpointState } from "../DeliveryResult.js"
+import type { EndpointGuardsShape } from "../EndpointGuards.js"
 import type { Transport } from "../Transport.js"
 import type { Held, Leases } from "./Leases.js"
 import type { Settings } from "./Options.js"
@@ -18,9 +19,12 @@ export interface Run {
   readonly states: ReadonlyArray<EndpointState>
 }
 
-/** One webhook URL: its mailbox, its workers (at most `concurrencyPerEndpoint`) and the gate its attempts pass. */
+/**
+ * One webhook URL: its mailbox, its workers (at most `concurrencyPerEndpoint`) and the gate its attempts pass (the
+ * concurrency limit and the URL's guard: circuit, rate limit, health).
+ */
 interface Actor {
-  readonly gate: FifoGate
+  readonly gate: EndpointGate
   readonly mailbox: Array<Run>
   head: number
   workers: number
@@ -31,6 +35,7 @@ interface Actor {
 export interface ActorsConfig {
   readonly settings: Settings
   readonly leases: Leases
+  readonly guards: EndpointGuardsShape
   /** Starts a fiber in the dispatcher's scope, interruptible. */
   readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
   /** Delivers one job and concludes it (`JobRuns`); called when the job starts. */
@@ -52,13 +57,14 @@ export const makeActors = (config: ActorsConfig) => {
   const actorFor = (url: string): Actor => {
     let actor = actors.get(url)
     if (actor === undefined) {
-      actor = { gate: new FifoGate(settings.concurrencyPerEndpoint), mailbox: [], head: 0, workers: 0, starting: 0 }
+      const gate = { permits: new FifoGate(settings.concurrencyPerEndpoint), guard: config.guards.guardFor(url) }
+      actor = { gate, mailbox: [], head: 0, workers: 0, starting: 0 }
       actors.set(url, actor)
     }
     return actor
   }
 
-  /** The concurrency limit of each URL, around each attempt on it. */
+  /** The concurrency limit and guard of each URL, around each attempt on it. */
   const gate: EndpointGateFor = (url) => actorFor(url).gate
 
   /** The mailbox's next job, or undefined when it is empty (or the dispatcher stops). Lost jobs are dropped. */

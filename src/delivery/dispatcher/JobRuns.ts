@@ -134,9 +134,13 @@ export const makeJobRuns = (config: JobRunsConfig) => {
         if (failure._tag === "Some") {
           attemptFailed(job.sourceId)
           completions.failed(job, clock.unsafeCurrentTimeMillis(), failure.value)
+          leases.release(entry)
+          return Effect.logWarning(`message dead-lettered: ${failure.value.message}`).pipe(
+            Effect.annotateLogs({ jobId: job.id, messageId: job.messageId, sourceId: job.sourceId })
+          )
         }
         leases.release(entry)
-        return failure._tag === "Some" || Cause.isInterruptedOnly(cause)
+        return Cause.isInterruptedOnly(cause)
           ? Effect.void
           : Effect.logError("delivery job failed unexpectedly", cause).pipe(
             Effect.annotateLogs({ jobId: job.id, messageId: job.messageId })

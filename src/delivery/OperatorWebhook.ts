@@ -1,0 +1,137 @@
+import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
+import type { Scope } from "effect"
+import { randomUUID } from "node:crypto"
+import { userAgent } from "./Attempt.js"
+import { GuardEventSink } from "./EndpointGuards.js"
+import { DeliveryOutcomes } from "./Outcomes.js"
+import { decodeSecret, signV1, standardHeaders } from "./StandardWebhooks.js"
+import { requestTarget, Transport } from "./Transport.js"
+
+/** Where operator events go: a URL and the `whsec_` secret their Standard Webhooks signatures are keyed by. */
+export interface OperatorWebhookOptions {
+  readonly url: string
+  readonly secret: Redacted.Redacted<string>
+}
+
+/** One event to the operator: `endpoint.*` from the circuits, `messages.dead` rolled up per source and minute. */
+export interface OperatorEvent {
+  readonly type: string
+  /** Epoch ms. */
+  readonly at: number
+  readonly data: Readonly<Record<string, unknown>>
+}
+
+/** Events waiting to be sent at most: past this the oldest are dropped, so that a dead operator endpoint costs memory once. */
+const queueBound = 1024
+const rollUpEvery = Duration.minutes(1)
+// A few tries, spaced: an operator endpoint that is down loses the event (it was logged at warn).
+const sendRetries = Schedule.intersect(Schedule.exponential("1 second"), Schedule.recurs(3))
+
+/**
+ * The operator webhook: endpoint events (through `GuardEventSink`) and dead letters rolled up to at most one
+ * `messages.dead` per source per minute, each POSTed as `{type, timestamp, data}` signed with Standard Webhooks
+ * headers. Sent through the delivery transport (the same egress policy); queued, never waited for by a delivery.
+ */
+export const make = (
+  options: OperatorWebhookOptions
+): Effect.Effect<typeof GuardEventSink.Service, never, Transport | DeliveryOutcomes | Scope.Scope> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport
+    const outcomes = yield* DeliveryOutcomes
+    const key = decodeSecret(Redacted.value(options.secret))
+    const { origin, path } = requestTarget(options.url)
+    const queue = yield* Queue.sliding<OperatorEvent>(queueBound)
+
+    const send = (event: OperatorEvent) =>
+      Effect.gen(function*() {
+        if (typeof key === "string") return
+        const id = `evt_${randomUUID()}`
+        const timestamp = Math.floor(event.at / 1000)
+        const body = new TextEncoder().encode(JSON.stringify({
+          type: event.type,
+          timestamp: new Date(event.at).toISOString(),
+          data: event.data
+        }))
+        const headers = [
+          "User-Agent",
+          userAgent,
+          "Content-Type",
+          "application/json",
+          standardHeaders.id,
+          id,
+          standardHeaders.timestamp,
+          String(timestamp),
+          standardHeaders.signature,
+          signV1(key, id, timestamp, body)
+        ]
+        const answer = transport.post({ origin, path, headers, body }).pipe(
+          Effect.filterOrFail((response) => response.status >= 200 && response.status <= 299, (response) => response)
+        )
+        yield* answer.pipe(
+          Effect.retry(sendRetries),
+          Effect.catchAll(() => Effect.logWarning(`the operator webhook did not take ${event.type}`))
+        )
+      })
+
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), send)))
+
+    // Dead letters per source since the last roll-up.
+    let dead = new Map<string, number>()
+    yield* Effect.forkScoped(
+      Stream.runForEach(outcomes.stream, (outcome) =>
+        Effect.sync(() => {
+          if (outcome.status === "dead") dead.set(outcome.sourceId, (dead.get(outcome.sourceId) ?? 0) + 1)
+        }))
+    )
+    yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+      yield* Effect.sleep(rollUpEvery)
+      if (dead.size === 0) return
+      const counts = dead
+      dead = new Map()
+      const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      for (const [sourceId, count] of counts) {
+        yield* Effect.logWarning(`messages.dead: ${count} dead-lettered in the last minute`).pipe(
+          Effect.annotateLogs({ sourceId })
+        )
+        yield* Queue.offer(queue, { type: "messages.dead", at, data: { sourceId, count } })
+      }
+    })))
+
+    return GuardEventSink.of({
+      publish: (event) =>
+        Effect.asVoid(Queue.offer(queue, {
+          type: event.type,
+          at: event.at,
+          data: { url: event.url, sourceIds: event.sourceIds, reason: event.reason }
+        }))
+    })
+  })
+
+export const layer = (options: OperatorWebhookOptions): Layer.Layer<
+  GuardEventSink,
+  never,
+  Transport | DeliveryOutcomes
+> => Layer.scoped(GuardEventSink, make(options))
+
+const isHttpUrl = (text: string) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol)
+
+/** `HOOKRELAY_OPERATOR_WEBHOOK` and `HOOKRELAY_OPERATOR_WEBHOOK_SECRET` (a `whsec_` secret), both or neither. */
+export const operatorWebhookConfig: Config.Config<Option.Option<OperatorWebhookOptions>> = Config.all({
+  url: Config.option(Config.string("HOOKRELAY_OPERATOR_WEBHOOK")),
+  secret: Config.option(Config.redacted("HOOKRELAY_OPERATOR_WEBHOOK_SECRET"))
+}).pipe(
+  Config.mapOrFail(({ secret, url }) => {
+    if (Option.isNone(url)) return Either.right(Option.none())
+    if (!isHttpUrl(url.value)) {
+      return Either.left(ConfigError.InvalidData(["HOOKRELAY_OPERATOR_WEBHOOK"], "must be an http: or https: URL"))
+    }
+    if (Option.isNone(secret)) {
+      return Either.left(ConfigError.MissingData(["HOOKRELAY_OPERATOR_WEBHOOK_SECRET"], "is required with a webhook"))
+    }
+    const key = decodeSecret(Redacted.value(secret.value))
+    if (typeof key === "string") {
+      return Either.left(ConfigError.InvalidData(["HOOKRELAY_OPERATOR_WEBHOOK_SECRET"], key))
+    }
+    return Either.right(Option.some({ url: url.value, secret: secret.value }))
+  })
+)

@@ -1,0 +1,165 @@
+import { Clock, Effect, Option } from "effect"
+import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import type { GuardSnapshot } from "../delivery/EndpointGuard.js"
+import type { EndpointGuardsShape } from "../delivery/EndpointGuards.js"
+import type { UnknownSource } from "../domain/IngestErrors.js"
+import type { FieldIssue } from "../domain/Issues.js"
+import type { EndpointStats, StoredSource, StoreShape } from "../store/Model.js"
+import type { OutboxSignalShape } from "../store/OutboxSignal.js"
+import type { StoreError } from "../store/StoreError.js"
+
+/**
+ * - `healthy`: the last attempt succeeded (or none was made);
+ * - `failing`: failures since the last success, the circuit still closed;
+ * - `paused`: the circuit is open: jobs are held, one probe at a time;
+ * - `disabled`: the URL receives nothing until enabled again.
+ */
+export type EndpointState = "healthy" | "failing" | "paused" | "disabled"
+
+export interface EndpointWindow {
+  readonly attempts: number
+  /** Successes / attempts; null without attempts. */
+  readonly successRate: number | null
+  readonly p50LatencyMs: number | null
+  readonly p99LatencyMs: number | null
+}
+
+/** One URL of a source, as the health page and `GET /admin/endpoints` show it. */
+export interface EndpointHealth {
+  readonly sourceId: string
+  readonly url: string
+  /** Its position in the source's settings (0-based): the metrics' label. */
+  readonly index: number
+  readonly state: EndpointState
+  /** Counted by this process's circuit since its start. */
+  readonly consecutiveFailures: number
+  readonly lastSuccessAt: number | null
+  readonly lastFailure: { readonly at: number; readonly reason: string } | null
+  /** When the open circuit's next probe may go. */
+  readonly nextProbeAt: number | null
+  readonly disabledReason: string | null
+  readonly lastHour: EndpointWindow
+  readonly lastDay: EndpointWindow
+}
+
+/** Which dead letters a bulk replay or purge takes, and whether to only count them. */
+export interface RecoveryRequest {
+  readonly sourceId: string
+  readonly url?: string | undefined
+  readonly since?: number | undefined
+  readonly until?: number | undefined
+  readonly dryRun: boolean
+}
+
+export interface RecoveryResult {
+  readonly dryRun: boolean
+  /** Dead letters replayed or purged (or that would be, in a dry run). */
+  readonly count: number
+}
+
+const hourMillis = 3_600_000
+
+const windowOf = (stats: EndpointStats): EndpointWindow => ({
+  attempts: stats.attempts,
+  successRate: stats.attempts === 0 ? null : stats.successes / stats.attempts,
+  p50LatencyMs: stats.p50LatencyMs,
+  p99LatencyMs: stats.p99LatencyMs
+})
+
+const stateOf = (
+  snapshot: GuardSnapshot | undefined,
+  disabled: boolean,
+  lastSuccessAt: number | null,
+  lastFailureAt: number | null
+): EndpointState => {
+  if (disabled || snapshot?.state === "disabled") return "disabled"
+  if (snapshot?.state === "open" || snapshot?.state === "probing") return "paused"
+  // This process delivers to the URL: its counters are the truth (enabling again reset them).
+  if (snapshot !== undefined) return snapshot.consecutiveFailures > 0 ? "failing" : "healthy"
+  return lastFailureAt !== null && (lastSuccessAt === null || lastFailureAt > lastSuccessAt) ? "failing" : "healthy"
+}
+
+const checkRecovery = (request: RecoveryRequest) => {
+  const errors: Array<FieldIssue> = []
+  if (request.sourceId === "") errors.push({ path: "sourceId", message: "is required" })
+  if (request.url === "") errors.push({ path: "url", message: "must not be empty" })
+  for (const field of ["since", "until"] as const) {
+    const value = request[field]
+    if (value !== undefined && (!Number.isFinite(value) || value < 0)) {
+      errors.push({ path: field, message: "must be a time (epoch milliseconds or an ISO 8601 date)" })
+    }
+  }
+  if (request.since !== undefined && request.until !== undefined && request.since > request.until) {
+    errors.push({ path: "until", message: "must not be before since" })
+  }
+  return errors.length === 0 ? Effect.void : Effect.fail(new InvalidAdminRequest({ errors }))
+}
+
+/** Endpoint health, enabling and disabling URLs, and bulk recovery of dead letters, for `Relay`. */
+export const makeEndpointAdmin = (
+  store: StoreShape,
+  guards: Option.Option<EndpointGuardsShape>,
+  signal: OutboxSignalShape,
+  sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
+) => {
+  const endpointHealth = (sourceId: string) =>
+    Effect.gen(function*() {
+      const source = yield* sourceById(sourceId)
+      const now = yield* Clock.currentTimeMillis
+      const disabled = new Map((yield* store.disabledEndpoints()).map((row) => [row.url, row.reason]))
+      const endpoints = source.webhooks?.endpoints ?? []
+      return yield* Effect.forEach(endpoints, (endpoint, index) =>
+        Effect.gen(function*() {
+          const snapshot = Option.isSome(guards) ? guards.value.snapshot(endpoint.url) : undefined
+          const last = yield* store.endpointLastAttempts(endpoint.url)
+          const hour = yield* store.endpointStats(endpoint.url, now - hourMillis)
+          const day = yield* store.endpointStats(endpoint.url, now - 24 * hourMillis)
+          const health: EndpointHealth = {
+            sourceId: source.id,
+            url: endpoint.url,
+            index,
+            state: stateOf(snapshot, disabled.has(endpoint.url), last.lastSuccessAt, last.lastFailureAt),
+            consecutiveFailures: snapshot?.consecutiveFailures ?? 0,
+            lastSuccessAt: last.lastSuccessAt,
+            lastFailure: last.lastFailureAt === null
+              ? null
+              : { at: last.lastFailureAt, reason: last.lastFailure ?? "unknown" },
+            nextProbeAt: snapshot?.nextProbeAt ?? null,
+            disabledReason: disabled.get(endpoint.url) ?? null,
+            lastHour: windowOf(hour),
+            lastDay: windowOf(day)
+          }
+          return health
+        }))
+    })
+
+  const enableEndpoint = (url: string): Effect.Effect<boolean, StoreError> =>
+    Option.isSome(guards) ? guards.value.enable(url) : store.enableEndpoint(url)
+
+  const disableEndpoint = (url: string, reason: string): Effect.Effect<void, StoreError> =>
+    Option.isSome(guards)
+      ? guards.value.disable(url, reason)
+      : Effect.flatMap(Clock.currentTimeMillis, (now) => store.disableEndpoint(url, now, reason))
+
+  const recover = (action: "replay" | "purge") => (request: RecoveryRequest) =>
+    Effect.gen(function*() {
+      yield* checkRecovery(request)
+      const source = yield* sourceById(request.sourceId)
+      const filter = { sourceId: source.id, url: request.url, since: request.since, until: request.until }
+      const now = yield* Clock.currentTimeMillis
+      const count = action === "replay"
+        ? yield* store.replayDeadLetters(filter, now, request.dryRun)
+        : yield* store.purgeDeadLettersMatching(filter, request.dryRun)
+      if (action === "replay" && !request.dryRun && count > 0) yield* signal.notify
+      const result: RecoveryResult = { dryRun: request.dryRun, count }
+      return result
+    })
+
+  return {
+    endpointHealth,
+    enableEndpoint,
+    disableEndpoint,
+    replayDeadLetters: recover("replay"),
+    purgeDeadLetters: recover("purge")
+  }
+}

@@ -1,0 +1,171 @@
+import { Array as Arr, Effect } from "effect"
+import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
+import type { StoreShape } from "./Model.js"
+import { idChunk } from "./Rows.js"
+import { fail, type StoreKit } from "./StoreKit.js"
+
+type Operations = Pick<
+  StoreShape,
+  | "disabledEndpoints"
+  | "disableEndpoint"
+  | "enableEndpoint"
+  | "endpointStats"
+  | "endpointLastAttempts"
+  | "replayDeadLetters"
+  | "purgeDeadLettersMatching"
+>
+
+/** Does the job's stored per-URL progress (the dispatcher's JSON, opaque elsewhere) name `url`? */
+const namesUrl = (state: string | null, url: string): boolean => {
+  if (state === null) return false
+  try {
+    const parsed: unknown = JSON.parse(state)
+    return Array.isArray(parsed) &&
+      parsed.some((entry) => typeof entry === "object" && entry !== null && (entry as { url?: unknown }).url === url)
+  } catch {
+    return false
+  }
+}
+
+/** Endpoint health from the attempts already recorded, disabled URLs, and bulk recovery of dead letters. */
+export const make = ({ reads, sql }: StoreKit): Operations => {
+  const disabledEndpoints = Effect.fn("Store.disabledEndpoints")(
+    function*() {
+      const rows = yield* sql<{ url: string; disabled_at: number | string; reason: string }>`
+        SELECT url, disabled_at, reason FROM disabled_endpoints ORDER BY url`
+      return rows.map((row): DisabledEndpoint => ({
+        url: row.url,
+        disabledAt: Number(row.disabled_at),
+        reason: row.reason
+      }))
+    },
+    fail("disabledEndpoints")
+  )
+
+  const disableEndpoint = Effect.fn("Store.disableEndpoint")(
+    function*(url: string, at: number, reason: string) {
+      yield* sql`
+        INSERT INTO disabled_endpoints (url, disabled_at, reason) VALUES (${url}, ${at}, ${reason})
+        ON CONFLICT (url) DO NOTHING`
+    },
+    fail("disableEndpoint")
+  )
+
+  const enableEndpoint = Effect.fn("Store.enableEndpoint")(
+    function*(url: string) {
+      const rows = yield* sql<{ url: string }>`DELETE FROM disabled_endpoints WHERE url = ${url} RETURNING url`
+      return rows.length > 0
+    },
+    fail("enableEndpoint")
+  )
+
+  // A percentile by rank: the attempts of the window in latency order (index attempts_url_started).
+  const percentile = (url: string, since: number, count: number, fraction: number) =>
+    Effect.map(
+      reads<{ duration_ms: number | string }>`
+        SELECT duration_ms FROM attempts WHERE url = ${url} AND started_at >= ${since}
+        ORDER BY duration_ms LIMIT 1 OFFSET ${Math.min(count - 1, Math.floor(count * fraction))}`,
+      (rows) => rows.length === 0 ? null : Number(rows[0]!.duration_ms)
+    )
+
+  const endpointStats = Effect.fn("Store.endpointStats")(
+    function*(url: string, since: number) {
+      const [row] = yield* reads<{ attempts: number | string; successes: number | string | null }>`
+        SELECT count(*) AS attempts, sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS successes
+        FROM attempts WHERE url = ${url} AND started_at >= ${since}`
+      const attempts = Number(row?.attempts ?? 0)
+      const stats: EndpointStats = {
+        attempts,
+        successes: Number(row?.successes ?? 0),
+        p50LatencyMs: attempts === 0 ? null : yield* percentile(url, since, attempts, 0.5),
+        p99LatencyMs: attempts === 0 ? null : yield* percentile(url, since, attempts, 0.99)
+      }
+      return stats
+    },
+    fail("endpointStats")
+  )
+
+  const endpointLastAttempts = Effect.fn("Store.endpointLastAttempts")(
+    function*(url: string) {
+      const success = yield* reads<{ started_at: number | string }>`
+        SELECT started_at FROM attempts WHERE url = ${url} AND outcome = 'success'
+        ORDER BY started_at DESC LIMIT 1`
+      const failure = yield* reads<{ started_at: number | string; error: string | null; status_code: number | null }>`
+        SELECT started_at, error, status_code FROM attempts
+        WHERE url = ${url} AND outcome IN ('retryable', 'permanent')
+        ORDER BY started_at DESC LIMIT 1`
+      const last = failure[0]
+      const answer: EndpointLastAttempts = {
+        lastSuccessAt: success.length === 0 ? null : Number(success[0]!.started_at),
+        lastFailureAt: last === undefined ? null : Number(last.started_at),
+        lastFailure: last === undefined
+          ? null
+          : last.error ?? (last.status_code === null ? null : `HTTP ${last.status_code}`)
+      }
+      return answer
+    },
+    fail("endpointLastAttempts")
+  )
+
+  /** The ids of the dead letters that match, oldest death first. */
+  const matching = (filter: DeadLetterFilter) =>
+    Effect.gen(function*() {
+      const conditions = [sql`status = 'dead'`, sql`source_id = ${filter.sourceId}`]
+      if (filter.since !== undefined) conditions.push(sql`finished_at >= ${filter.since}`)
+      if (filter.until !== undefined) conditions.push(sql`finished_at < ${filter.until}`)
+      const rows = yield* sql<{ id: string; endpoint_state: string | null }>`
+        SELECT id, endpoint_state FROM jobs WHERE ${sql.and(conditions)} ORDER BY finished_at, id`
+      const url = filter.url
+      return url === undefined
+        ? rows.map((row) => row.id)
+        : rows.filter((row) => namesUrl(row.endpoint_state, url)).map((row) => row.id)
+    })
+
+  const replayDeadLetters = Effect.fn("Store.replayDeadLetters")(
+    function*(filter: DeadLetterFilter, now: number, dryRun: boolean) {
+      const ids = yield* matching(filter)
+      if (dryRun) return ids.length
+      let replayed = 0
+      for (const chunk of Arr.chunksOf(ids, idChunk)) {
+        // The single replay's transition: pending, due now, a fresh window and progress.
+        const rows = yield* sql<{ id: string }>`
+          UPDATE jobs SET status = 'pending', next_due_at = ${now}, first_attempt_at = NULL,
+            endpoint_state = NULL, attempts = 0, finished_at = NULL, last_error = NULL,
+            lease_owner = NULL, lease_expires_at = NULL
+          WHERE ${sql.in("id", chunk)} AND status = 'dead'
+          RETURNING id`
+        replayed += rows.length
+      }
+      return replayed
+    },
+    fail("replayDeadLetters")
+  )
+
+  const purgeDeadLettersMatching = Effect.fn("Store.purgeDeadLettersMatching")(
+    function*(filter: DeadLetterFilter, dryRun: boolean) {
+      const ids = yield* matching(filter)
+      if (dryRun) return ids.length
+      let purged = 0
+      for (const chunk of Arr.chunksOf(ids, idChunk)) {
+        purged += yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`DELETE FROM attempts WHERE ${sql.in("job_id", chunk)}`
+          const rows = yield* sql<{ id: string }>`
+            DELETE FROM jobs WHERE ${sql.in("id", chunk)} AND status = 'dead' RETURNING id`
+          return rows.length
+        }))
+      }
+      return purged
+    },
+    fail("purgeDeadLettersMatching")
+  )
+
+  return {
+    disabledEndpoints,
+    disableEndpoint,
+    enableEndpoint,
+    endpointStats,
+    endpointLastAttempts,
+    replayDeadLetters,
+    purgeDeadLettersMatching
+  }
+}

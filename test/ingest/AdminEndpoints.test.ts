@@ -1,0 +1,81 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { startApp } from "../support/app.js"
+import { startWithGoneEndpoint } from "../support/goneEndpoint.js"
+import { call, pollUntil, track } from "../support/http.js"
+
+/** Endpoint health, enable/disable and bulk recovery through the admin API, against the whole server. */
+
+const writeKey = "wk_endpoint_tests_0123456789abcdef"
+
+describe("admin API: endpoints and bulk recovery", () => {
+  it.scopedLive("a 410 disables the URL; its jobs die \"endpoint disabled\"; enabling resets; replay recovers them", () =>
+    Effect.gen(function*() {
+      const { app, receiver, setStatus, url } = yield* startWithGoneEndpoint(writeKey)
+      const endpoints = () => call(app.baseUrl, "GET", "/admin/endpoints?sourceId=web")
+
+      expect(yield* track(app.baseUrl, writeKey, { type: "track", event: "A", userId: "u" })).toBe(200)
+      const disabled = yield* pollUntil(
+        endpoints(),
+        (answer) =>
+          answer.body?.endpoints?.[0]?.disabledReason !== null && answer.body?.endpoints?.[0]?.lastDay.attempts === 1,
+        "disabled, its attempt written"
+      )
+      expect(disabled.body.endpoints[0]).toMatchObject({
+        sourceId: "web",
+        url,
+        index: 0,
+        state: "disabled",
+        disabledReason: "HTTP 410 Gone",
+        lastFailure: { reason: "HTTP 410" },
+        lastDay: { attempts: 1, successRate: 0 }
+      })
+
+      // The gauges, labelled by source and URL index: 3 = disabled.
+      yield* pollUntil(
+        Effect.promise(() => fetch(`${app.baseUrl}/metrics`).then((response) => response.text())),
+        (text) => /hookrelay_endpoint_circuit_state\{[^}]*source="web"[^}]*\} 3/.test(text),
+        "the circuit gauge shows the URL disabled"
+      )
+
+      expect(yield* track(app.baseUrl, writeKey, { type: "track", event: "B", userId: "u" })).toBe(200)
+      const dead = yield* pollUntil(
+        app.relay.deadLetters({ sourceId: "web", limit: 10 }),
+        (jobs) => jobs.length === 2,
+        "both jobs dead"
+      )
+      expect(dead.some((job) => job.lastError?.includes("endpoint disabled"))).toBe(true)
+      expect(receiver.requests.length).toBe(1)
+
+      setStatus(200)
+      const enabled = yield* call(app.baseUrl, "POST", "/admin/endpoints/enable", { body: { url } })
+      expect(enabled).toMatchObject({ status: 200, body: { url, state: "enabled", changed: true } })
+      const fresh = yield* endpoints()
+      expect(fresh.body.endpoints[0]).toMatchObject({ state: "healthy", consecutiveFailures: 0, disabledReason: null })
+
+      const filter = { sourceId: "web", url }
+      const dry = yield* call(app.baseUrl, "POST", "/admin/dead-letters/replay", { body: { ...filter, dryRun: true } })
+      expect(dry).toMatchObject({ status: 200, body: { dryRun: true, count: 2 } })
+      const other = yield* call(app.baseUrl, "POST", "/admin/dead-letters/replay", {
+        body: { sourceId: "web", url: "https://other.example/hook", dryRun: true }
+      })
+      expect(other.body).toStrictEqual({ dryRun: true, count: 0 })
+      const replay = yield* call(app.baseUrl, "POST", "/admin/dead-letters/replay", { body: filter })
+      expect(replay.body).toStrictEqual({ dryRun: false, count: 2 })
+      yield* pollUntil(Effect.sync(() => receiver.requests.length), (n) => n === 3, "the replays delivered")
+    }))
+
+  it.scopedLive("bad input is a 400 naming the field; an unknown source a 404", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp({ dispatch: false })
+      const list = yield* call(app.baseUrl, "GET", "/admin/endpoints")
+      expect(list).toMatchObject({ status: 400, body: { errors: [{ path: "sourceId" }] } })
+      const replay = yield* call(app.baseUrl, "POST", "/admin/dead-letters/purge", { body: { since: "yesterday" } })
+      expect(replay.status).toBe(400)
+      expect(replay.body.errors.map((issue: { path: string }) => issue.path)).toContain("sourceId")
+      const enable = yield* call(app.baseUrl, "POST", "/admin/endpoints/enable", { body: { url: "" } })
+      expect(enable).toMatchObject({ status: 400, body: { errors: [{ path: "url" }] } })
+      const unknown = yield* call(app.baseUrl, "GET", "/admin/endpoints?sourceId=nope")
+      expect(unknown.status).toBe(404)
+    }))
+})

@@ -1,0 +1,113 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { Layer } from "effect"
+import { Effect } from "effect"
+import type { EnqueueEntry } from "../../src/store/index.js"
+import { Store } from "../../src/store/index.js"
+import { body, T0 } from "./storeSuite.js"
+
+/** Endpoint health from recorded attempts, disabled URLs, and bulk dead-letter recovery. Run against every store. */
+
+const A = "https://a.example/hook"
+const B = "https://b.example/hook"
+
+const tracked = (messageId: string): EnqueueEntry => ({
+  messageId,
+  userId: "u",
+  type: "track",
+  event: "Clicked",
+  body: body(JSON.stringify({ messageId, type: "track", event: "Clicked" }))
+})
+
+const retired = (url: string) => [{ tag: "retired", url, attempts: 3, why: "out-of-window" }]
+
+export const endpointStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => {
+  const test = <A, E>(name: string, self: Effect.Effect<A, E, Store>) =>
+    it.live(name, () => Effect.provide(self, fresh()))
+
+  describe("endpoints: health, disabled URLs, bulk recovery", () => {
+    test(
+      "statistics and last success/failure come from the recorded attempts of the URL",
+      Effect.gen(function*() {
+        const store = yield* Store
+        const durations = [10, 20, 30, 40, 1000]
+        yield* store.recordAttempts([
+          ...durations.map((durationMs, i) => ({
+            jobId: `j${i}`,
+            url: A,
+            attempt: 1,
+            startedAt: T0 + i,
+            durationMs,
+            outcome: i === 4 ? "retryable" as const : "success" as const,
+            error: i === 4 ? "connection refused" : null
+          })),
+          { jobId: "old", url: A, attempt: 1, startedAt: T0 - 10_000, durationMs: 5, outcome: "success" },
+          { jobId: "b", url: B, attempt: 1, startedAt: T0, durationMs: 5, outcome: "success" }
+        ])
+        const stats = yield* store.endpointStats(A, T0)
+        assert.deepStrictEqual(stats, { attempts: 5, successes: 4, p50LatencyMs: 30, p99LatencyMs: 1000 })
+        assert.deepStrictEqual(yield* store.endpointStats(A, T0 + 100), {
+          attempts: 0,
+          successes: 0,
+          p50LatencyMs: null,
+          p99LatencyMs: null
+        })
+        assert.deepStrictEqual(yield* store.endpointLastAttempts(A), {
+          lastSuccessAt: T0 + 3,
+          lastFailureAt: T0 + 4,
+          lastFailure: "connection refused"
+        })
+      })
+    )
+
+    test(
+      "a disabled URL is kept once and enabled again",
+      Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.disableEndpoint(A, T0, "HTTP 410 Gone")
+        yield* store.disableEndpoint(A, T0 + 5, "again")
+        assert.deepStrictEqual(yield* store.disabledEndpoints(), [{ url: A, disabledAt: T0, reason: "HTTP 410 Gone" }])
+        assert.strictEqual(yield* store.enableEndpoint(A), true)
+        assert.strictEqual(yield* store.enableEndpoint(A), false)
+        assert.deepStrictEqual(yield* store.disabledEndpoints(), [])
+      })
+    )
+
+    test(
+      "bulk replay and purge take only the filtered dead letters; a dry run counts what the real run does",
+      Effect.gen(function*() {
+        const store = yield* Store
+        yield* store.enqueue("web", ["a1", "a2", "b1", "a3"].map(tracked), T0)
+        yield* store.enqueue("other", [tracked("o1")], T0)
+        const jobs = yield* store.claimDue("w", T0, 10, 60_000)
+        const id = (messageId: string) => jobs.find((job) => job.messageId === messageId)!.id
+        const dead = (messageId: string, at: number, url: string) => ({
+          _tag: "Dead" as const,
+          jobId: id(messageId),
+          at,
+          lastError: "every endpoint failed",
+          firstAttemptAt: T0,
+          endpointState: retired(url)
+        })
+        yield* store.completeMany("w", [
+          dead("a1", T0 + 100, A),
+          dead("a2", T0 + 200, A),
+          dead("b1", T0 + 200, B),
+          dead("a3", T0 + 300, A),
+          dead("o1", T0 + 200, A)
+        ])
+        const filter = { sourceId: "web", url: A, since: T0 + 150, until: T0 + 400 }
+        const counted = yield* store.replayDeadLetters(filter, T0 + 1000, true)
+        assert.strictEqual(counted, 2)
+        assert.strictEqual(yield* store.replayDeadLetters(filter, T0 + 1000, false), counted)
+        const left = yield* store.listDeadLetters({ limit: 10 })
+        assert.deepStrictEqual(left.map((job) => job.messageId).sort(), ["a1", "b1", "o1"])
+        assert.strictEqual(yield* store.purgeDeadLettersMatching({ sourceId: "web" }, true), 2)
+        assert.strictEqual(yield* store.purgeDeadLettersMatching({ sourceId: "web" }, false), 2)
+        const after = yield* store.listDeadLetters({ limit: 10 })
+        assert.deepStrictEqual(after.map((job) => job.messageId), ["o1"])
+        const replayed = yield* store.claimDue("w", T0 + 1000, 10, 60_000)
+        assert.deepStrictEqual(replayed.map((job) => job.messageId).sort(), ["a2", "a3"])
+      })
+    )
+  })
+}
