@@ -183,7 +183,9 @@ describe("secrets never in logs or answers: a full run of the server process", (
     let flakyStatus = 500
     const good = await startReceiver(() => 200)
     const flaky = await startReceiver(() => flakyStatus)
-    const gone = await startReceiver(() => 410)
+    // A permanent refusal that dead-letters the job but leaves the URL enabled (a 410 would disable it), so the replay
+    // is attempted.
+    const gone = await startReceiver(() => 400)
     cleanups.push(() => good.close(), () => flaky.close(), () => gone.close())
     const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-secrets-"))
     cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
@@ -366,7 +368,9 @@ describe("secrets never in logs or answers: a full run of the server process", (
 
   it("Standard Webhooks secrets and the ed25519 private key: shown once where created, never in logs or other answers", async () => {
     const receiver = await startReceiver(() => 200)
-    const gone = await startReceiver(() => 410)
+    // A permanent refusal that dead-letters the job but leaves the URL enabled (a 410 would disable it), so the replay
+    // is attempted.
+    const gone = await startReceiver(() => 400)
     cleanups.push(() => receiver.close(), () => gone.close())
     const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-secrets-std-"))
     cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
