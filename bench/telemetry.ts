@@ -99,6 +99,17 @@ const startCollector = async () => {
   return { url: `http://127.0.0.1:${port}`, stats, stop: () => child.disconnect() }
 }
 
+/**
+ * The spans the collector has once every attempt's has arrived and the export timer (5 s) has sent what remained
+ * queued (the requests' and the batches' spans): "every span exported" is checked on this count.
+ */
+const spansReceived = async (collector: { readonly stats: () => Promise<{ spans: number }> }) => {
+  const attempts = warmUpMessages + totalMessages
+  await waitFor(async () => (await collector.stats()).spans >= attempts, 30_000, 250).catch(() => undefined)
+  await new Promise((resolve) => setTimeout(resolve, 5_500))
+  return (await collector.stats()).spans
+}
+
 const runOnce = async (mode: Mode, round: number): Promise<Run> => {
   const sink = await startSink()
   const collector = mode === "on" || mode === "sampled" ? await startCollector() : undefined
@@ -125,7 +136,7 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const deliverSeconds = (performance.now() - started) / 1000
     const cpuMicrosPerMessage = Math.round((processCpuMicros(server.child.pid!) - cpuBefore) / totalMessages * 10) / 10
     const peakRssMb = mb(peakRssOf(server.child.pid!))
-    const spans = collector === undefined ? 0 : (await collector.stats()).spans
+    const spans = collector === undefined ? 0 : await spansReceived(collector)
     return {
       mode,
       round,

@@ -34,15 +34,25 @@ const endAttempt = (span: Otel.Span, record: AttemptRecord) => {
   span.end()
 }
 
+/** Where an attempt's span starts: its parent context and its link, both the producer's (the tracking request). */
+interface ProducerStart {
+  readonly context: Otel.Context
+  readonly links: Array<Otel.Link>
+}
+
+const noProducer: ProducerStart = { context: Otel.ROOT_CONTEXT, links: [] }
+
 /** The stored `traceparent` as the parent context of an attempt's span. */
-const producerContext = (traceparent: string | undefined): Otel.SpanContext | undefined => {
+const producerStart = (traceparent: string | undefined): ProducerStart => {
   const producer = parseTraceparent(traceparent)
-  return producer === undefined ? undefined : {
+  if (producer === undefined) return noProducer
+  const context: Otel.SpanContext = {
     traceId: producer.traceId,
     spanId: producer.spanId,
     traceFlags: producer.sampled ? Otel.TraceFlags.SAMPLED : Otel.TraceFlags.NONE,
     isRemote: true
   }
+  return { context: Otel.trace.setSpanContext(Otel.ROOT_CONTEXT, context), links: [{ context }] }
 }
 
 /**
@@ -65,20 +75,32 @@ export const makeDeliverySpans = (
     return attributes
   }
 
+  // The jobs of one tracking request share its `traceparent` and are claimed together: the last one parsed is kept.
+  let lastTraceparent: string | undefined
+  let lastStart = noProducer
+
   const attempt = (input: AttemptInput, traceparent: string | undefined): AttemptInput => {
-    const producer = producerContext(traceparent)
-    const span = otel.startSpan("POST", {
-      kind: Otel.SpanKind.CLIENT,
-      attributes: {
-        "http.request.method": "POST",
-        ...attributesOf(input.endpoint.url),
-        // The conventions count resends, the first request being 0; the record's number is 1-based.
-        ...(input.attemptNumber > 1 ? { "http.request.resend_count": input.attemptNumber - 1 } : {}),
-        "hookrelay.attempt.number": input.attemptNumber,
-        "hookrelay.message.id": input.messageId
-      },
-      links: producer === undefined ? [] : [{ context: producer }]
-    }, producer === undefined ? Otel.ROOT_CONTEXT : Otel.trace.setSpanContext(Otel.ROOT_CONTEXT, producer))
+    if (traceparent !== lastTraceparent) {
+      lastStart = producerStart(traceparent)
+      lastTraceparent = traceparent
+    }
+    const url = attributesOf(input.endpoint.url)
+    const attributes: Otel.Attributes = {
+      "http.request.method": "POST",
+      "url.full": url["url.full"],
+      "server.address": url["server.address"],
+      "server.port": url["server.port"],
+      "hookrelay.attempt.number": input.attemptNumber,
+      "hookrelay.message.id": input.messageId
+    }
+    // The conventions count resends, the first request being 0; the record's number is 1-based.
+    if (input.attemptNumber > 1) attributes["http.request.resend_count"] = input.attemptNumber - 1
+    // The SDK copies the links it is given, so the producer's one array serves every attempt.
+    const span = otel.startSpan(
+      "POST",
+      { kind: Otel.SpanKind.CLIENT, attributes, links: lastStart.links },
+      lastStart.context
+    )
     const context = span.spanContext()
     const record = input.record
     return {

@@ -6,7 +6,7 @@ import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Duration, Effect, Layer } from "effect"
+import { Config, Duration, Effect, Layer, Option, Tracer } from "effect"
 import { createRequire } from "node:module"
 import { DeliveryTracing } from "../delivery/DeliveryTracing.js"
 import { makeDeliverySpans } from "./DeliverySpans.js"
@@ -16,6 +16,31 @@ import type { TelemetryOptions } from "./TelemetryConfig.js"
 const { version } = createRequire(import.meta.url)("../../package.json") as { readonly version: string }
 
 const shutdownTimeout = Duration.seconds(5)
+
+/**
+ * The Effect tracer making OpenTelemetry spans, without the OpenTelemetry context around each fiber step: that
+ * wrapper, run every time a fiber resumes, serves instrumentations reading the OpenTelemetry API's active context, and
+ * none runs here (no context manager is registered; delivery's spans name their parent themselves).
+ */
+const effectTracer = Layer.unwrapEffect(
+  Effect.map(
+    OtelTracer.make,
+    (otel) => Layer.setTracer(Tracer.make({ span: (...args) => otel.span(...args), context: (run) => run() }))
+  )
+)
+
+/**
+ * The span queue unless `OTEL_BSP_MAX_QUEUE_SIZE` / `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` say otherwise: the standard
+ * 2 048 spans are a fraction of a second of attempts at full rate, and a full queue drops spans.
+ */
+const isSet = (name: string) => Effect.map(Effect.option(Config.string(name)), Option.isSome)
+const spanQueue = Effect.map(
+  Effect.all([isSet("OTEL_BSP_MAX_QUEUE_SIZE"), isSet("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")]),
+  ([queueSet, batchSet]) => ({
+    ...(queueSet ? {} : { maxQueueSize: 65_536 }),
+    ...(batchSet ? {} : { maxExportBatchSize: 2_048 })
+  })
+)
 
 /**
  * Spans over OTLP/HTTP in batches (`OTEL_BSP_*`): the Effect tracer every span of the layers this is provided to uses,
@@ -29,10 +54,9 @@ const traces = () =>
       ([otel, tracer, clock]) => makeDeliverySpans(otel, tracer, clock)
     )
   ).pipe(
-    Layer.provideMerge(OtelTracer.layer),
-    Layer.provide(
-      NodeSdk.layerTracerProvider(new BatchSpanProcessor(new OTLPTraceExporter()), { shutdownTimeout })
-    )
+    Layer.provideMerge(effectTracer.pipe(Layer.provideMerge(OtelTracer.layerTracer))),
+    Layer.provide(Layer.unwrapEffect(Effect.map(spanQueue, (queue) =>
+      NodeSdk.layerTracerProvider(new BatchSpanProcessor(new OTLPTraceExporter(), queue), { shutdownTimeout }))))
   )
 
 /**
