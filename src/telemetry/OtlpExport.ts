@@ -6,11 +6,11 @@ import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Config, Duration, Effect, Layer, Option, Tracer } from "effect"
+import { Duration, Effect, Layer, Tracer } from "effect"
 import { createRequire } from "node:module"
 import { DeliveryTracing } from "../delivery/DeliveryTracing.js"
 import { makeDeliverySpans } from "./DeliverySpans.js"
-import type { TelemetryOptions } from "./TelemetryConfig.js"
+import { isSet, type TelemetryOptions } from "./TelemetryConfig.js"
 
 // The package root from src/telemetry (tsx) and dist/telemetry (the installed package) alike.
 const { version } = createRequire(import.meta.url)("../../package.json") as { readonly version: string }
@@ -33,9 +33,9 @@ const effectTracer = Layer.unwrapEffect(
  * The span queue unless `OTEL_BSP_MAX_QUEUE_SIZE` / `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` say otherwise: the standard
  * 2 048 spans are a fraction of a second of attempts at full rate, and a full queue drops spans.
  */
-const isSet = (name: string) => Effect.map(Effect.option(Config.string(name)), Option.isSome)
+const isSetVariable = (name: string) => Effect.orElseSucceed(isSet(name), () => false)
 const spanQueue = Effect.map(
-  Effect.all([isSet("OTEL_BSP_MAX_QUEUE_SIZE"), isSet("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")]),
+  Effect.all([isSetVariable("OTEL_BSP_MAX_QUEUE_SIZE"), isSetVariable("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")]),
   ([queueSet, batchSet]) => ({
     ...(queueSet ? {} : { maxQueueSize: 65_536 }),
     ...(batchSet ? {} : { maxExportBatchSize: 2_048 })

@@ -33,7 +33,8 @@ export interface TelemetryOptions {
   readonly serviceName: string
 }
 
-const isSet = (name: string) => Config.option(Config.nonEmptyString(name)).pipe(Config.map(Option.isSome))
+/** Whether a variable is set to something (set but empty is unset, for the SDK as for us). */
+export const isSet = (name: string) => Config.option(Config.nonEmptyString(name)).pipe(Config.map(Option.isSome))
 
 // `none` turns one signal off; any other exporter than OTLP is not shipped.
 const exporter = (name: string) => oneOfConfig(name, ["otlp", "none"], "otlp")
