@@ -125,18 +125,9 @@ const unanswered = (
   error
 })
 
-const logTimeout = (input: AttemptInput, failure: TransportTimeout) =>
-  Effect.logWarning(`delivery attempt timed out: ${failure.message}`).pipe(
-    Effect.annotateLogs({
-      messageId: input.messageId,
-      url: input.endpoint.url,
-      attempt: input.attemptNumber,
-      jobId: input.jobId
-    })
-  )
-
-const logPermanent = (input: AttemptInput, reason: string) =>
-  Effect.logWarning(`delivery attempt failed permanently: ${reason}`).pipe(
+/** A timeout or a permanent failure, logged with the attempt it ended (retryable answers are only recorded). */
+const logFailure = (input: AttemptInput, message: string) =>
+  Effect.logWarning(message).pipe(
     Effect.annotateLogs({
       messageId: input.messageId,
       url: input.endpoint.url,
@@ -181,8 +172,12 @@ const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: numbe
 /** Records a classified attempt (logging a timeout) and returns its outcome. */
 const recorded = (input: AttemptInput, result: Settled): Effect.Effect<AttemptOutcome> => {
   const done = Effect.as(input.record(result.record), result.outcome)
-  if (result.timeout !== undefined) return Effect.zipRight(logTimeout(input, result.timeout), done)
-  return result.outcome._tag === "Permanent" ? Effect.zipRight(logPermanent(input, result.outcome.reason), done) : done
+  if (result.timeout !== undefined) {
+    return Effect.zipRight(logFailure(input, `delivery attempt timed out: ${result.timeout.message}`), done)
+  }
+  return result.outcome._tag === "Permanent"
+    ? Effect.zipRight(logFailure(input, `delivery attempt failed permanently: ${result.outcome.reason}`), done)
+    : done
 }
 
 /**

@@ -1,7 +1,8 @@
 import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import { userAgent } from "./Attempt.js"
+import { isAbsoluteHttpUrl } from "../domain/Settings.js"
+import { requestHeaders } from "./Attempt.js"
 import { GuardEventSink } from "./EndpointGuards.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
 import { decodeSecret, signV1, standardHeaders } from "./StandardWebhooks.js"
@@ -40,6 +41,7 @@ export const make = (
     const outcomes = yield* DeliveryOutcomes
     const key = decodeSecret(Redacted.value(options.secret))
     const { origin, path } = requestTarget(options.url)
+    const baseHeaders = requestHeaders({ url: options.url }, undefined)
     const queue = yield* Queue.sliding<OperatorEvent>(queueBound)
 
     const send = (event: OperatorEvent) =>
@@ -53,10 +55,7 @@ export const make = (
           data: event.data
         }))
         const headers = [
-          "User-Agent",
-          userAgent,
-          "Content-Type",
-          "application/json",
+          ...baseHeaders,
           standardHeaders.id,
           id,
           standardHeaders.timestamp,
@@ -113,8 +112,6 @@ export const layer = (options: OperatorWebhookOptions): Layer.Layer<
   Transport | DeliveryOutcomes
 > => Layer.scoped(GuardEventSink, make(options))
 
-const isHttpUrl = (text: string) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol)
-
 /** `HOOKRELAY_OPERATOR_WEBHOOK` and `HOOKRELAY_OPERATOR_WEBHOOK_SECRET` (a `whsec_` secret), both or neither. */
 export const operatorWebhookConfig: Config.Config<Option.Option<OperatorWebhookOptions>> = Config.all({
   url: Config.option(Config.string("HOOKRELAY_OPERATOR_WEBHOOK")),
@@ -122,7 +119,7 @@ export const operatorWebhookConfig: Config.Config<Option.Option<OperatorWebhookO
 }).pipe(
   Config.mapOrFail(({ secret, url }) => {
     if (Option.isNone(url)) return Either.right(Option.none())
-    if (!isHttpUrl(url.value)) {
+    if (!isAbsoluteHttpUrl(url.value)) {
       return Either.left(ConfigError.InvalidData(["HOOKRELAY_OPERATOR_WEBHOOK"], "must be an http: or https: URL"))
     }
     if (Option.isNone(secret)) {

@@ -30,7 +30,8 @@ export const HeaderValue = Schema.String.pipe(
   Schema.filter((value) => !forbiddenInHeaderValue.test(value) || "must not contain CR, LF or NUL characters")
 )
 
-const isAbsoluteHttpUrl = (value: string): boolean => {
+/** An absolute `http:` or `https:` URL with a host: what a webhook (or the operator webhook) may be. */
+export const isAbsoluteHttpUrl = (value: string): boolean => {
   if (!URL.canParse(value)) return false
   const url = new URL(value)
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""

@@ -2,6 +2,7 @@ import { Clock, Duration, Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import { generateSecret, generateSigningKeyPair } from "../delivery/StandardWebhooks.js"
+import { parseDuration } from "../domain/DurationConfig.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
@@ -76,11 +77,10 @@ export const completeSigning = (
 export const parseKeepOldFor = (input: unknown): Duration.Duration | InvalidAdminRequest => {
   const invalid = (message: string) => new InvalidAdminRequest({ errors: [{ path: "keepOldFor", message }] })
   if (input === undefined) return Duration.decode(defaultKeepOldFor)
-  // Duration clamps a negative amount to zero: a negative one is refused here instead.
   const decoded = Duration.isDuration(input)
     ? Option.some(input)
-    : typeof input === "string" && !input.trim().startsWith("-")
-    ? Duration.decodeUnknown(input.trim())
+    : typeof input === "string"
+    ? parseDuration(input)
     : typeof input === "number" && Number.isFinite(input) && input >= 0
     ? Option.some(Duration.millis(input))
     : Option.none()
