@@ -1,7 +1,27 @@
-import { Effect } from "effect"
+import { Array as Arr, Effect } from "effect"
 import { summaryColumns, type SummaryRow, toSummary } from "./JobSummaries.js"
 import type { StoreShape } from "./Model.js"
+import { idChunk } from "./Rows.js"
 import { fail, type StoreKit } from "./StoreKit.js"
+
+/**
+ * A replay: the dead letters among `ids` back to pending, due `now`, with a fresh window and no progress. The one
+ * transition of the single replay and the bulk one. Answers how many were dead.
+ */
+export const replayJobs = (sql: StoreKit["sql"], ids: ReadonlyArray<string>, now: number) =>
+  Effect.gen(function*() {
+    let replayed = 0
+    for (const chunk of Arr.chunksOf(ids, idChunk)) {
+      const rows = yield* sql<{ id: string }>`
+        UPDATE jobs SET status = 'pending', next_due_at = ${now}, first_attempt_at = NULL,
+          endpoint_state = NULL, attempts = 0, finished_at = NULL, last_error = NULL,
+          lease_owner = NULL, lease_expires_at = NULL
+        WHERE ${sql.in("id", chunk)} AND status = 'dead'
+        RETURNING id`
+      replayed += rows.length
+    }
+    return replayed
+  })
 
 /** Dead letters: the jobs every URL refused, listed newest first and replayed on an operator's word. */
 export const make = ({ reads, sql }: StoreKit): Pick<StoreShape, "listDeadLetters" | "replayDeadLetter"> => {
@@ -26,13 +46,7 @@ export const make = ({ reads, sql }: StoreKit): Pick<StoreShape, "listDeadLetter
 
   const replayDeadLetter = Effect.fn("Store.replayDeadLetter")(
     function*(jobId: string, now: number) {
-      const rows = yield* sql<{ id: string }>`
-        UPDATE jobs SET status = 'pending', next_due_at = ${now}, first_attempt_at = NULL,
-          endpoint_state = NULL, attempts = 0, finished_at = NULL, last_error = NULL,
-          lease_owner = NULL, lease_expires_at = NULL
-        WHERE id = ${jobId} AND status = 'dead'
-        RETURNING id`
-      return rows.length > 0
+      return (yield* replayJobs(sql, [jobId], now)) > 0
     },
     fail("replayDeadLetter")
   )

@@ -1,4 +1,5 @@
 import { Array as Arr, Effect } from "effect"
+import { replayJobs } from "./DeadLetters.js"
 import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
 import type { StoreShape } from "./Model.js"
 import { idChunk } from "./Rows.js"
@@ -125,18 +126,7 @@ export const make = ({ reads, sql }: StoreKit): Operations => {
     function*(filter: DeadLetterFilter, now: number, dryRun: boolean) {
       const ids = yield* matching(filter)
       if (dryRun) return ids.length
-      let replayed = 0
-      for (const chunk of Arr.chunksOf(ids, idChunk)) {
-        // The single replay's transition: pending, due now, a fresh window and progress.
-        const rows = yield* sql<{ id: string }>`
-          UPDATE jobs SET status = 'pending', next_due_at = ${now}, first_attempt_at = NULL,
-            endpoint_state = NULL, attempts = 0, finished_at = NULL, last_error = NULL,
-            lease_owner = NULL, lease_expires_at = NULL
-          WHERE ${sql.in("id", chunk)} AND status = 'dead'
-          RETURNING id`
-        replayed += rows.length
-      }
-      return replayed
+      return yield* replayJobs(sql, ids, now)
     },
     fail("replayDeadLetters")
   )
