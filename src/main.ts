@@ -66,8 +66,8 @@ const Main = Layer.unwrapEffect(Effect.gen(function*() {
     Layer.tap(() => Effect.logInfo(`hookrelay listening on http://${config.host}:${config.port}`))
   )
   yield* Effect.logDebug("telemetry").pipe(Effect.annotateLogs({
-    traces: Option.exists(telemetry, (options) => options.traces),
-    metrics: Option.exists(telemetry, (options) => options.metrics)
+    traces: Option.exists(telemetry, (options) => options.traces !== undefined),
+    metrics: Option.exists(telemetry, (options) => options.metrics !== undefined)
   }))
   // Outermost: its tracer is every span's, and it closes last, exporting what the engine's shutdown traced.
   return http.pipe(Layer.provide(Engine), Layer.provide(Telemetry.layer(telemetry)))

@@ -1,6 +1,5 @@
-import * as Otel from "@opentelemetry/api"
-import { Context, Effect, Exit, Option } from "effect"
-import type { Clock, Tracer } from "effect"
+import { Context, Effect, Exit, Option, Tracer } from "effect"
+import type { Clock } from "effect"
 import type { AttemptInput } from "../delivery/Attempt.js"
 import { withTraceparent } from "../delivery/Attempt.js"
 import type { AttemptRecord } from "../delivery/AttemptRecord.js"
@@ -10,9 +9,9 @@ import type { StoreShape } from "../store/Model.js"
 
 /** An attempt's URL as OpenTelemetry's HTTP client conventions name it; user info (a credential) is left out. */
 interface UrlAttributes {
-  readonly "url.full": string
-  readonly "server.address": string
-  readonly "server.port": number
+  readonly full: string
+  readonly address: string
+  readonly port: number
 }
 
 const urlAttributes = (url: string): UrlAttributes => {
@@ -20,53 +19,41 @@ const urlAttributes = (url: string): UrlAttributes => {
   parsed.username = ""
   parsed.password = ""
   const port = parsed.port !== "" ? Number(parsed.port) : parsed.protocol === "https:" ? 443 : 80
-  return { "url.full": parsed.href, "server.address": parsed.hostname, "server.port": port }
+  return { full: parsed.href, address: parsed.hostname, port }
 }
 
-const endAttempt = (span: Otel.Span, record: AttemptRecord) => {
-  span.setAttribute("hookrelay.attempt.outcome", record.outcome)
-  if (record.status !== undefined) span.setAttribute("http.response.status_code", record.status)
-  if (record.outcome !== "Success") {
-    // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
-    span.setAttribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
-    span.setStatus({ code: Otel.SpanStatusCode.ERROR, message: record.error ?? `HTTP ${record.status ?? "error"}` })
-  }
-  span.end()
+const endAttempt = (span: Tracer.Span, record: AttemptRecord, endTime: bigint) => {
+  span.attribute("hookrelay.attempt.outcome", record.outcome)
+  if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
+  if (record.outcome === "Success") return span.end(endTime, Exit.void)
+  // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
+  span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
+  // A failure whose error is a string: the exporter takes it as the status message as it is.
+  span.end(endTime, Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`))
 }
 
-/** Where an attempt's span starts: its parent context and its link, both the producer's (the tracking request). */
+/** Where an attempt's span starts: its parent and its link, both the producer's (the tracking request). */
 interface ProducerStart {
-  readonly context: Otel.Context
-  readonly links: Array<Otel.Link>
+  readonly parent: Option.Option<Tracer.AnySpan>
+  readonly links: ReadonlyArray<Tracer.SpanLink>
 }
 
-const noProducer: ProducerStart = { context: Otel.ROOT_CONTEXT, links: [] }
+const noProducer: ProducerStart = { parent: Option.none(), links: [] }
 
-/** The stored `traceparent` as the parent context of an attempt's span. */
+/** The stored `traceparent` as the parent of an attempt's span. */
 const producerStart = (traceparent: string | undefined): ProducerStart => {
   const producer = parseTraceparent(traceparent)
   if (producer === undefined) return noProducer
-  const context: Otel.SpanContext = {
-    traceId: producer.traceId,
-    spanId: producer.spanId,
-    traceFlags: producer.sampled ? Otel.TraceFlags.SAMPLED : Otel.TraceFlags.NONE,
-    isRemote: true
-  }
-  return { context: Otel.trace.setSpanContext(Otel.ROOT_CONTEXT, context), links: [{ context }] }
+  const span = Tracer.externalSpan(producer)
+  return { parent: Option.some(span), links: [{ _tag: "SpanLink", span, attributes: {} }] }
 }
 
 /**
- * Delivery's spans: a client span per attempt, child of the tracking request that made the job (and linked to it),
- * whose own context goes to the receiver as `traceparent`; a span per claim batch and per completion batch. Built only
- * when traces are exported. An attempt's span is made on the OpenTelemetry tracer itself (`otel`, the one the Effect
- * tracer wraps), its attributes given at its start: through the Effect tracer each attribute is a call and a map entry
- * of its own, on every message's path.
+ * Delivery's spans on the Effect tracer: a client span per attempt, child of the tracking request that made the job
+ * (and linked to it), whose own context goes to the receiver as `traceparent`; a span per claim batch and per
+ * completion batch. Built only when traces are exported.
  */
-export const makeDeliverySpans = (
-  otel: Otel.Tracer,
-  tracer: Tracer.Tracer,
-  clock: Clock.Clock
-): DeliveryTracingShape => {
+export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): DeliveryTracingShape => {
   // Per configured URL, not per attempt.
   const urls = new Map<string, UrlAttributes>()
   const attributesOf = (url: string) => {
@@ -85,36 +72,28 @@ export const makeDeliverySpans = (
       lastTraceparent = traceparent
     }
     const url = attributesOf(input.endpoint.url)
-    const attributes: Otel.Attributes = {
-      "http.request.method": "POST",
-      "url.full": url["url.full"],
-      "server.address": url["server.address"],
-      "server.port": url["server.port"],
-      "hookrelay.attempt.number": input.attemptNumber,
-      "hookrelay.message.id": input.messageId
-    }
-    // The conventions count resends, the first request being 0; the record's number is 1-based.
-    if (input.attemptNumber > 1) attributes["http.request.resend_count"] = input.attemptNumber - 1
-    // The SDK copies the links it is given, so the producer's one array serves every attempt.
-    const span = otel.startSpan(
+    const span = tracer.span(
       "POST",
-      { kind: Otel.SpanKind.CLIENT, attributes, links: lastStart.links },
-      lastStart.context
+      lastStart.parent,
+      Context.empty(),
+      lastStart.links,
+      clock.unsafeCurrentTimeNanos(),
+      "client"
     )
-    const context = span.spanContext()
+    span.attribute("http.request.method", "POST")
+    span.attribute("url.full", url.full)
+    span.attribute("server.address", url.address)
+    span.attribute("server.port", url.port)
+    span.attribute("hookrelay.attempt.number", input.attemptNumber)
+    span.attribute("hookrelay.message.id", input.messageId)
+    // The conventions count resends, the first request being 0; the record's number is 1-based.
+    if (input.attemptNumber > 1) span.attribute("http.request.resend_count", input.attemptNumber - 1)
     const record = input.record
     return {
       ...input,
-      endpoint: withTraceparent(
-        input.endpoint,
-        formatTraceparent({
-          traceId: context.traceId,
-          spanId: context.spanId,
-          sampled: (context.traceFlags & 1) === 1
-        })
-      ),
+      endpoint: withTraceparent(input.endpoint, formatTraceparent(span)),
       record: (attempted) => {
-        endAttempt(span, attempted)
+        endAttempt(span, attempted, clock.unsafeCurrentTimeNanos())
         return record(attempted)
       }
     }

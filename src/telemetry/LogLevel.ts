@@ -1,5 +1,5 @@
 import { Config, LogLevel } from "effect"
-import { oneOfConfig } from "./TelemetryConfig.js"
+import { oneOfConfig } from "./ConfigChoices.js"
 
 /** The names `HOOKRELAY_LOG_LEVEL` accepts, in any case. */
 export const logLevelNames = ["trace", "debug", "info", "warning", "error", "fatal", "none"] as const

@@ -16,4 +16,4 @@ export const layer = (options: Option.Option<TelemetryOptions>): Layer.Layer<nev
 
 /** Whether the tracking API traces its requests (a server span each, parent of the jobs' attempts). */
 export const tracesRequests = (options: Option.Option<TelemetryOptions>): boolean =>
-  Option.exists(options, (telemetry) => telemetry.traces)
+  Option.exists(options, (telemetry) => telemetry.traces !== undefined)

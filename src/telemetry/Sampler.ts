@@ -1,0 +1,95 @@
+import { Config, Option, Tracer } from "effect"
+import type { Context, Exit } from "effect"
+import { oneOfConfig } from "./ConfigChoices.js"
+
+/**
+ * Which traces are recorded, from `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (the specification's built-in
+ * samplers). `parentBased`: a span with a parent follows the parent's decision (a client's `traceparent` flag, a
+ * job's stored one), and `root` decides only for spans without one.
+ */
+export interface Sampler {
+  readonly parentBased: boolean
+  /** A root span is always, never, or with this probability recorded. */
+  readonly root: "always" | "never" | number
+}
+
+const names = [
+  "parentbased_always_on",
+  "parentbased_always_off",
+  "parentbased_traceidratio",
+  "always_on",
+  "always_off",
+  "traceidratio"
+] as const
+
+const ratio = Config.nested(
+  Config.number().pipe(
+    Config.validate({ message: "must be a probability from 0 to 1", validation: (p) => p >= 0 && p <= 1 })
+  ),
+  "OTEL_TRACES_SAMPLER_ARG"
+).pipe(Config.withDefault(1))
+
+export const samplerConfig: Config.Config<Sampler> = Config.all([
+  oneOfConfig("OTEL_TRACES_SAMPLER", names, "parentbased_always_on"),
+  ratio
+]).pipe(Config.map(([name, probability]) => ({
+  parentBased: name.startsWith("parentbased_"),
+  root: name.endsWith("always_on") ? "always" : name.endsWith("always_off") ? "never" : probability
+})))
+
+/** A trace id's place in [0, 1): its last 8 hex digits, so that every span of a trace gets one decision. */
+const traceIdPoint = (traceId: string) => parseInt(traceId.slice(-8), 16) / 0x1_0000_0000
+
+/** Whether a span under `parent` is recorded. */
+export const isSampled = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan>): boolean => {
+  if (sampler.parentBased && Option.isSome(parent)) return parent.value.sampled
+  if (sampler.root === "always") return true
+  if (sampler.root === "never") return false
+  return Option.isSome(parent) ? traceIdPoint(parent.value.traceId) < sampler.root : Math.random() < sampler.root
+}
+
+const hex = (digits: number) => {
+  let id = ""
+  for (let i = 0; i < digits; i++) id += (Math.random() * 16 | 0).toString(16)
+  return id
+}
+
+/**
+ * A span that is not recorded: it has ids (its children and a receiver's `traceparent` carry them, flagged not
+ * sampled) and keeps nothing.
+ */
+class UnsampledSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly sampled = false
+  readonly spanId = hex(16)
+  readonly traceId: string
+  readonly attributes: ReadonlyMap<string, unknown> = new Map()
+  status: Tracer.SpanStatus
+  constructor(
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Context.Context<never>,
+    readonly links: ReadonlyArray<Tracer.SpanLink>,
+    startTime: bigint,
+    readonly kind: Tracer.SpanKind
+  ) {
+    this.traceId = Option.isSome(parent) ? parent.value.traceId : hex(32)
+    this.status = { _tag: "Started", startTime }
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+  }
+  attribute() {}
+  event() {}
+  addLinks() {}
+}
+
+/** `tracer` recording only the spans `sampler` chooses; the others are `UnsampledSpan`s. */
+export const withSampler = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.Tracer =>
+  sampler.root === "always" && !sampler.parentBased ? tracer : Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) =>
+      isSampled(sampler, parent)
+        ? tracer.span(name, parent, context, links, startTime, kind, options)
+        : new UnsampledSpan(name, parent, context, links, startTime, kind),
+    context: (f, fiber) => tracer.context(f, fiber)
+  })

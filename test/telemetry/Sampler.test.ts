@@ -1,0 +1,82 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Option, Tracer } from "effect"
+import { isSampled, type Sampler, withSampler } from "../../src/telemetry/Sampler.js"
+
+const parent = (sampled: boolean, traceId = "4bf92f3577b34da6a3ce929d0e0e4736") =>
+  Option.some(Tracer.externalSpan({ traceId, spanId: "00f067aa0ba902b7", sampled }))
+
+/** A tracer that records which spans it was asked for. */
+const recording = () => {
+  const made: Array<string> = []
+  const tracer = Tracer.make({
+    span: (name, parent, context, links, startTime, kind) => {
+      made.push(name)
+      return {
+        _tag: "Span",
+        name,
+        spanId: "1111111111111111",
+        traceId: "22222222222222222222222222222222",
+        parent,
+        context,
+        status: { _tag: "Started", startTime },
+        attributes: new Map(),
+        links,
+        sampled: true,
+        kind,
+        end: () => {},
+        attribute: () => {},
+        event: () => {},
+        addLinks: () => {}
+      }
+    },
+    context: (f) => f()
+  })
+  return { made, tracer }
+}
+
+describe("the trace sampler (OTEL_TRACES_SAMPLER)", () => {
+  const parentBasedRatio = (root: number): Sampler => ({ parentBased: true, root })
+
+  it("parent-based: a span with a parent follows its flag, whatever the root's rule", () => {
+    for (const root of ["always", "never", 0, 1] as const) {
+      expect(isSampled({ parentBased: true, root }, parent(true))).toBe(true)
+      expect(isSampled({ parentBased: true, root }, parent(false))).toBe(false)
+    }
+  })
+
+  it("a root span is recorded always, never, or in the ratio asked", () => {
+    expect(isSampled({ parentBased: true, root: "always" }, Option.none())).toBe(true)
+    expect(isSampled({ parentBased: true, root: "never" }, Option.none())).toBe(false)
+    let recorded = 0
+    for (let i = 0; i < 10_000; i++) if (isSampled(parentBasedRatio(0.1), Option.none())) recorded++
+    expect(recorded).toBeGreaterThan(800)
+    expect(recorded).toBeLessThan(1200)
+  })
+
+  it("traceidratio decides on the trace id, so every span of a trace gets one decision", () => {
+    const sampler: Sampler = { parentBased: false, root: 0.5 }
+    // The last 8 hex digits place the trace in [0, 1): 0x40000000 is 0.25, 0xc0000000 is 0.75.
+    expect(isSampled(sampler, parent(false, "0000000000000000000000004000000a"))).toBe(true)
+    expect(isSampled(sampler, parent(true, "000000000000000000000000c0000000"))).toBe(false)
+  })
+
+  it("an unsampled span is not made on the exporting tracer, and carries its trace on, flagged not sampled", () => {
+    const { made, tracer } = recording()
+    const sampled = withSampler(tracer, { parentBased: true, root: "never" })
+    const root = sampled.span("root", Option.none(), Context.empty(), [], 0n, "server")
+    const child = sampled.span("child", Option.some(root), Context.empty(), [], 0n, "client")
+    const remote = sampled.span("remote", parent(true), Context.empty(), [], 0n, "server")
+    expect(made).toStrictEqual(["remote"])
+    expect(root.sampled).toBe(false)
+    expect(root.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(root.spanId).toMatch(/^[0-9a-f]{16}$/)
+    expect(child).toMatchObject({ sampled: false, traceId: root.traceId })
+    expect(child.spanId).not.toBe(root.spanId)
+    expect(remote.sampled).toBe(true)
+  })
+
+  it("always_on is the exporting tracer itself", () => {
+    const { tracer } = recording()
+    expect(withSampler(tracer, { parentBased: false, root: "always" })).toBe(tracer)
+  })
+})
