@@ -6,8 +6,9 @@ import type { CheckedWires, EndpointName, Route } from "./contract.js"
 import type { Json } from "./types.js"
 
 // The admin calls the console makes (SPEC §7, §10, §11), each named by its endpoint in the contract.
-// The contract itself is not imported at run time (it would bundle effect and @effect/platform): the
-// types check each call's group, method and JSON, and test/ingest/ConsoleContract.test.ts its path.
+// The contract is not imported at run time (it would bundle effect and @effect/platform, and its domain
+// modules need node:crypto): the types check each call's group, method and JSON, and
+// test/ingest/ConsoleContract.test.ts its path.
 
 export type Wires = CheckedWires<{
   readonly listSources: { readonly answer: Json<typeof Sources.SourceList> }
