@@ -1,15 +1,6 @@
-import type {
-  Backlog,
-  EndpointHealthView,
-  FieldIssue,
-  JobView,
-  MessageView,
-  RecoveryResult,
-  RotatedSecret,
-  SourceInput,
-  SourceView,
-  Usage
-} from "./types.js"
+import { type CallName, calls, type Wires } from "./calls.js"
+import type { PathOf, QueryOf } from "./contract.js"
+import type { FieldIssue, RecoveryFilter, SourceInput } from "./types.js"
 
 // The admin API as the console uses it (SPEC §7, §10, §11). Only these routes, only with the
 // operator's bearer token, which lives in sessionStorage and never in a URL.
@@ -40,7 +31,7 @@ export const setUnauthorizedHandler = (handler: () => void) => {
   onUnauthorized = handler
 }
 
-const request = async <A>(method: string, path: string, body?: unknown, token = session.token()): Promise<A> => {
+const send = async <A>(method: string, path: string, body: unknown, token: string | null): Promise<A> => {
   const headers: Record<string, string> = { accept: "application/json" }
   if (token !== null) headers.authorization = `Bearer ${token}`
   if (body !== undefined) headers["content-type"] = "application/json"
@@ -78,15 +69,33 @@ const request = async <A>(method: string, path: string, body?: unknown, token = 
   throw failure
 }
 
-const segment = encodeURIComponent
-
-const query = (params: Record<string, string | number | undefined>) => {
+const query = (params: Readonly<Record<string, string | undefined>>) => {
   const search = new URLSearchParams()
   for (const [name, value] of Object.entries(params)) {
-    if (value !== undefined && value !== "") search.set(name, String(value))
+    if (value !== undefined && value !== "") search.set(name, value)
   }
   const text = search.toString()
   return text === "" ? "" : `?${text}`
+}
+
+/** A call's path parameters, query and body, each only when its endpoint has them. */
+type Request<N extends CallName> =
+  & ([PathOf<N>] extends [never] ? {} : { readonly path: PathOf<N> })
+  & ([QueryOf<N>] extends [never] ? {} : { readonly query: QueryOf<N> })
+  & (Wires[N] extends { readonly body: infer B } ? { readonly body: B } : {})
+
+interface AnyRequest {
+  readonly path?: Readonly<Record<string, string>>
+  readonly query?: Readonly<Record<string, string | undefined>>
+  readonly body?: unknown
+}
+
+/** Calls the endpoint by its contract name: its method and path (`:name` filled in, encoded) from `calls`. */
+const call = <N extends CallName>(name: N, request: Request<N>, token = session.token()) => {
+  const { body, path = {}, query: params = {} } = request as AnyRequest
+  const route = calls[name]
+  const url = route.path.replace(/:(\w+)/g, (_, key: string) => encodeURIComponent(path[key] ?? ""))
+  return send<Wires[N]["answer"]>(route.method, url + query(params), body, token)
 }
 
 /** The parts of the OpenAPI document the reference page shows. */
@@ -112,33 +121,25 @@ export interface OpenApiDocument {
 
 export const api = {
   /** Checks a token before keeping it: any admin call does. */
-  checkToken: (token: string) => request<{ sources: Array<SourceView> }>("GET", "/admin/sources", undefined, token),
-  sources: () => request<{ sources: Array<SourceView> }>("GET", "/admin/sources").then((body) => body.sources),
-  source: (id: string) => request<SourceView>("GET", `/admin/sources/${segment(id)}`),
-  putSource: (id: string, input: SourceInput) => request<SourceView>("PUT", `/admin/sources/${segment(id)}`, input),
-  deleteSource: (id: string) => request<void>("DELETE", `/admin/sources/${segment(id)}`),
-  rotateSecret: (id: string, keepOldFor: string) =>
-    request<RotatedSecret>("POST", `/admin/sources/${segment(id)}/secrets/rotate`, { keepOldFor }),
-  message: (messageId: string) => request<MessageView>("GET", `/admin/messages/${segment(messageId)}`),
+  checkToken: (token: string) => call("listSources", {}, token),
+  sources: () => call("listSources", {}).then((answer) => answer.sources),
+  source: (sourceId: string) => call("getSource", { path: { sourceId } }),
+  putSource: (sourceId: string, input: SourceInput) => call("putSource", { path: { sourceId }, body: input }),
+  deleteSource: (sourceId: string) => call("deleteSource", { path: { sourceId } }),
+  rotateSecret: (sourceId: string, keepOldFor: string) =>
+    call("rotateSecret", { path: { sourceId }, body: { keepOldFor } }),
+  message: (messageId: string) => call("getMessage", { path: { messageId } }),
   messagesOfUser: (userId: string, sourceId: string | undefined, limit = 50) =>
-    request<{ messages: Array<MessageView> }>("GET", `/admin/messages${query({ userId, sourceId, limit })}`).then(
-      (body) => body.messages
-    ),
+    call("searchMessages", { query: { userId, sourceId, limit: String(limit) } }).then((answer) => answer.messages),
   deadLetters: (sourceId: string | undefined, limit = 100) =>
-    request<{ deadLetters: Array<JobView> }>("GET", `/admin/dead-letters${query({ sourceId, limit })}`).then(
-      (body) => body.deadLetters
-    ),
-  replay: (jobId: string) =>
-    request<{ jobId: string; status: string }>("POST", `/admin/dead-letters/${segment(jobId)}/replay`),
-  backlog: () => request<Backlog>("GET", "/admin/backlog"),
-  openApi: () => request<OpenApiDocument>("GET", "/admin/openapi.json"),
-  usage: (sourceId: string, days: number) =>
-    request<Usage>("GET", `/admin/sources/${segment(sourceId)}/usage${query({ days })}`),
-  endpoints: (sourceId: string) =>
-    request<{ endpoints: Array<EndpointHealthView> }>("GET", `/admin/endpoints${query({ sourceId })}`).then(
-      (body) => body.endpoints
-    ),
-  enableEndpoint: (url: string) => request<{ url: string; state: string }>("POST", "/admin/endpoints/enable", { url }),
-  recover: (action: "replay" | "purge", filter: Record<string, unknown>) =>
-    request<RecoveryResult>("POST", `/admin/dead-letters/${action}`, filter)
+    call("listDeadLetters", { query: { sourceId, limit: String(limit) } }).then((answer) => answer.deadLetters),
+  replay: (jobId: string) => call("replayDeadLetter", { path: { jobId } }),
+  backlog: () => call("backlog", {}),
+  // The contract says only "an object": what the reference page reads of it is OpenAPI's shape.
+  openApi: () => call("openApi", {}) as Promise<OpenApiDocument>,
+  usage: (sourceId: string, days: number) => call("sourceUsage", { path: { sourceId }, query: { days: String(days) } }),
+  endpoints: (sourceId: string) => call("listEndpoints", { query: { sourceId } }).then((answer) => answer.endpoints),
+  enableEndpoint: (url: string) => call("enableEndpoint", { body: { url } }),
+  recover: (action: "replay" | "purge", filter: RecoveryFilter) =>
+    call(action === "replay" ? "replayDeadLetters" : "purgeDeadLetters", { body: filter })
 }

@@ -1,101 +1,52 @@
-// The admin API's JSON shapes as the console reads and sends them (src/ingest/AdminViews.ts,
-// src/ingest/ErrorBody.ts). No DOM here: the console's pure modules and their tests share it.
-// The answers it only reads are the contract's own types (src/ingest/AdminSchemas.ts; types only,
-// nothing of it is bundled); the source editor keeps its own looser shapes for what it edits.
-import type * as EndpointContract from "../../src/ingest/AdminEndpointSchemas.js"
-import type * as Contract from "../../src/ingest/AdminSchemas.js"
+// The admin API's JSON as the console reads and sends it: the Encoded side of the contract's schemas
+// (src/ingest/Admin*Schemas.ts), so a contract change the console does not follow fails to compile.
+// Types only: nothing of them is bundled. No DOM here: the console's pure modules and their tests share it.
+import type { Schema } from "effect"
+import type * as Endpoints from "../../src/ingest/AdminEndpointSchemas.js"
+import type * as S from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
+import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
 
-export interface FieldIssue {
-  readonly path: string
-  readonly message: string
-  readonly index?: number
-}
+/** A schema's JSON: its Encoded side. */
+export type Json<A extends Schema.Schema.Any> = Schema.Schema.Encoded<A>
 
-export interface EndpointView {
-  readonly url: string
-  readonly headers?: Readonly<Record<string, string>>
-}
+/** An issue of an error body's `errors`: the field it is about. */
+export type FieldIssue = Json<typeof S.InvalidRequest>["errors"][number]
 
-/** Any JSON value; the editor has inputs for scalars and a JSON field for the rest. */
-export type PropertyValue = string | number | boolean | null | ReadonlyArray<unknown> | {
-  readonly [key: string]: unknown
-}
+export type SourceView = Json<typeof Sources.SourceView>
+export type WebhooksView = NonNullable<SourceView["webhooks"]>
+export type EndpointView = WebhooksView["endpoints"][number]
+export type FilterRule = NonNullable<WebhooksView["filters"]>[number]
+export type SigningScheme = NonNullable<WebhooksView["signing"]>
+export type SigningSecretView = Json<typeof Secrets.SigningSecretView>
+export type RotatedSecret = Json<typeof Secrets.RotatedSecretView>
 
-export interface FilterRule {
-  readonly if: {
-    readonly type?: ReadonlyArray<string>
-    readonly event?: ReadonlyArray<string>
-    readonly properties?: Readonly<Record<string, PropertyValue>>
-  }
-  readonly then: "drop"
-}
+/** The body of a source's PUT. */
+export type SourceInput = Json<typeof Sources.SourceSettings>
 
-export interface WebhooksView {
-  readonly enabled: boolean
-  readonly hasSharedSecret: boolean
-  readonly sharedSecret?: string
-  readonly endpoints: ReadonlyArray<EndpointView>
-  readonly filters?: ReadonlyArray<FilterRule>
-  readonly signing?: SigningScheme
-  readonly signingSecrets?: ReadonlyArray<SigningSecretView>
-  readonly asymmetric?: boolean
-  readonly publicKey?: string
-}
+/** A property value a filter compares with: any JSON value. */
+export type PropertyValue = NonNullable<FilterRule["if"]["properties"]>[string]
 
-export type SigningScheme = "segment" | "standard" | "both"
+export type JobView = Json<typeof S.JobView>
+export type JobStatus = JobView["status"]
+export type AttemptView = Json<typeof S.AttemptView>
+export type JobWithAttempts = Json<typeof S.JobWithAttemptsView>
 
-export type SigningSecretView = typeof Secrets.SigningSecretView.Type
-export type RotatedSecret = typeof Secrets.RotatedSecretView.Type
+/**
+ * A message as the messages page shows it: a search answers the whole view, a look-up by id only its
+ * jobs (the rest is then read from them).
+ */
+export type MessageView =
+  & Json<typeof S.MessageJobs>
+  & Partial<Omit<Json<typeof S.MessageView>, keyof Json<typeof S.MessageJobs>>>
 
-export interface SourceView {
-  readonly id: string
-  readonly writeKey: string
-  readonly webhooks?: WebhooksView
-  readonly createdAt: string | null
-  readonly updatedAt: string | null
-  /** The Standard Webhooks secret a save generated: only in that save's answer. */
-  readonly generatedSecret?: string
-}
-
-export interface SourceInput {
-  readonly writeKey: string
-  readonly webhooks?: {
-    readonly enabled: boolean
-    readonly sharedSecret?: string
-    readonly endpoints: ReadonlyArray<EndpointView>
-    readonly filters?: ReadonlyArray<FilterRule>
-    readonly signing?: SigningScheme
-    readonly asymmetric?: boolean
-  }
-}
-
-export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
-
-export type JobView = typeof Contract.JobView.Type
-
-export type AttemptView = typeof Contract.AttemptView.Type
-
-export type JobWithAttempts = typeof Contract.JobWithAttemptsView.Type
-
-export interface MessageView {
-  readonly messageId: string
-  readonly sourceId?: string
-  readonly userId?: string | null
-  readonly type?: string | null
-  readonly event?: string | null
-  readonly receivedAt?: string | null
-  readonly jobs: ReadonlyArray<JobWithAttempts>
-}
-
-export type Backlog = typeof Contract.Backlog.Type
-
+export type Backlog = Json<typeof S.Backlog>
+export type Usage = Json<typeof S.UsageView>
 export type UsageDay = Usage["days"][number]
 
-export type Usage = typeof Contract.UsageView.Type
-
-export type EndpointHealthView = typeof EndpointContract.EndpointView.Type
-
+export type EndpointHealthView = Json<typeof Endpoints.EndpointView>
 export type EndpointWindow = EndpointHealthView["lastDay"]
 
-export type RecoveryResult = typeof EndpointContract.RecoveryView.Type
+/** The body of a bulk replay or purge of dead letters. */
+export type RecoveryFilter = Json<typeof Endpoints.RecoveryInput>
+export type RecoveryResult = Json<typeof Endpoints.RecoveryView>

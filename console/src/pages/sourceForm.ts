@@ -98,7 +98,7 @@ const kindOf = (value: PropertyValue): ValueKind =>
     : "json"
 
 const textOf = (value: PropertyValue): string =>
-  value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)
+  value === null ? "" : typeof value === "string" ? value : JSON.stringify(value)
 
 export const formFromSource = (source: SourceView): FormState => {
   const webhooks = source.webhooks
