@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { gunzipSync } from "node:zlib"
 
 /** A span as OTLP/HTTP JSON carries it (ids in hex), with its resource's service name. */
 export interface ReceivedSpan {
@@ -50,8 +51,8 @@ const attributesOf = (list: ReadonlyArray<KeyValue> | undefined): Record<string,
   Object.fromEntries((list ?? []).map((attribute) => [attribute.key, valueOf(attribute.value)]))
 
 /**
- * An OTLP/HTTP collector on loopback: decodes the JSON bodies the OpenTelemetry HTTP exporters post to `/v1/traces`
- * and `/v1/metrics`, keeping the spans and the metric names, and the headers of every request.
+ * An OTLP/HTTP collector on loopback: decodes the JSON bodies (gzipped or not) OTLP/HTTP exporters post to
+ * `/v1/traces` and `/v1/metrics`, keeping the spans and the metric names, and the headers of every request.
  */
 export interface OtlpReceiver {
   readonly url: string
@@ -71,7 +72,9 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
       request.on("end", () => {
         headers.push(request.headers)
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as TraceRequest & {
+        const raw = Buffer.concat(chunks)
+        const text = (request.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw).toString("utf8")
+        const body = JSON.parse(text) as TraceRequest & {
           readonly resourceMetrics?: ReadonlyArray<{
             readonly scopeMetrics?: ReadonlyArray<{ readonly metrics?: ReadonlyArray<{ readonly name: string }> }>
           }>

@@ -63,6 +63,7 @@ const claimedJobs = (spans: ReadonlyArray<ReceivedSpan>) =>
 // A client's own trace: the tracking request's span must be its child.
 const clientTraceId = "4bf92f3577b34da6a3ce929d0e0e4736"
 const clientSpanId = "00f067aa0ba902b7"
+const unsampledTraceId = "0af7651916cd43dd8448eb211c80319c"
 
 describe("telemetry (a real server process, configured as a user would)", () => {
   const cleanup: Array<() => Promise<void> | void> = []
@@ -114,20 +115,25 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         const { receiver, server } = await setup({
           OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
           OTEL_EXPORTER_OTLP_HEADERS: "x-collector-token=secret-1",
+          OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "gzip",
           OTEL_SERVICE_NAME: "hookrelay-under-test",
           OTEL_BSP_SCHEDULE_DELAY: "100",
           OTEL_METRIC_EXPORT_INTERVAL: "300"
         })
         expect(await track(server, "traced-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
         expect(await track(server, "untraced-client-2")).toBe(200)
-        await waitUntil(() => receiver.deliveries.length === 2, "both deliveries")
+        // A client that does not sample its trace: the default sampler follows it (parent-based).
+        expect(await track(server, "unsampled-3", { traceparent: `00-${unsampledTraceId}-${clientSpanId}-00` })).toBe(
+          200
+        )
+        await waitUntil(() => receiver.deliveries.length === 3, "the deliveries")
 
         const byKind = (spans: ReadonlyArray<ReceivedSpan>, kind: number) => spans.filter((span) => span.kind === kind)
         // OTLP span kinds: 2 server, 3 client, 1 internal.
         await waitUntil(
           () =>
             byKind(otlp.spans, 2).filter((span) => span.attributes["hookrelay.source.id"] === "traced").length === 2 &&
-            byKind(otlp.spans, 3).length >= 2 && claimedJobs(otlp.spans) === 2 &&
+            byKind(otlp.spans, 3).length >= 2 && claimedJobs(otlp.spans) === 3 &&
             otlp.spans.some((span) => span.name === "hookrelay.complete"),
           "the spans"
         )
@@ -162,8 +168,13 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         }
         expect(otlp.spans.some((span) => span.name === "hookrelay.complete" && span.attributes["hookrelay.batch.jobs"]))
           .toBe(true)
-        // OTEL_EXPORTER_OTLP_HEADERS reach the collector; the Effect metrics are exported too.
+        // The unsampled trace goes on to the receiver, not sampled, and no span of it is exported.
+        const unsampled = receiver.deliveries.find((delivery) => delivery.messageId === "unsampled-3")!
+        expect(parseTraceparent(unsampled.traceparent)).toMatchObject({ traceId: unsampledTraceId, sampled: false })
+        expect(otlp.spans.filter((span) => span.traceId === unsampledTraceId)).toStrictEqual([])
+        // OTEL_EXPORTER_OTLP_HEADERS reach the collector, spans gzipped as asked; the Effect metrics are exported too.
         expect(otlp.headers.every((headers) => headers["x-collector-token"] === "secret-1")).toBe(true)
+        expect(otlp.headers.some((headers) => headers["content-encoding"] === "gzip")).toBe(true)
         await waitUntil(() => otlp.metricNames.has("hookrelay_jobs_delivered_total"), "the metrics")
 
         await stopsCleanly(server)
