@@ -70,5 +70,18 @@ export default tseslint.config(
         paths: [{ name: "effect", message: "Import the module: import * as Effect from \"effect/Effect\"." }]
       }]
     }
+  },
+  {
+    // The console runs in the browser: nothing of Node, and the server's modules (the admin contract) only as types.
+    files: ["console/src/**/*.ts", "console/src/**/*.tsx"],
+    rules: {
+      "no-restricted-globals": ["error", "Buffer", "process", "global"],
+      "@typescript-eslint/no-restricted-imports": ["error", {
+        patterns: [
+          { group: ["node:*"], message: "The console runs in the browser." },
+          { group: ["**/src/**"], allowTypeImports: true, message: "Import the server's modules as types only." }
+        ]
+      }]
+    }
   }
 )
