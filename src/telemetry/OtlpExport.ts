@@ -35,15 +35,19 @@ const traces = (options: TelemetryOptions, target: OtlpTarget) => {
   const { maxBatchSize, maxQueueSize, scheduleDelay } = options.spanBatches
   const tracer = Layer.unwrapScoped(
     Effect.map(
-      OtlpTracer.make({
-        url: target.url,
-        headers: target.headers,
-        resource: { serviceName: options.serviceName, serviceVersion: version },
-        exportInterval: scheduleDelay,
-        maxBatchSize,
-        shutdownTimeout
-      }),
-      (tracer) => Layer.setTracer(withSampler(tracer, options.sampler))
+      Effect.all([
+        OtlpTracer.make({
+          url: target.url,
+          headers: target.headers,
+          resource: { serviceName: options.serviceName, serviceVersion: version },
+          exportInterval: scheduleDelay,
+          maxBatchSize,
+          shutdownTimeout
+        }),
+        Effect.tracer
+      ]),
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- Effect's own tracer's `context` uses no `this`
+      ([tracer, replaced]) => Layer.setTracer(withSampler(tracer, options.sampler, replaced.context))
     )
   ).pipe(Layer.provide(transport("traces", target, Math.max(1, Math.ceil(maxQueueSize / maxBatchSize)))))
   return Layer.effect(

@@ -84,12 +84,23 @@ class UnsampledSpan implements Tracer.Span {
   addLinks() {}
 }
 
-/** `tracer` recording only the spans `sampler` chooses; the others are `UnsampledSpan`s. */
-export const withSampler = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.Tracer =>
-  sampler.root === "always" && !sampler.parentBased ? tracer : Tracer.make({
-    span: (name, parent, context, links, startTime, kind, options) =>
-      isSampled(sampler, parent)
-        ? tracer.span(name, parent, context, links, startTime, kind, options)
-        : new UnsampledSpan(name, parent, context, links, startTime, kind),
-    context: (f, fiber) => tracer.context(f, fiber)
+/**
+ * `tracer` recording only the spans `sampler` chooses; the others are `UnsampledSpan`s. The fiber runtime calls a
+ * tracer's `context` around every step of every fiber: `context` is the one of the tracer being replaced (Effect's
+ * own, which runs the step as it is, as the OTLP tracer's does), so that call stays the one function it was.
+ */
+export const withSampler = (
+  tracer: Tracer.Tracer,
+  sampler: Sampler,
+  context: Tracer.Tracer["context"]
+): Tracer.Tracer =>
+  Tracer.make({
+    span: sampler.root === "always" && !sampler.parentBased
+      ? (name, parent, spanContext, links, startTime, kind, options) =>
+        tracer.span(name, parent, spanContext, links, startTime, kind, options)
+      : (name, parent, spanContext, links, startTime, kind, options) =>
+        isSampled(sampler, parent)
+          ? tracer.span(name, parent, spanContext, links, startTime, kind, options)
+          : new UnsampledSpan(name, parent, spanContext, links, startTime, kind),
+    context
   })

@@ -62,7 +62,7 @@ describe("the trace sampler (OTEL_TRACES_SAMPLER)", () => {
 
   it("an unsampled span is not made on the exporting tracer, and carries its trace on, flagged not sampled", () => {
     const { made, tracer } = recording()
-    const sampled = withSampler(tracer, { parentBased: true, root: "never" })
+    const sampled = withSampler(tracer, { parentBased: true, root: "never" }, (f) => f())
     const root = sampled.span("root", Option.none(), Context.empty(), [], 0n, "server")
     const child = sampled.span("child", Option.some(root), Context.empty(), [], 0n, "client")
     const remote = sampled.span("remote", parent(true), Context.empty(), [], 0n, "server")
@@ -75,8 +75,14 @@ describe("the trace sampler (OTEL_TRACES_SAMPLER)", () => {
     expect(remote.sampled).toBe(true)
   })
 
-  it("always_on is the exporting tracer itself", () => {
-    const { tracer } = recording()
-    expect(withSampler(tracer, { parentBased: false, root: "always" })).toBe(tracer)
+  it("always_on makes every span on the exporting tracer, and runs fiber steps with the context it is given", () => {
+    const { made, tracer } = recording()
+    const context: Tracer.Tracer["context"] = (f) => f()
+    const always = withSampler(tracer, { parentBased: false, root: "always" }, context)
+    always.span("a", Option.none(), Context.empty(), [], 0n, "server")
+    always.span("b", parent(false), Context.empty(), [], 0n, "server")
+    expect(made).toStrictEqual(["a", "b"])
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- compared, not called
+    expect(always.context).toBe(context)
   })
 })
