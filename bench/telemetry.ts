@@ -4,11 +4,14 @@
  * loopback collector in a process of its own), alternately in one sitting, 10 000 warm-up messages each. Reports
  * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
  *
- *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js] [--sampled]
+ *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js [--before-on]]
+ *     [--sampled] [--unsampled]
  *
  * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
  * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
- * it is not used. `--sampled` adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables).
+ * it is not used; with `--before-on` it exports as "on" does instead, which compares two builds' telemetry. `--sampled`
+ * adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables); `--unsampled` adds "on" with
+ * no trace sampled (`always_off`): the trace context stored and sent, spans made and dropped, nothing exported.
  */
 import { fork } from "node:child_process"
 import { join } from "node:path"
@@ -24,9 +27,10 @@ const senders = 8
 const writeKey = "wk_bench_telemetry"
 const beforeIndex = process.argv.indexOf("--before")
 const beforeEntry = beforeIndex === -1 ? undefined : process.argv[beforeIndex + 1]!
+const beforeOn = process.argv.includes("--before-on")
 
 /** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
-type Mode = "off" | "on" | "sampled" | "before"
+type Mode = "off" | "on" | "sampled" | "unsampled" | "before"
 
 interface Run {
   readonly mode: Mode
@@ -100,25 +104,32 @@ const startCollector = async () => {
 }
 
 /**
- * The spans the collector has once every attempt's has arrived and the export timer (5 s) has sent what remained
- * queued (the requests' and the batches' spans): "every span exported" is checked on this count.
+ * The spans the collector has once every attempt's has arrived (when every trace is sampled) and the export timer
+ * (5 s) has sent what remained queued (the requests' and the batches' spans): "every span exported" is checked on
+ * this count.
  */
-const spansReceived = async (collector: { readonly stats: () => Promise<{ spans: number }> }) => {
+const spansReceived = async (collector: { readonly stats: () => Promise<{ spans: number }> }, everySpan: boolean) => {
   const attempts = warmUpMessages + totalMessages
-  await waitFor(async () => (await collector.stats()).spans >= attempts, 30_000, 250).catch(() => undefined)
+  if (everySpan) {
+    await waitFor(async () => (await collector.stats()).spans >= attempts, 30_000, 250).catch(() => undefined)
+  }
   await new Promise((resolve) => setTimeout(resolve, 5_500))
   return (await collector.stats()).spans
 }
 
 const runOnce = async (mode: Mode, round: number): Promise<Run> => {
   const sink = await startSink()
-  const collector = mode === "on" || mode === "sampled" ? await startCollector() : undefined
+  const exporting = mode === "before" ? beforeOn : mode !== "off"
+  const collector = exporting ? await startCollector() : undefined
   const setup = benchSetup({ sourceId: "bench", writeKey, hookUrl: `${sink.url}/hook` })
   const server = await startHookrelay({
     env: {
       ...setup.env,
       ...(collector === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bench" }),
-      ...(mode === "sampled" ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" } : {})
+      ...(mode === "sampled"
+        ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
+        : {}),
+      ...(mode === "unsampled" ? { OTEL_TRACES_SAMPLER: "always_off" } : {})
     },
     entry: mode === "before" ? beforeEntry : undefined
   })
@@ -136,7 +147,7 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const deliverSeconds = (performance.now() - started) / 1000
     const cpuMicrosPerMessage = Math.round((processCpuMicros(server.child.pid!) - cpuBefore) / totalMessages * 10) / 10
     const peakRssMb = mb(peakRssOf(server.child.pid!))
-    const spans = collector === undefined ? 0 : await spansReceived(collector)
+    const spans = collector === undefined ? 0 : await spansReceived(collector, mode === "on" || mode === "before")
     return {
       mode,
       round,
@@ -165,6 +176,7 @@ const modes: ReadonlyArray<Mode> = [
   "off",
   "on",
   ...(process.argv.includes("--sampled") ? ["sampled" as const] : []),
+  ...(process.argv.includes("--unsampled") ? ["unsampled" as const] : []),
   ...(beforeEntry === undefined ? [] : ["before" as const])
 ]
 const runs: Array<Run> = []
@@ -207,12 +219,16 @@ request from ${senders} senders, SQLite, one loopback receiver; "on" exports eve
 to a loopback collector in a process of its own. ${rounds} rounds, the modes alternating, on a 2-core machine shared with
 other work (the load generator, receiver, collector and server share the two cores; absolute figures vary between
 runs, compare the per-round ratios).${
-  beforeEntry === undefined ? "" : " \"before\" is the build before telemetry existed."
+  beforeEntry === undefined
+    ? ""
+    : beforeOn
+    ? " \"before\" is the build before, exporting as \"on\" does."
+    : " \"before\" is the build before telemetry existed."
 }${
   modes.includes("sampled")
     ? " \"sampled\" is \"on\" with `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.1`."
     : ""
-}
+}${modes.includes("unsampled") ? " \"unsampled\" is \"on\" with `OTEL_TRACES_SAMPLER=always_off`." : ""}
 
 | mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | peak RSS (MB) |
 |---|---|---|---|---|
