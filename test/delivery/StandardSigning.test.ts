@@ -26,7 +26,13 @@ const setup = (webhooks: Record<string, unknown>, statuses: Array<number> = [], 
   Effect.gen(function*() {
     yield* TestClock.setTime(start)
     const receiver = yield* receiverAnswering(statuses)
-    const app = yield* startApp({ dispatch })
+    // The clock moves minutes at a time and stops at every sleep due on the way: the gauges that wake often (ingest
+    // pressure, the idle claim poll; neither is what these tests are about) wake seldom here. Ingest rings the doorbell.
+    const app = yield* startApp({
+      dispatch,
+      pressure: { sampleEvery: "10 seconds" },
+      dispatcher: { idlePoll: "10 seconds" }
+    })
     const saved = yield* app.relay.putSource({
       id: "std",
       writeKey: "wk_standard_signing",

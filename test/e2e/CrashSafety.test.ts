@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
@@ -45,13 +45,16 @@ const messages = (from: number, count: number) =>
     messageId: `crash-${from + i}`
   }))
 
-describe("crash safety (real processes)", () => {
-  const cleanup: Array<() => void> = []
-  afterEach(() => {
-    for (const step of cleanup.splice(0).reverse()) step()
-  })
+type OnTestFinished = (step: () => void) => void
 
-  const setup = async () => {
+// Each test has its own directory, ports and processes, and mostly waits for them: the three run side by side.
+describe.concurrent("crash safety (real processes)", () => {
+  /** The test's directory, receiver port and environment; `track` kills a server when the test ends. */
+  const setup = async (onTestFinished: OnTestFinished) => {
+    const cleanup: Array<() => void> = []
+    onTestFinished(() => {
+      for (const step of cleanup.splice(0).reverse()) step()
+    })
     const directory = mkdtempSync(Path.join(tmpdir(), "hookrelay-crash-"))
     cleanup.push(() => rmSync(directory, { recursive: true, force: true }))
     const receiverPort = await freePort()
@@ -72,16 +75,17 @@ describe("crash safety (real processes)", () => {
       HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
       DATABASE_URL: ""
     }
-    return { receiverPort, env }
+    const track = (server: ServerProcess) => {
+      cleanup.push(() => server.child.kill("SIGKILL"))
+      return server
+    }
+    return { receiverPort, env, cleanup, track }
   }
 
-  const track = (server: ServerProcess) => {
-    cleanup.push(() => server.child.kill("SIGKILL"))
-    return server
-  }
-
-  it("SIGKILL with 2 000 accepted messages and the receiver down: a restart delivers every one", async () => {
-    const { env, receiverPort } = await setup()
+  it("SIGKILL with 2 000 accepted messages and the receiver down: a restart delivers every one", async ({
+    onTestFinished
+  }) => {
+    const { cleanup, env, receiverPort, track } = await setup(onTestFinished)
     const first = track(await startServerProcess(env))
     for (let from = 0; from < 2000; from += 100) {
       expect(await postBatch(first.url, writeKey, messages(from, 100))).toBe(200)
@@ -106,8 +110,8 @@ describe("crash safety (real processes)", () => {
   // takes; the next process must still count them as seen (it merges the log before it serves).
   it(
     "SIGKILL before the message ids were merged: the same messages sent again after a restart are delivered once",
-    async () => {
-      const { env, receiverPort } = await setup()
+    async ({ onTestFinished }) => {
+      const { cleanup, env, receiverPort, track } = await setup(onTestFinished)
       const batches = Array.from(
         { length: 5 },
         (_, batch) => messages(batch * 100, 100).map((message) => ({ ...message, messageId: randomUUID() }))
@@ -132,8 +136,10 @@ describe("crash safety (real processes)", () => {
     120_000
   )
 
-  it("SIGTERM during load exits 0, and every accepted message is delivered after a restart", async () => {
-    const { env, receiverPort } = await setup()
+  it("SIGTERM during load exits 0, and every accepted message is delivered after a restart", async ({
+    onTestFinished
+  }) => {
+    const { cleanup, env, receiverPort, track } = await setup(onTestFinished)
     const first = track(await startServerProcess(env))
     const accepted: Array<string> = []
     let stop = false

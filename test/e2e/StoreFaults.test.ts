@@ -37,7 +37,8 @@ const skipReason = (reason: string | undefined) => {
 
 const run = { outageMillis: 5_000, steadyMillis: 3_000, rate: 50 }
 
-describe("the store goes away under load (real processes)", () => {
+// The two runs share nothing (a cluster, a tmpfs, a server and a receiver each) and mostly wait: side by side.
+describe.concurrent("the store goes away under load (real processes)", () => {
   it.skipIf(skipReason(postgresFaultsUnavailable()))(
     "PostgreSQL stopped and started: 503 meanwhile, nothing acknowledged lost, no restart",
     { timeout: 400_000 },

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { execFile, spawn } from "node:child_process"
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   writeFileSync
@@ -24,6 +26,9 @@ import { basicAuth, freePort, repoRoot } from "../support/serverProcess.js"
  * better-sqlite3's install script downloads a prebuilt binary (else it compiles one). No host but
  * loopback is reachable here, so a loopback server stands in for its binary host, serving this
  * checkout's own build (same version, same Node ABI) as such a prebuilt archive.
+ *
+ * One tarball and one server install serve the server's checks and the consumer's (packing builds the
+ * whole package, and an install is most of a test's time); the client-only install differs in kind.
  */
 
 const npmCli = Path.join(Path.dirname(process.execPath), "../lib/node_modules/npm/bin/npm-cli.js")
@@ -91,6 +96,14 @@ const waitFor = async (check: () => boolean, what: string, timeoutMs = 30_000) =
 let workspace = ""
 let tarball = ""
 const servers: Array<Server> = []
+const sqliteBinary = "node_modules/better-sqlite3/build/Release/better_sqlite3.node"
+
+/** The server install: production dependencies only, install scripts run, better-sqlite3's binary from `binaryHost`. */
+let serverInstall = {
+  project: "",
+  installSeconds: 0,
+  binaryHostUrls: [] as Array<string>
+}
 
 beforeAll(async () => {
   workspace = mkdtempSync(Path.join(tmpdir(), "hookrelay-install-"))
@@ -99,7 +112,33 @@ beforeAll(async () => {
     "npm pack"
   )
   tarball = Path.join(workspace, readdirSync(workspace).find((name) => name.endsWith(".tgz"))!)
-}, 240_000)
+
+  const prebuilt = Path.join(workspace, "prebuilt")
+  mkdirSync(Path.join(prebuilt, "build", "Release"), { recursive: true })
+  const archive = Path.join(workspace, "better-sqlite3-prebuilt.tar.gz")
+  succeeded(
+    await run("cp", [Path.join(repoRoot, sqliteBinary), Path.join(prebuilt, "build/Release")], workspace, {}),
+    "cp"
+  )
+  succeeded(await run("tar", ["-czf", archive, "-C", prebuilt, "build"], workspace, process.env), "tar")
+  const archiveBytes = readFileSync(archive)
+  const binaryHost = await listen(() => ({ status: 200, body: archiveBytes }))
+
+  const project = emptyProject("server")
+  const started = Date.now()
+  succeeded(
+    await run(process.execPath, [npmCli, "install", "--omit=dev", "--prefer-offline", tarball], project, {
+      ...process.env,
+      npm_config_better_sqlite3_binary_host: binaryHost.url
+    }),
+    "npm install --omit=dev"
+  )
+  serverInstall = {
+    project,
+    installSeconds: (Date.now() - started) / 1000,
+    binaryHostUrls: binaryHost.received.map((request) => request.url)
+  }
+}, 480_000)
 
 afterAll(() => {
   for (const server of servers) server.close()
@@ -110,30 +149,9 @@ describe("the installed package", () => {
   it(
     "installs with production dependencies only; `npx hookrelay` serves on SQLite under ./data, delivers a track, and exits 0 on SIGTERM",
     async () => {
-      const prebuilt = Path.join(workspace, "prebuilt")
-      mkdirSync(Path.join(prebuilt, "build", "Release"), { recursive: true })
-      const binary = "node_modules/better-sqlite3/build/Release/better_sqlite3.node"
-      const archive = Path.join(workspace, "better-sqlite3-prebuilt.tar.gz")
-      succeeded(
-        await run("cp", [Path.join(repoRoot, binary), Path.join(prebuilt, "build/Release")], workspace, {}),
-        "cp"
-      )
-      succeeded(await run("tar", ["-czf", archive, "-C", prebuilt, "build"], workspace, process.env), "tar")
-      const archiveBytes = readFileSync(archive)
-      const binaryHost = await listen(() => ({ status: 200, body: archiveBytes }))
-
-      const project = emptyProject("server")
-      const started = Date.now()
-      succeeded(
-        await run(process.execPath, [npmCli, "install", "--omit=dev", "--prefer-offline", tarball], project, {
-          ...process.env,
-          npm_config_better_sqlite3_binary_host: binaryHost.url
-        }),
-        "npm install --omit=dev"
-      )
-      const installSeconds = (Date.now() - started) / 1000
+      const { installSeconds, project } = serverInstall
       // The install script fetched the prebuilt binary: nothing was compiled.
-      expect(binaryHost.received.map((request) => request.url)).toEqual([
+      expect(serverInstall.binaryHostUrls).toEqual([
         `/v12.11.1/better-sqlite3-v12.11.1-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
       ])
       expect(existsSync(Path.join(project, "node_modules/typescript"))).toBe(false)
@@ -213,9 +231,14 @@ describe("the installed package", () => {
       }
       expect(await exited, output).toBe(0)
 
-      // Without its SQLite driver (an optional dependency) the server says so, and does not start.
-      rmSync(Path.join(project, "node_modules/better-sqlite3"), { recursive: true })
-      const missing = await run(process.execPath, ["node_modules/.bin/hookrelay"], project, withoutStore)
+      // Without its SQLite driver (an optional dependency) the server says so, and does not start. Moved aside, not
+      // removed: the consumer's checks run on this install too.
+      const driver = Path.join(project, "node_modules/better-sqlite3")
+      const aside = Path.join(workspace, "better-sqlite3-aside")
+      renameSync(driver, aside)
+      const missing = await run(process.execPath, ["node_modules/.bin/hookrelay"], project, withoutStore).finally(() =>
+        renameSync(aside, driver)
+      )
       expect([missing.code, missing.stderr.split("\n")[0]]).toEqual([
         1,
         expect.stringMatching(/^hookrelay: the SQLite driver is not available \(Cannot find module/)
@@ -278,3 +301,82 @@ console.log("sent")
     300_000
   )
 })
+
+describe("the published package", () => {
+  it("installs into a fresh project, type-checks its three entry points and delivers end to end", async () => {
+    const { project } = serverInstall
+    const node = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) =>
+      run(process.execPath, args, project, { ...process.env, ...env }).then((ran) =>
+        succeeded(ran, `node ${args.join(" ")}`)
+      )
+
+    // Deep imports are not part of the package.
+    const deep = await node([
+      "--input-type=module",
+      "-e",
+      "import('hookrelay/dist/relay/Relay.js').then(() => console.log('reachable'), (e) => console.log(e.code))"
+    ])
+    expect(deep.trim()).toBe("ERR_PACKAGE_PATH_NOT_EXPORTED")
+
+    copyFileSync(Path.join(repoRoot, "test/package/consumer/app.ts"), Path.join(project, "app.ts"))
+    writeFileSync(
+      Path.join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ["node"],
+          typeRoots: [Path.join(repoRoot, "node_modules/@types")]
+        },
+        files: ["app.ts"]
+      })
+    )
+    await node([Path.join(repoRoot, "node_modules/typescript/bin/tsc"), "-p", "."])
+
+    const receiver = await listen(() => ({ status: 200 }))
+    const output = await node(["--import", Path.join(repoRoot, "node_modules/tsx/dist/loader.mjs"), "app.ts"], {
+      RECEIVER_PORT: new URL(receiver.url).port,
+      SERVER_PORT: String(await freePort()),
+      DATA_DIR: Path.join(workspace, "consumer-data")
+    })
+    expect(output.trim().split("\n").at(-2)).toBe(
+      JSON.stringify({ console: [200, "text/html; charset=utf-8", true], preflight: [204, "*", "function"] })
+    )
+    expect(output.trim().split("\n").at(-1)).toBe(
+      JSON.stringify([["via-client", "delivered"], ["via-relay", "delivered"]])
+    )
+
+    // The client as most people use it, from the installed package, in plain JavaScript: 45 calls
+    // not awaited, then close. Run with Node's default unhandled-rejection mode (no NODE_OPTIONS).
+    copyFileSync(Path.join(repoRoot, "test/package/consumer/snippet.mjs"), Path.join(project, "snippet.mjs"))
+    const batches = await startBatchRecorder()
+    const snippet = await node(["snippet.mjs"], { PORT: String(batches.port), NODE_OPTIONS: "" })
+    expect(snippet).toBe("")
+    expect(batches.sizes).toStrictEqual([20, 20, 5])
+    expect(batches.values).toStrictEqual(Array.from({ length: 45 }, (_, i) => i))
+  }, 300_000)
+})
+
+/** Records the size and the `properties.i` of every batch POSTed to it. */
+const startBatchRecorder = () =>
+  new Promise<{ port: number; sizes: Array<number>; values: Array<number> }>((resolve) => {
+    const sizes: Array<number> = []
+    const values: Array<number> = []
+    const recorder = createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const batch = JSON.parse(Buffer.concat(chunks).toString("utf8")).batch as Array<{ properties: { i: number } }>
+        sizes.push(batch.length)
+        values.push(...batch.map((message) => message.properties.i))
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })
+    })
+    servers.push(recorder)
+    recorder.listen(0, "127.0.0.1", () => resolve({ port: (recorder.address() as AddressInfo).port, sizes, values }))
+  })

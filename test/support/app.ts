@@ -35,6 +35,11 @@ export interface AppOptions {
   readonly egress?: Layer.Layer<EgressPolicy.EgressPolicy> | undefined
   /** Ingest admission bounds (default: the engine's defaults). */
   readonly overload?: OverloadOptions | undefined
+  /**
+   * The ingest pressure gauge (default: the engine's defaults). Under TestClock each of its samples is a step of every
+   * adjustment (a minute is 1 200 of them at the default 50 ms): tests that move the clock far may sample less often.
+   */
+  readonly pressure?: IngestPressure.IngestPressureOptions | undefined
 }
 
 /** A temporary directory removed when the scope closes. */
@@ -55,7 +60,12 @@ export const startApp = (options: AppOptions = {}) =>
       // The URLs' circuits and health, shared by the dispatcher and Relay's health queries.
       Layer.provideMerge(EndpointGuards.layer),
       Layer.provideMerge(
-        Layer.mergeAll(Transport.layerWithPolicy(), OutboxSignal.layer, Outcomes.layer, IngestPressure.layer())
+        Layer.mergeAll(
+          Transport.layerWithPolicy(),
+          OutboxSignal.layer,
+          Outcomes.layer,
+          IngestPressure.layer(options.pressure)
+        )
       ),
       Layer.provideMerge(options.egress ?? EgressPolicy.layer()),
       Layer.provideMerge(store)
