@@ -2,8 +2,8 @@ import { Effect, Layer, Option } from "effect"
 import type { TelemetryOptions } from "./TelemetryConfig.js"
 
 /**
- * Telemetry as the configuration asks: with none, the empty layer (nothing of the OpenTelemetry SDK is loaded, the
- * tracking API and the dispatcher make no span); with some, the SDK and its exporters, imported now.
+ * Telemetry as the configuration asks: with none, the empty layer (no exporter is loaded, the tracking API and the
+ * dispatcher make no span); with some, the OTLP exporters (`OtlpExport`), imported now.
  */
 export const layer = (options: Option.Option<TelemetryOptions>): Layer.Layer<never> =>
   Option.match(options, {

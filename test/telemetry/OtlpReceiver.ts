@@ -59,6 +59,8 @@ export interface OtlpReceiver {
   readonly spans: Array<ReceivedSpan>
   readonly metricNames: Set<string>
   readonly headers: Array<IncomingHttpHeaders>
+  /** The protobuf bodies (`application/x-protobuf`), by path, kept as they came. */
+  readonly protobuf: Array<{ readonly path: string | undefined; readonly body: Buffer }>
   readonly close: () => Promise<void>
 }
 
@@ -67,14 +69,20 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
     const spans: Array<ReceivedSpan> = []
     const metricNames = new Set<string>()
     const headers: Array<IncomingHttpHeaders> = []
+    const protobuf: Array<{ path: string | undefined; body: Buffer }> = []
     const server: Server = createServer((request, response) => {
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
       request.on("end", () => {
         headers.push(request.headers)
         const raw = Buffer.concat(chunks)
-        const text = (request.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw).toString("utf8")
-        const body = JSON.parse(text) as TraceRequest & {
+        const bytes = request.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw
+        if (request.headers["content-type"] === "application/x-protobuf") {
+          protobuf.push({ path: request.url, body: bytes })
+          response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+          return
+        }
+        const body = JSON.parse(bytes.toString("utf8")) as TraceRequest & {
           readonly resourceMetrics?: ReadonlyArray<{
             readonly scopeMetrics?: ReadonlyArray<{ readonly metrics?: ReadonlyArray<{ readonly name: string }> }>
           }>
@@ -115,6 +123,7 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
         spans,
         metricNames,
         headers,
+        protobuf,
         close: () => new Promise((done) => server.close(() => done()))
       }))
   })

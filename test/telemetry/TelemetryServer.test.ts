@@ -183,6 +183,35 @@ describe("telemetry (a real server process, configured as a user would)", () => 
   )
 
   it.live(
+    "exports protobuf bodies when OTEL_EXPORTER_OTLP_PROTOCOL is http/protobuf",
+    () =>
+      Effect.promise(async () => {
+        const otlp: OtlpReceiver = await startOtlpReceiver()
+        cleanup.push(otlp.close)
+        const { receiver, server } = await setup({
+          OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+          OTEL_BSP_SCHEDULE_DELAY: "100",
+          OTEL_METRIC_EXPORT_INTERVAL: "300"
+        })
+        expect(await track(server, "protobuf-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
+        await waitUntil(() => receiver.deliveries.length === 1, "the delivery")
+        // Protobuf carries ids as bytes: the client's trace id, raw, and the attempt's span name.
+        const traceId = Buffer.from(clientTraceId, "hex")
+        await waitUntil(
+          () =>
+            otlp.protobuf.some(({ body, path }) =>
+              path === "/v1/traces" && body.includes(traceId) && body.includes(Buffer.from("hookrelay.message.id"))
+            ) && otlp.protobuf.some(({ body, path }) => path === "/v1/metrics" && body.includes("hookrelay_")),
+          "protobuf spans and metrics"
+        )
+        expect(otlp.spans).toStrictEqual([])
+        await stopsCleanly(server)
+      }),
+    60_000
+  )
+
+  it.live(
     "without an OTLP endpoint: no traceparent on deliveries, and HOOKRELAY_LOG_LEVEL=debug logs debug",
     () =>
       Effect.promise(async () => {
