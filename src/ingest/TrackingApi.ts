@@ -15,9 +15,10 @@ import { readLimitedBody } from "./RequestBody.js"
 
 const success = HttpServerResponse.unsafeJson({ success: true })
 
+/** The body's JSON; a leading byte order mark, which some HTTP clients write and JSON allows ignoring, is skipped. */
 const parseJson = (text: string): unknown => {
   try {
-    return JSON.parse(text)
+    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
   } catch {
     return undefined
   }

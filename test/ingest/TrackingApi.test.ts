@@ -139,6 +139,29 @@ describe("tracking API: limits and validation", () => {
       expect(after.status).toBe(200)
     }))
 
+  it.scopedLive("takes a body that starts with a UTF-8 byte order mark, plain or gzipped", () =>
+    Effect.gen(function*() {
+      const { app } = yield* setup({ dispatch: false })
+      const bom = Buffer.from([0xef, 0xbb, 0xbf])
+      const json = (userId: string) => Buffer.from(JSON.stringify({ batch: [{ type: "track", userId, event: "É" }] }))
+      const plain = yield* post(app.baseUrl, "/v1/batch", Buffer.concat([bom, json("plain")]), {
+        authorization: basic(writeKey),
+        "content-type": "application/json; charset=utf-8"
+      })
+      expect(plain.status).toBe(200)
+      const zipped = yield* post(app.baseUrl, "/v1/batch", gzipSync(Buffer.concat([bom, json("zipped")])), {
+        authorization: basic(writeKey),
+        "content-encoding": "gzip"
+      })
+      expect(zipped.status).toBe(200)
+      expect((yield* app.store.backlog()).pending).toBe(2)
+      // Anything else before the JSON is still not JSON.
+      const junk = yield* post(app.baseUrl, "/v1/batch", Buffer.concat([Buffer.from("x"), json("junk")]), {
+        authorization: basic(writeKey)
+      })
+      expect(junk.status).toBe(400)
+    }))
+
   it.scopedLive("applies the limit to decoded bytes of a gzip body (a compression bomb is refused)", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
