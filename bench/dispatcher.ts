@@ -18,6 +18,9 @@
  * `--fake sqlite|pg [--rounds 3]`: the dispatcher's own cost instead. A transport that answers 200 on the next turn
  * of the event loop (no socket), the same filled outbox; prints CPU µs per job (user + system of this process, from
  * the dispatcher's start until the store has every job delivered) and jobs/s, per round. Nothing is written.
+ *
+ * The dispatcher runs with the telemetry the standard variables ask for, as the server does (`OTEL_EXPORTER_OTLP_ENDPOINT`
+ * and the rest; off when unset): with `--fake`, what an attempt's span and its export cost the delivery side.
  */
 import { Context, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
 import { fork } from "node:child_process"
@@ -34,6 +37,8 @@ import { stampMessage } from "../src/domain/Stamp.js"
 import * as OutboxSignal from "../src/store/OutboxSignal.js"
 import { Store } from "../src/store/Store.js"
 import * as StoreLayers from "../src/store/Store.js"
+import * as Telemetry from "../src/telemetry/Telemetry.js"
+import { telemetryConfig } from "../src/telemetry/TelemetryConfig.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
 import { repoRoot, transpileForNode } from "./support/compile.js"
 import {
@@ -265,7 +270,8 @@ const runDispatcher = async (
     const started = performance.now()
     const dispatcherRuntime = ManagedRuntime.make(
       Dispatcher.layer(dispatcherOptions).pipe(
-        Layer.provide(Layer.succeedContext(timed(await runtime.runtime().then((r) => r.context))))
+        Layer.provide(Layer.succeedContext(timed(await runtime.runtime().then((r) => r.context)))),
+        Layer.provide(Telemetry.layer(Effect.runSync(telemetryConfig)))
       )
     )
     await dispatcherRuntime.runtime()
