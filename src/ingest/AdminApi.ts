@@ -9,6 +9,7 @@ import type { BlockedEndpoints } from "../network/EgressPolicy.js"
 import { defaultSearchLimit, defaultUsageDays, Relay } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
 import { requireAdmin } from "./AdminAuth.js"
+import { adminBodyText, parseAdminJson, readAdminJson } from "./AdminBody.js"
 import { openApiDocument } from "./AdminContract.js"
 import { endpointRoutes } from "./AdminEndpointRoutes.js"
 import type * as S from "./AdminSchemas.js"
@@ -20,21 +21,6 @@ import { rotatedView } from "./SigningViews.js"
 import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 const decodeSource = decodeWithIssues(SourceConfig)
-
-const maxAdminBodyBytes = 256 * 1024
-
-const readJson = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
-  if (text.length > maxAdminBodyBytes) return Either.left(errorResponse(413, "payload_too_large", "body too large"))
-  try {
-    return Either.right(JSON.parse(text) as unknown)
-  } catch {
-    return Either.left(
-      errorResponse(400, "invalid_json", "the body must be JSON", [{ path: "", message: "is not valid JSON" }])
-    )
-  }
-})
 
 const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
 
@@ -68,7 +54,7 @@ const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerRespons
 const putSource = Effect.gen(function*() {
   const relay = yield* Relay
   const sourceId = yield* param("sourceId")
-  const body = yield* readJson
+  const body = yield* readAdminJson
   if (Either.isLeft(body)) return body.left
   const input = typeof body.right === "object" && body.right !== null && !Array.isArray(body.right)
     ? { ...body.right, id: sourceId }
@@ -89,9 +75,11 @@ const putSource = Effect.gen(function*() {
 const rotateSecret = Effect.gen(function*() {
   const relay = yield* Relay
   const sourceId = yield* param("sourceId")
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
-  const body = text.trim() === "" ? Either.right({}) : yield* readJson
+  const body = Either.flatMap(
+    yield* adminBodyText,
+    (text): Either.Either<unknown, HttpServerResponse.HttpServerResponse> =>
+      text.trim() === "" ? Either.right({}) : parseAdminJson(text)
+  )
   if (Either.isLeft(body)) return body.left
   const input: unknown = body.right
   if (typeof input !== "object" || input === null || Array.isArray(input)) {

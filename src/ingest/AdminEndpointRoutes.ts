@@ -5,6 +5,7 @@ import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import type { EndpointHealth, StoreError } from "../relay/Relay.js"
 import { Relay } from "../relay/Relay.js"
+import { readAdminJson } from "./AdminBody.js"
 import * as E from "./AdminEndpointSchemas.js"
 import { errorResponse } from "./ErrorBody.js"
 
@@ -27,21 +28,9 @@ const endpointView = (health: EndpointHealth): typeof E.EndpointView.Type => ({
 const invalid = (issues: ReadonlyArray<{ readonly path: string; readonly message: string }>) =>
   errorResponse(400, "invalid_request", issues.map((i) => `${i.path}: ${i.message}`).join("; "), issues)
 
-/** The JSON body decoded by `schema`, or the 400 answer naming the field. */
+/** The JSON body decoded by `schema`, or the 413 or 400 answer (naming the field). */
 const body = <A, I>(decode: ReturnType<typeof decodeWithIssues<A, I>>) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      return Either.left(
-        errorResponse(400, "invalid_json", "the body must be JSON", [{ path: "", message: "is not valid JSON" }])
-      )
-    }
-    return Either.mapLeft(decode(parsed), invalid)
-  })
+  Effect.map(readAdminJson, Either.flatMap((parsed) => Either.mapLeft(decode(parsed), invalid)))
 
 const decodeUrl = decodeWithIssues(E.EndpointUrl)
 const decodeRecovery = decodeWithIssues(E.RecoveryInput)

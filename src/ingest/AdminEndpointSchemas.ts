@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { InvalidRequest, NotFound, Timestamp } from "./AdminSchemas.js"
+import { InvalidRequest, NotFound, PayloadTooLarge, Timestamp } from "./AdminSchemas.js"
 
 /** Endpoint health, enabling and disabling URLs, and bulk recovery of dead letters: bodies and routes. */
 
@@ -60,6 +60,7 @@ const recovery = <const Name extends string>(name: Name, action: string, verb: s
     .addSuccess(RecoveryView)
     .addError(InvalidRequest)
     .addError(NotFound)
+    .addError(PayloadTooLarge)
     .annotate(OpenApi.Description, `${verb} a source's dead letters (one URL, a time range); dryRun only counts.`)
 
 export const endpointsGroup = HttpApiGroup.make("endpoints")
@@ -76,6 +77,7 @@ export const endpointsGroup = HttpApiGroup.make("endpoints")
       .setPayload(EndpointUrl)
       .addSuccess(EndpointChanged)
       .addError(InvalidRequest)
+      .addError(PayloadTooLarge)
       .annotate(OpenApi.Description, "Enables a disabled URL again; its health starts afresh.")
   )
   .add(
@@ -83,6 +85,7 @@ export const endpointsGroup = HttpApiGroup.make("endpoints")
       .setPayload(EndpointUrl)
       .addSuccess(EndpointChanged)
       .addError(InvalidRequest)
+      .addError(PayloadTooLarge)
       .annotate(OpenApi.Description, "Disables a URL: its jobs are dead-lettered until it is enabled.")
   )
   .add(recovery("replayDeadLetters", "replay", "Replays"))
