@@ -106,19 +106,27 @@ describe("telemetry (a real server process, configured as a user would)", () => 
       return response.status
     })
 
+  /** `setup` exporting to a loopback OTLP receiver, spans every 100 ms and metrics every 300 ms, and `env`. */
+  const setupExporting = async (env: Record<string, string>) => {
+    const otlp: OtlpReceiver = await startOtlpReceiver()
+    cleanup.push(otlp.close)
+    const started = await setup({
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      OTEL_METRIC_EXPORT_INTERVAL: "300",
+      ...env
+    })
+    return { ...started, otlp }
+  }
+
   it.live(
     "exports the spans of a message from its tracking request to its delivery, and sends `traceparent` on",
     () =>
       Effect.promise(async () => {
-        const otlp: OtlpReceiver = await startOtlpReceiver()
-        cleanup.push(otlp.close)
-        const { receiver, server } = await setup({
-          OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        const { otlp, receiver, server } = await setupExporting({
           OTEL_EXPORTER_OTLP_HEADERS: "x-collector-token=secret-1",
           OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: "gzip",
-          OTEL_SERVICE_NAME: "hookrelay-under-test",
-          OTEL_BSP_SCHEDULE_DELAY: "100",
-          OTEL_METRIC_EXPORT_INTERVAL: "300"
+          OTEL_SERVICE_NAME: "hookrelay-under-test"
         })
         expect(await track(server, "traced-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
         expect(await track(server, "untraced-client-2")).toBe(200)
@@ -186,14 +194,7 @@ describe("telemetry (a real server process, configured as a user would)", () => 
     "exports protobuf bodies when OTEL_EXPORTER_OTLP_PROTOCOL is http/protobuf",
     () =>
       Effect.promise(async () => {
-        const otlp: OtlpReceiver = await startOtlpReceiver()
-        cleanup.push(otlp.close)
-        const { receiver, server } = await setup({
-          OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-          OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
-          OTEL_BSP_SCHEDULE_DELAY: "100",
-          OTEL_METRIC_EXPORT_INTERVAL: "300"
-        })
+        const { otlp, receiver, server } = await setupExporting({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" })
         expect(await track(server, "protobuf-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
         await waitUntil(() => receiver.deliveries.length === 1, "the delivery")
         // Protobuf carries ids as bytes: the client's trace id, raw, and the attempt's span name.
