@@ -63,6 +63,14 @@ const recovery = <const Name extends string>(name: Name, action: string, verb: s
     .addError(PayloadTooLarge)
     .annotate(OpenApi.Description, `${verb} a source's dead letters (one URL, a time range); dryRun only counts.`)
 
+const urlSwitch = <const Name extends string>(name: Name, action: string, description: string) =>
+  HttpApiEndpoint.post(name, `/admin/endpoints/${action}`)
+    .setPayload(EndpointUrl)
+    .addSuccess(EndpointChanged)
+    .addError(InvalidRequest)
+    .addError(PayloadTooLarge)
+    .annotate(OpenApi.Description, description)
+
 export const endpointsGroup = HttpApiGroup.make("endpoints")
   .add(
     HttpApiEndpoint.get("listEndpoints", "/admin/endpoints")
@@ -72,21 +80,7 @@ export const endpointsGroup = HttpApiGroup.make("endpoints")
       .addError(NotFound)
       .annotate(OpenApi.Description, "The health of each URL of a source.")
   )
-  .add(
-    HttpApiEndpoint.post("enableEndpoint", "/admin/endpoints/enable")
-      .setPayload(EndpointUrl)
-      .addSuccess(EndpointChanged)
-      .addError(InvalidRequest)
-      .addError(PayloadTooLarge)
-      .annotate(OpenApi.Description, "Enables a disabled URL again; its health starts afresh.")
-  )
-  .add(
-    HttpApiEndpoint.post("disableEndpoint", "/admin/endpoints/disable")
-      .setPayload(EndpointUrl)
-      .addSuccess(EndpointChanged)
-      .addError(InvalidRequest)
-      .addError(PayloadTooLarge)
-      .annotate(OpenApi.Description, "Disables a URL: its jobs are dead-lettered until it is enabled.")
-  )
+  .add(urlSwitch("enableEndpoint", "enable", "Enables a disabled URL again; its health starts afresh."))
+  .add(urlSwitch("disableEndpoint", "disable", "Disables a URL: its jobs are dead-lettered until it is enabled."))
   .add(recovery("replayDeadLetters", "replay", "Replays"))
   .add(recovery("purgeDeadLetters", "purge", "Deletes"))

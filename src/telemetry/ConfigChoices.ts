@@ -1,4 +1,4 @@
-import { Config, Option, Schema } from "effect"
+import { Config, Schema } from "effect"
 
 /**
  * A variable holding one of `names` (in any case). A wrong value fails the start with
@@ -23,6 +23,3 @@ export const oneOfConfig = <const Names extends ReadonlyArray<string>>(
   names: Names,
   fallback: Names[number]
 ): Config.Config<Names[number]> => Config.withDefault(oneOf(name, names), fallback)
-
-/** Whether a variable is set to something (set but empty is unset, as the OpenTelemetry specification says). */
-export const isSet = (name: string) => Config.option(Config.nonEmptyString(name)).pipe(Config.map(Option.isSome))
