@@ -118,6 +118,8 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
         Effect.withSpan("hookrelay.complete", {
           kind: "internal",
           root: true,
+          // A call-site stack is an `Error` built on every batch.
+          captureStackTrace: false,
           attributes: { "hookrelay.batch.jobs": completions.length, "hookrelay.batch.attempts": attempts?.length ?? 0 }
         })
       )

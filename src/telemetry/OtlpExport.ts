@@ -1,6 +1,5 @@
 import * as OtlpMetrics from "@effect/opentelemetry/OtlpMetrics"
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { HttpClient } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Duration, Effect, Layer } from "effect"
@@ -10,6 +9,7 @@ import { makeDeliverySpans } from "./DeliverySpans.js"
 import { exportClient } from "./OtlpClient.js"
 import type { OtlpTarget, Signal } from "./OtlpTarget.js"
 import { withSampler } from "./Sampler.js"
+import { makeSpanExporter } from "./SpanExporter.js"
 import type { TelemetryOptions } from "./TelemetryConfig.js"
 
 // The package root from src/telemetry (tsx) and dist/telemetry (the installed package) alike.
@@ -27,21 +27,21 @@ const transport = (signal: Signal, target: OtlpTarget, maxInFlight: number) =>
   )
 
 /**
- * Spans: the Effect tracer every span of the layers this is provided to uses (Effect's own spans, exported by
- * `@effect/opentelemetry`'s OTLP tracer, which needs no OpenTelemetry SDK), behind the sampler, and delivery's spans
- * (`DeliveryTracing`) on it.
+ * Spans: the Effect tracer every span of the layers this is provided to uses (`SpanExporter`), behind the sampler,
+ * and delivery's spans (`DeliveryTracing`) on it.
  */
 const traces = (options: TelemetryOptions, target: OtlpTarget) => {
-  const { maxBatchSize, maxQueueSize, scheduleDelay } = options.spanBatches
+  const { maxBatchSize, maxQueueSize } = options.spanBatches
   const tracer = Layer.unwrapScoped(
     Effect.map(
       Effect.all([
-        OtlpTracer.make({
+        makeSpanExporter({
           url: target.url,
           headers: target.headers,
-          resource: { serviceName: options.serviceName, serviceVersion: version },
-          exportInterval: scheduleDelay,
-          maxBatchSize,
+          protocol: target.protocol,
+          serviceName: options.serviceName,
+          serviceVersion: version,
+          batches: options.spanBatches,
           shutdownTimeout
         }),
         Effect.tracer

@@ -1,6 +1,7 @@
 import { Config, Option, Tracer } from "effect"
 import type { Context, Exit } from "effect"
 import { oneOfConfig } from "./ConfigChoices.js"
+import { newSpanId, newTraceId } from "./SpanIds.js"
 
 /**
  * Which traces are recorded, from `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (the specification's built-in
@@ -48,13 +49,6 @@ export const isSampled = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan
   return Option.isSome(parent) ? traceIdPoint(parent.value.traceId) < sampler.root : Math.random() < sampler.root
 }
 
-/** `digits` (a multiple of 8) random hex digits, 32 bits at a time: a digit at a time was most of an unsampled span. */
-const hex = (digits: number) => {
-  let id = ""
-  for (let i = 0; i < digits; i += 8) id += ((Math.random() * 0x1_0000_0000) >>> 0).toString(16).padStart(8, "0")
-  return id
-}
-
 /**
  * A span that is not recorded: it has ids (its children and a receiver's `traceparent` carry them, flagged not
  * sampled) and keeps nothing.
@@ -62,7 +56,7 @@ const hex = (digits: number) => {
 class UnsampledSpan implements Tracer.Span {
   readonly _tag = "Span"
   readonly sampled = false
-  readonly spanId = hex(16)
+  readonly spanId = newSpanId()
   readonly traceId: string
   readonly attributes: ReadonlyMap<string, unknown> = new Map()
   status: Tracer.SpanStatus
@@ -74,7 +68,7 @@ class UnsampledSpan implements Tracer.Span {
     startTime: bigint,
     readonly kind: Tracer.SpanKind
   ) {
-    this.traceId = Option.isSome(parent) ? parent.value.traceId : hex(32)
+    this.traceId = Option.isSome(parent) ? parent.value.traceId : newTraceId()
     this.status = { _tag: "Started", startTime }
   }
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {

@@ -1,12 +1,12 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Duration, Effect, Exit, Layer, Scope } from "effect"
 import { deliverWith } from "../../src/delivery/Deliver.js"
 import type { TransportRequest, TransportResponse } from "../../src/delivery/Transport.js"
 import { parseTraceparent } from "../../src/domain/TraceContext.js"
 import { makeDeliverySpans } from "../../src/telemetry/DeliverySpans.js"
+import { makeSpanExporter } from "../../src/telemetry/SpanExporter.js"
 
 const producer = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" }
 
@@ -39,8 +39,8 @@ const clientKind = 3
 const statusError = 2
 
 /**
- * Delivery with attempt spans on the OTLP tracer hookrelay exports with, posting to an in-memory collector (the spans
- * are sent when `scope` closes), its receiver answering `statuses` in turn.
+ * Delivery with attempt spans on the tracer hookrelay exports with (`SpanExporter`), posting to an in-memory
+ * collector (the spans are sent when `scope` closes), its receiver answering `statuses` in turn.
  */
 const traced = (statuses: ReadonlyArray<number>) =>
   Effect.gen(function*() {
@@ -52,11 +52,18 @@ const traced = (statuses: ReadonlyArray<number>) =>
       })
     )
     const scope = yield* Scope.make()
-    const tracer = yield* OtlpTracer.make({ url: "http://collector.test/v1/traces", resource: { serviceName: "test" } })
-      .pipe(
-        Effect.provide(Layer.merge(Layer.succeed(HttpClient.HttpClient, collector), OtlpSerialization.layerJson)),
-        Scope.extend(scope)
-      )
+    const tracer = yield* makeSpanExporter({
+      url: "http://collector.test/v1/traces",
+      headers: {},
+      protocol: "http/json",
+      serviceName: "test",
+      serviceVersion: "0.0.0",
+      batches: { scheduleDelay: Duration.seconds(5), maxBatchSize: 512, maxQueueSize: 2048 },
+      shutdownTimeout: Duration.seconds(5)
+    }).pipe(
+      Effect.provide(Layer.merge(Layer.succeed(HttpClient.HttpClient, collector), OtlpSerialization.layerJson)),
+      Scope.extend(scope)
+    )
     const tracing = makeDeliverySpans(tracer, yield* Effect.clock)
     const requests: Array<TransportRequest> = []
     const transport = {

@@ -1,0 +1,58 @@
+import { Option } from "effect"
+import type { Context, Exit, Tracer } from "effect"
+import { newSpanId, newTraceId } from "./SpanIds.js"
+
+/** An event of a span, as `Span.event` gives it. */
+export interface SpanEvent {
+  readonly name: string
+  readonly time: bigint
+  readonly attributes: Readonly<Record<string, unknown>> | undefined
+}
+
+/** A span that ended, as the exporter takes it. */
+export interface EndedSpan extends RecordedSpan {
+  readonly status: Extract<Tracer.SpanStatus, { readonly _tag: "Ended" }>
+}
+
+/**
+ * A sampled span of the exporting tracer (`SpanExporter`): it keeps what it is given and, when it ends, hands itself
+ * to `onEnd`. It is turned into OTLP only then (`OtlpSpans`), by the exporter.
+ */
+export class RecordedSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly sampled = true
+  readonly spanId = newSpanId()
+  readonly traceId: string
+  readonly attributes = new Map<string, unknown>()
+  links: ReadonlyArray<Tracer.SpanLink>
+  events: Array<SpanEvent> | undefined = undefined
+  status: Tracer.SpanStatus
+  constructor(
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Context.Context<never>,
+    links: ReadonlyArray<Tracer.SpanLink>,
+    startTime: bigint,
+    readonly kind: Tracer.SpanKind,
+    private readonly onEnd: (span: EndedSpan) => void
+  ) {
+    this.traceId = Option.isSome(parent) ? parent.value.traceId : newTraceId()
+    this.links = links
+    this.status = { _tag: "Started", startTime }
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
+    if (this.status._tag === "Ended") return
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+    this.onEnd(this as EndedSpan)
+  }
+  attribute(key: string, value: unknown) {
+    this.attributes.set(key, value)
+  }
+  event(name: string, time: bigint, attributes?: Record<string, unknown>) {
+    ;(this.events ??= []).push({ name, time, attributes })
+  }
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
+    // A new array: the one given at the start may be shared with other spans.
+    this.links = [...this.links, ...links]
+  }
+}

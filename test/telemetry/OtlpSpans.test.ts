@@ -1,0 +1,129 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Context, Exit, FiberId, Option, Tracer } from "effect"
+import { spanJson, toOtlpSpan } from "../../src/telemetry/OtlpSpans.js"
+import type { EndedSpan } from "../../src/telemetry/RecordedSpan.js"
+import { RecordedSpan } from "../../src/telemetry/RecordedSpan.js"
+
+const producer = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" })
+
+/** A span made and ended as the exporting tracer does, `fill` adding what the case needs. */
+const ended = (
+  exit: Exit.Exit<unknown, unknown>,
+  fill: (span: RecordedSpan) => void = () => {},
+  options: { readonly parent?: Tracer.AnySpan; readonly kind?: Tracer.SpanKind; readonly name?: string } = {}
+): EndedSpan => {
+  let result: EndedSpan | undefined
+  const span = new RecordedSpan(
+    options.name ?? "POST",
+    Option.fromNullable(options.parent),
+    Context.empty(),
+    [],
+    1_795_854_902_647_000_001n,
+    options.kind ?? "client",
+    (done) => result = done
+  )
+  fill(span)
+  span.end(1_795_854_902_648_000_002n, exit)
+  return result!
+}
+
+/** What a collector reads from `spanJson`, next to the object the protobuf encoder is given. */
+const bothForms = (span: EndedSpan) => ({
+  json: JSON.parse(spanJson(span)),
+  object: JSON.parse(JSON.stringify(toOtlpSpan(span)))
+})
+
+const cases: ReadonlyArray<readonly [string, () => EndedSpan]> = [
+  ["a root span that succeeded", () => ended(Exit.void, () => {}, { kind: "internal", name: "hookrelay.claim" })],
+  ["a child span with a link and every kind of attribute", () =>
+    ended(Exit.void, (span) => {
+      span.attribute("url.full", "https://hooks.example.com/in?q=\"a\"\\b")
+      span.attribute("text", "ünïcödé ✓ \u2028 \n \u0000 😀")
+      span.attribute("int", 8443)
+      span.attribute("negative", -3)
+      span.attribute("double", 0.25)
+      span.attribute("huge", 2 ** 60)
+      span.attribute("nan", Number.NaN)
+      span.attribute("bigint", 12n)
+      span.attribute("yes", true)
+      span.attribute("list", ["a", 1, false])
+      span.attribute("object", { a: 1 })
+      span.attribute("absent", undefined)
+      span.addLinks([{ _tag: "SpanLink", span: producer, attributes: { why: "producer", n: 2 } }])
+    }, { parent: producer })],
+  ["a span with events", () =>
+    ended(Exit.void, (span) => {
+      span.event("retry scheduled", 1_795_854_902_647_500_000n, { delay: 30 })
+      span.event("bare", 1_795_854_902_647_600_000n)
+    }, { kind: "server" })],
+  ["a span that failed with a plain value", () => ended(Exit.fail("HTTP 503"), () => {}, { parent: producer })],
+  ["a span that failed with an Error", () => ended(Exit.fail(new TypeError("bad \"input\"")), () => {})],
+  ["a span that died", () => ended(Exit.die(new Error("boom")), () => {}, { kind: "consumer" })],
+  ["an interrupted span", () => ended(Exit.failCause(Cause.interrupt(FiberId.none)), () => {})],
+  ["a producer span", () => ended(Exit.void, () => {}, { kind: "producer", name: "名前" })]
+]
+
+describe("a span as OTLP", () => {
+  for (const [name, make] of cases) {
+    it(`${name}: the JSON text is the OTLP object`, () => {
+      const { json, object } = bothForms(make())
+      expect(json).toStrictEqual(object)
+    })
+  }
+
+  it("carries ids, parent, kind and times as the OTLP/JSON mapping writes them", () => {
+    const span = ended(Exit.void, (s) => s.attribute("server.port", 8443), { parent: producer })
+    const { json } = bothForms(span)
+    expect(json).toMatchObject({
+      traceId: producer.traceId,
+      spanId: span.spanId,
+      parentSpanId: producer.spanId,
+      name: "POST",
+      kind: 3,
+      startTimeUnixNano: "1795854902647000001",
+      endTimeUnixNano: "1795854902648000002",
+      attributes: [{ key: "server.port", value: { intValue: 8443 } }],
+      status: { code: 0 }
+    })
+    expect(span.spanId).toMatch(/^[0-9a-f]{16}$/)
+  })
+
+  it("a root span gets a trace id of its own", () => {
+    const [a, b] = [ended(Exit.void), ended(Exit.void)]
+    expect(a.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(a.traceId).not.toBe(b.traceId)
+    expect(bothForms(a).json.parentSpanId).toBeUndefined()
+  })
+
+  it("a failure given as a value is the status message; an Error adds the exception event", () => {
+    const plain = bothForms(ended(Exit.fail("HTTP 503"))).json
+    expect(plain.status).toStrictEqual({ code: 2, message: "HTTP 503" })
+    expect(plain.events).toStrictEqual([])
+    const thrown = bothForms(ended(Exit.fail(new TypeError("bad input")))).json
+    expect(thrown.status).toStrictEqual({ code: 2, message: "bad input" })
+    expect(thrown.events).toHaveLength(1)
+    const attributes = Object.fromEntries(
+      thrown.events[0].attributes.map((a: { key: string; value: { stringValue: string } }) => [
+        a.key,
+        a.value.stringValue
+      ])
+    )
+    expect(attributes["exception.type"]).toBe("TypeError")
+    expect(attributes["exception.message"]).toBe("bad input")
+    expect(attributes["exception.stacktrace"]).toContain("bad input")
+  })
+
+  it("an interruption leaves the status unset", () => {
+    const json = bothForms(ended(Exit.failCause(Cause.interrupt(FiberId.none)))).json
+    expect(json.status).toStrictEqual({ code: 0 })
+  })
+
+  it("ends once: a second end changes nothing and exports nothing more", () => {
+    let ends = 0
+    const span = new RecordedSpan("x", Option.none(), Context.empty(), [], 1n, "internal", () => ends += 1)
+    span.end(2n, Exit.void)
+    span.end(3n, Exit.fail("late"))
+    expect(ends).toBe(1)
+    expect(span.status).toMatchObject({ _tag: "Ended", endTime: 2n })
+  })
+})
