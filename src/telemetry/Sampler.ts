@@ -82,7 +82,7 @@ class UnsampledSpan implements Tracer.Span {
 /**
  * `tracer` recording only the spans `sampler` chooses; the others are `UnsampledSpan`s. The fiber runtime calls a
  * tracer's `context` around every step of every fiber: `context` is the one of the tracer being replaced (Effect's
- * own, which runs the step as it is, as the OTLP tracer's does), so that call stays the one function it was.
+ * own, which runs the step as it is, as the span exporter's does), so that call stays the one function it was.
  */
 export const withSampler = (
   tracer: Tracer.Tracer,

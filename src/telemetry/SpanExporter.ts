@@ -32,9 +32,8 @@ const retried = <E, R>(client: HttpClient.HttpClient.With<E, R>) =>
  * `HttpClient` in context (`OtlpClient.exportClient`: compression, timeout, failure warnings). The resource is
  * `@effect/opentelemetry`'s (`OTEL_RESOURCE_ATTRIBUTES`), as for metrics; protobuf is its encoder.
  *
- * It replaces `@effect/opentelemetry`'s OTLP tracer, which made an OTLP object of every span as it ended, kept it until
- * the export and stringified it then: at a span per delivery that cost more than the 10 % of throughput telemetry
- * may take (`bench/NOTES.md`).
+ * Not `@effect/opentelemetry`'s OTLP tracer: that one made OTLP objects of every span as it ended, kept them until the
+ * export and stringified them then, which cost the delivery side 3.5 times as much CPU per job (`bench/NOTES.md`).
  */
 export const makeSpanExporter = (
   options: SpanExporterOptions

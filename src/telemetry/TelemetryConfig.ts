@@ -22,7 +22,7 @@ export interface TelemetryOptions {
 
 /**
  * How spans are sent (`OTEL_BSP_*`): every `scheduleDelay`, or as soon as `maxBatchSize` are waiting; at most
- * `maxQueueSize` spans in exports at once. The defaults are larger than the specification's 512 and 2 048: those
+ * `maxQueueSize` spans held (the open batch's and those of exports not over), newer ones dropped beyond that. The defaults are larger than the specification's 512 and 2 048: those
  * are a fraction of a second of attempts at full rate.
  */
 export interface SpanBatches {
