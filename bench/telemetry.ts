@@ -5,19 +5,27 @@
  * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
  *
  *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js [--before-on]]
- *     [--sampled] [--unsampled]
+ *     [--sampled] [--unsampled] [--profile dir]
  *
  * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
  * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
  * it is not used; with `--before-on` it exports as "on" does instead, which compares two builds' telemetry. `--sampled`
  * adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables); `--unsampled` adds "on" with
  * no trace sampled (`always_off`): the trace context stored and sent, spans made and dropped, nothing exported.
+ * `--profile dir` writes each server's V8 CPU profile under `dir/<mode>/` (its main thread's is the largest file).
  */
 import { fork } from "node:child_process"
 import { join } from "node:path"
 import { Agent } from "undici"
 import { arg, mb, repoRoot, startSink, waitFor, writeResults } from "./support/processes.js"
-import { benchSetup, buildServer, peakRssOf, processCpuMicros, startHookrelay } from "./support/servers.js"
+import {
+  benchSetup,
+  buildServer,
+  mainThreadCpuMicros,
+  peakRssOf,
+  processCpuMicros,
+  startHookrelay
+} from "./support/servers.js"
 
 const totalMessages = arg("messages", 50_000)
 const rounds = arg("rounds", 3)
@@ -28,6 +36,8 @@ const writeKey = "wk_bench_telemetry"
 const beforeIndex = process.argv.indexOf("--before")
 const beforeEntry = beforeIndex === -1 ? undefined : process.argv[beforeIndex + 1]!
 const beforeOn = process.argv.includes("--before-on")
+const profileIndex = process.argv.indexOf("--profile")
+const profileDir = profileIndex === -1 ? undefined : process.argv[profileIndex + 1]!
 
 /** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
 type Mode = "off" | "on" | "sampled" | "unsampled" | "before"
@@ -41,6 +51,8 @@ interface Run {
   /** The server process's CPU (all its threads) per message of the measured phase: less bent by the machine's other
    * work than the rates are. */
   readonly cpuMicrosPerMessage: number
+  /** Of which the main thread's: the rest is the SQLite thread, the garbage collector's helpers and libuv's pool. */
+  readonly mainCpuMicrosPerMessage: number
   readonly spans: number
 }
 
@@ -131,7 +143,8 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
         : {}),
       ...(mode === "unsampled" ? { OTEL_TRACES_SAMPLER: "always_off" } : {})
     },
-    entry: mode === "before" ? beforeEntry : undefined
+    entry: mode === "before" ? beforeEntry : undefined,
+    nodeArgs: profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, mode)}`]
   })
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
@@ -140,12 +153,15 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages, 120_000, 100)
     const requests = bodies(run, totalMessages)
     const cpuBefore = processCpuMicros(server.child.pid!)
+    const mainCpuBefore = mainThreadCpuMicros(server.child.pid!)
     const started = performance.now()
     await postAll(agent, server.url, requests)
     const acceptSeconds = (performance.now() - started) / 1000
     await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages + totalMessages, 300_000, 100)
     const deliverSeconds = (performance.now() - started) / 1000
     const cpuMicrosPerMessage = Math.round((processCpuMicros(server.child.pid!) - cpuBefore) / totalMessages * 10) / 10
+    const mainCpuMicrosPerMessage =
+      Math.round((mainThreadCpuMicros(server.child.pid!) - mainCpuBefore) / totalMessages * 10) / 10
     const peakRssMb = mb(peakRssOf(server.child.pid!))
     const spans = collector === undefined ? 0 : await spansReceived(collector, mode === "on" || mode === "before")
     return {
@@ -155,6 +171,7 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
       deliveredPerSecond: Math.round(totalMessages / deliverSeconds),
       peakRssMb,
       cpuMicrosPerMessage,
+      mainCpuMicrosPerMessage,
       spans
     }
   } finally {
@@ -192,7 +209,10 @@ for (let round = 1; round <= rounds; round++) {
 
 const of = (mode: Mode) => runs.filter((run) => run.mode === mode)
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100
-const perRound = (mode: Mode, key: "acceptedPerSecond" | "deliveredPerSecond" | "cpuMicrosPerMessage") =>
+const perRound = (
+  mode: Mode,
+  key: "acceptedPerSecond" | "deliveredPerSecond" | "cpuMicrosPerMessage" | "mainCpuMicrosPerMessage"
+) =>
   Array.from({ length: rounds }, (_, i) => {
     const on = runs.find((run) => run.round === i + 1 && run.mode === mode)!
     const off = runs.find((run) => run.round === i + 1 && run.mode === "off")!
@@ -203,13 +223,15 @@ const summary = modes.map((mode) => ({
   acceptedPerSecond: median(of(mode).map((run) => run.acceptedPerSecond)),
   deliveredPerSecond: median(of(mode).map((run) => run.deliveredPerSecond)),
   peakRssMb: median(of(mode).map((run) => run.peakRssMb)),
-  cpuMicrosPerMessage: median(of(mode).map((run) => run.cpuMicrosPerMessage))
+  cpuMicrosPerMessage: median(of(mode).map((run) => run.cpuMicrosPerMessage)),
+  mainCpuMicrosPerMessage: median(of(mode).map((run) => run.mainCpuMicrosPerMessage))
 }))
 const ratios = modes.filter((mode) => mode !== "off").map((mode) => ({
   against: mode,
   accepted: perRound(mode, "acceptedPerSecond"),
   delivered: perRound(mode, "deliveredPerSecond"),
-  cpu: perRound(mode, "cpuMicrosPerMessage")
+  cpu: perRound(mode, "cpuMicrosPerMessage"),
+  mainCpu: perRound(mode, "mainCpuMicrosPerMessage")
 }))
 
 const markdown = `# Telemetry: end to end with it off and on
@@ -230,32 +252,34 @@ runs, compare the per-round ratios).${
     : ""
 }${modes.includes("unsampled") ? " \"unsampled\" is \"on\" with `OTEL_TRACES_SAMPLER=always_off`." : ""}
 
-| mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | peak RSS (MB) |
-|---|---|---|---|---|
+| mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | of which main thread | peak RSS (MB) |
+|---|---|---|---|---|---|
 ${
   summary.map((row) =>
-    `| ${row.mode} | ${row.acceptedPerSecond} | ${row.deliveredPerSecond} | ${row.cpuMicrosPerMessage} | ${row.peakRssMb} |`
+    `| ${row.mode} | ${row.acceptedPerSecond} | ${row.deliveredPerSecond} | ${row.cpuMicrosPerMessage} | ` +
+    `${row.mainCpuMicrosPerMessage} | ${row.peakRssMb} |`
   ).join("\n")
 }
 
 Per-round ratios against "off" (the same round):
 
-| mode | accepted | delivered | server CPU per message |
-|---|---|---|---|
+| mode | accepted | delivered | server CPU per message | main thread's |
+|---|---|---|---|---|
 ${
   ratios.map((row) =>
-    `| ${row.against} / off | ${row.accepted.join(", ")} | ${row.delivered.join(", ")} | ${row.cpu.join(", ")} |`
+    `| ${row.against} / off | ${row.accepted.join(", ")} | ${row.delivered.join(", ")} | ${row.cpu.join(", ")} | ` +
+    `${row.mainCpu.join(", ")} |`
   ).join("\n")
 }
 
 Every run:
 
-| round | mode | accepted/s | delivered/s | server CPU µs/message | peak RSS (MB) | spans received |
-|---|---|---|---|---|---|---|
+| round | mode | accepted/s | delivered/s | server CPU µs/message | of which main thread | peak RSS (MB) | spans received |
+|---|---|---|---|---|---|---|---|
 ${
   runs.map((run) =>
     `| ${run.round} | ${run.mode} | ${run.acceptedPerSecond} | ${run.deliveredPerSecond} | ${run.cpuMicrosPerMessage} | ` +
-    `${run.peakRssMb} | ${run.spans} |`
+    `${run.mainCpuMicrosPerMessage} | ${run.peakRssMb} | ${run.spans} |`
   ).join("\n")
 }
 `

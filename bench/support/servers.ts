@@ -19,11 +19,18 @@ export const buildServer = () => {
 }
 
 /** User and system CPU a process has used, in µs (`/proc/<pid>/stat`, clock ticks of 10 ms). */
-export const processCpuMicros = (pid: number): number => {
+/** CPU time (user + system, µs) in a proc(5) `stat` file. */
+const statCpuMicros = (path: string): number => {
   // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th of them.
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  const fields = readFileSync(path, "utf8").split(") ")[1]!.split(" ")
   return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
+
+/** A process's CPU time, all its threads. */
+export const processCpuMicros = (pid: number): number => statCpuMicros(`/proc/${pid}/stat`)
+
+/** The CPU time of a process's main thread (the event loop: JavaScript, parsing, sockets). */
+export const mainThreadCpuMicros = (pid: number): number => statCpuMicros(`/proc/${pid}/task/${pid}/stat`)
 
 /** The most RSS a process has had (`VmHWM`), in bytes. */
 export const peakRssOf = (pid: number): number => {
