@@ -22,7 +22,25 @@ const urlAttributes = (url: string): UrlAttributes => {
   return { full: parsed.href, address: parsed.hostname, port }
 }
 
-const endAttempt = (span: Tracer.Span, record: AttemptRecord, endTime: bigint) => {
+/**
+ * An attempt's attributes and end, all set when the attempt ends: until then the span holds no attributes, which kept
+ * it small through the request (spans that outlived a young-generation collection were most of telemetry's GC cost).
+ */
+const endAttempt = (
+  span: Tracer.Span,
+  input: AttemptInput,
+  url: UrlAttributes,
+  record: AttemptRecord,
+  endTime: bigint
+) => {
+  span.attribute("http.request.method", "POST")
+  span.attribute("url.full", url.full)
+  span.attribute("server.address", url.address)
+  span.attribute("server.port", url.port)
+  span.attribute("hookrelay.attempt.number", input.attemptNumber)
+  span.attribute("hookrelay.message.id", input.messageId)
+  // The conventions count resends, the first request being 0; the record's number is 1-based.
+  if (input.attemptNumber > 1) span.attribute("http.request.resend_count", input.attemptNumber - 1)
   span.attribute("hookrelay.attempt.outcome", record.outcome)
   if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
   if (record.outcome === "Success") return span.end(endTime, Exit.void)
@@ -80,20 +98,12 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
       clock.unsafeCurrentTimeNanos(),
       "client"
     )
-    span.attribute("http.request.method", "POST")
-    span.attribute("url.full", url.full)
-    span.attribute("server.address", url.address)
-    span.attribute("server.port", url.port)
-    span.attribute("hookrelay.attempt.number", input.attemptNumber)
-    span.attribute("hookrelay.message.id", input.messageId)
-    // The conventions count resends, the first request being 0; the record's number is 1-based.
-    if (input.attemptNumber > 1) span.attribute("http.request.resend_count", input.attemptNumber - 1)
     const record = input.record
     return {
       ...input,
       endpoint: withTraceparent(input.endpoint, formatTraceparent(span)),
       record: (attempted) => {
-        endAttempt(span, attempted, clock.unsafeCurrentTimeNanos())
+        endAttempt(span, input, url, attempted, clock.unsafeCurrentTimeNanos())
         return record(attempted)
       }
     }

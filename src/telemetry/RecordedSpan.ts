@@ -2,6 +2,9 @@ import { Option } from "effect"
 import type { Context, Exit, Tracer } from "effect"
 import { newSpanId, newTraceId } from "./SpanIds.js"
 
+/** The attributes of a span that has none: one map for all of them. */
+export const noAttributes: ReadonlyMap<string, unknown> = new Map()
+
 /** An event of a span, as `Span.event` gives it. */
 export interface SpanEvent {
   readonly name: string
@@ -23,7 +26,8 @@ export class RecordedSpan implements Tracer.Span {
   readonly sampled = true
   readonly spanId = newSpanId()
   readonly traceId: string
-  readonly attributes = new Map<string, unknown>()
+  /** Made with the first attribute: a span that has none yet stays small. */
+  private attributeMap: Map<string, unknown> | undefined = undefined
   links: ReadonlyArray<Tracer.SpanLink>
   events: Array<SpanEvent> | undefined = undefined
   status: Tracer.SpanStatus
@@ -45,8 +49,11 @@ export class RecordedSpan implements Tracer.Span {
     this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
     this.onEnd(this as EndedSpan)
   }
+  get attributes(): ReadonlyMap<string, unknown> {
+    return this.attributeMap ?? noAttributes
+  }
   attribute(key: string, value: unknown) {
-    this.attributes.set(key, value)
+    ;(this.attributeMap ??= new Map()).set(key, value)
   }
   event(name: string, time: bigint, attributes?: Record<string, unknown>) {
     ;(this.events ??= []).push({ name, time, attributes })

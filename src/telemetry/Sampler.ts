@@ -1,6 +1,7 @@
 import { Config, Option, Tracer } from "effect"
 import type { Context, Exit } from "effect"
 import { oneOfConfig } from "./ConfigChoices.js"
+import { noAttributes } from "./RecordedSpan.js"
 import { newSpanId, newTraceId } from "./SpanIds.js"
 
 /**
@@ -58,7 +59,7 @@ class UnsampledSpan implements Tracer.Span {
   readonly sampled = false
   readonly spanId = newSpanId()
   readonly traceId: string
-  readonly attributes: ReadonlyMap<string, unknown> = new Map()
+  readonly attributes: ReadonlyMap<string, unknown> = noAttributes
   status: Tracer.SpanStatus
   constructor(
     readonly name: string,
