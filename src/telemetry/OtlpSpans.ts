@@ -126,9 +126,12 @@ const valueJson = (value: unknown): string => {
   return JSON.stringify(OtlpResource.unknownToAttributeValue(value))
 }
 
-const attributesJson = (attributes: Iterable<[string, unknown]>) => {
+/** Attributes given as keys and values in turn (`RecordedSpan.attributeList`). */
+const attributesJson = (list: ReadonlyArray<unknown>) => {
   let json = ""
-  for (const [key, value] of attributes) json += `${json === "" ? "" : ","}${keyOf(key)}${valueJson(value)}}`
+  for (let i = 0; i < list.length; i += 2) {
+    json += `${i === 0 ? "" : ","}${keyOf(list[i] as string)}${valueJson(list[i + 1])}}`
+  }
   return json
 }
 
@@ -146,13 +149,13 @@ export const spanJson = (span: EndedSpan): string => {
     links += `${
       links === "" ? "" : ","
     }{"traceId":"${link.span.traceId}","spanId":"${link.span.spanId}","attributes":[${
-      attributesJson(Object.entries(link.attributes))
+      attributesJson(Object.entries(link.attributes).flat())
     }]}`
   }
   return `{"traceId":"${span.traceId}","spanId":"${span.spanId}"${parent},"name":${JSON.stringify(span.name)},"kind":${
     kinds[span.kind]
   },"startTimeUnixNano":"${startTime}","endTimeUnixNano":"${endTime}","attributes":[${
-    attributesJson(span.attributes)
+    attributesJson(span.attributeList)
   }],"events":${events === "" ? "[]" : events},"status":${
     status === unset ? `{"code":0}` : JSON.stringify(status)
   },"links":[${links}]}`

@@ -2,9 +2,6 @@ import { Option } from "effect"
 import type { Context, Exit, Tracer } from "effect"
 import { newSpanId, newTraceId } from "./SpanIds.js"
 
-/** The attributes of a span that has none: one map for all of them. */
-export const noAttributes: ReadonlyMap<string, unknown> = new Map()
-
 /** An event of a span, as `Span.event` gives it. */
 export interface SpanEvent {
   readonly name: string
@@ -26,8 +23,11 @@ export class RecordedSpan implements Tracer.Span {
   readonly sampled = true
   readonly spanId = newSpanId()
   readonly traceId: string
-  /** Made with the first attribute: a span that has none yet stays small. */
-  private attributeMap: Map<string, unknown> | undefined = undefined
+  /**
+   * Keys and values in turn, read by the exporter as they are: a map with an entry array per attribute read cost a
+   * span more than the rest of its making. `attributes` makes the map when asked.
+   */
+  readonly attributeList: Array<unknown> = []
   links: ReadonlyArray<Tracer.SpanLink>
   events: Array<SpanEvent> | undefined = undefined
   status: Tracer.SpanStatus
@@ -50,10 +50,22 @@ export class RecordedSpan implements Tracer.Span {
     this.onEnd(this as EndedSpan)
   }
   get attributes(): ReadonlyMap<string, unknown> {
-    return this.attributeMap ?? noAttributes
+    const map = new Map<string, unknown>()
+    for (let i = 0; i < this.attributeList.length; i += 2) {
+      map.set(this.attributeList[i] as string, this.attributeList[i + 1])
+    }
+    return map
   }
   attribute(key: string, value: unknown) {
-    ;(this.attributeMap ??= new Map()).set(key, value)
+    const list = this.attributeList
+    // A key set again keeps its place and takes the new value, as a map's would.
+    for (let i = 0; i < list.length; i += 2) {
+      if (list[i] === key) {
+        list[i + 1] = value
+        return
+      }
+    }
+    list.push(key, value)
   }
   event(name: string, time: bigint, attributes?: Record<string, unknown>) {
     ;(this.events ??= []).push({ name, time, attributes })

@@ -1,7 +1,6 @@
 import { Config, Option, Tracer } from "effect"
 import type { Context, Exit } from "effect"
 import { oneOfConfig } from "./ConfigChoices.js"
-import { noAttributes } from "./RecordedSpan.js"
 import { newSpanId, newTraceId } from "./SpanIds.js"
 
 /**
@@ -49,6 +48,9 @@ export const isSampled = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan
   if (sampler.root === "never") return false
   return Option.isSome(parent) ? traceIdPoint(parent.value.traceId) < sampler.root : Math.random() < sampler.root
 }
+
+// An unsampled span keeps no attribute: one empty map serves them all.
+const noAttributes: ReadonlyMap<string, unknown> = new Map()
 
 /**
  * A span that is not recorded: it has ids (its children and a receiver's `traceparent` carry them, flagged not

@@ -113,6 +113,18 @@ describe("a span as OTLP", () => {
     expect(attributes["exception.stacktrace"]).toContain("bad input")
   })
 
+  it("an attribute set again keeps its place and takes the new value", () => {
+    const span = ended(Exit.void, (s) => {
+      s.attribute("a", 1)
+      s.attribute("b", 2)
+      s.attribute("a", 3)
+    })
+    const expected = [{ key: "a", value: { intValue: 3 } }, { key: "b", value: { intValue: 2 } }]
+    expect(bothForms(span).json.attributes).toStrictEqual(expected)
+    expect(bothForms(span).object.attributes).toStrictEqual(expected)
+    expect([...span.attributes]).toStrictEqual([["a", 3], ["b", 2]])
+  })
+
   it("an interruption leaves the status unset", () => {
     const json = bothForms(ended(Exit.failCause(Cause.interrupt(FiberId.none)))).json
     expect(json.status).toStrictEqual({ code: 0 })
