@@ -24,8 +24,8 @@ export class RecordedSpan implements Tracer.Span {
   readonly spanId = newSpanId()
   readonly traceId: string
   /**
-   * Keys and values in turn, read by the exporter as they are: a map with an entry array per attribute read cost a
-   * span more than the rest of its making. `attributes` makes the map when asked.
+   * Keys and values in turn, read by the exporter as they are: no map to fill, nor an entry array per attribute to
+   * read it. `attributes` makes the map when asked.
    */
   readonly attributeList: Array<unknown> = []
   links: ReadonlyArray<Tracer.SpanLink>

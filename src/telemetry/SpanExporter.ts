@@ -33,7 +33,7 @@ const retried = <E, R>(client: HttpClient.HttpClient.With<E, R>) =>
  * `@effect/opentelemetry`'s (`OTEL_RESOURCE_ATTRIBUTES`), as for metrics; protobuf is its encoder.
  *
  * Not `@effect/opentelemetry`'s OTLP tracer: that one made OTLP objects of every span as it ended, kept them until the
- * export and stringified them then, which cost the delivery side 3.5 times as much CPU per job (`bench/NOTES.md`).
+ * export and stringified them then, which cost the delivery side three to four times as much CPU per job (`bench/NOTES.md`).
  */
 export const makeSpanExporter = (
   options: SpanExporterOptions
