@@ -27,13 +27,14 @@ const retried = <E, R>(client: HttpClient.HttpClient.With<E, R>) =>
 /**
  * The tracer hookrelay exports with: Effect's `Tracer` whose spans (`RecordedSpan`) go to the OTLP/HTTP endpoint in
  * batches, `OTEL_BSP_*` as the specification's batch processor reads them: a batch leaves when it holds
- * `maxBatchSize` spans, and every `scheduleDelay` what has ended since; spans beyond `maxQueueSize` (those of batches not
- * yet sent, retries included) are dropped and counted in a warning. The exporter's HTTP client is the
+ * `maxBatchSize` spans, and every `scheduleDelay` with what has ended since; spans beyond `maxQueueSize` (those of
+ * batches not yet sent, retries included) are dropped and counted in a warning. The exporter's HTTP client is the
  * `HttpClient` in context (`OtlpClient.exportClient`: compression, timeout, failure warnings). The resource is
  * `@effect/opentelemetry`'s (`OTEL_RESOURCE_ATTRIBUTES`), as for metrics; protobuf is its encoder.
  *
  * Not `@effect/opentelemetry`'s OTLP tracer: that one made OTLP objects of every span as it ended, kept them until the
- * export and stringified them then, which cost the delivery side three to four times as much CPU per job (`bench/NOTES.md`).
+ * export and stringified them then, which cost the delivery side's main thread three to six times as much CPU per
+ * job (`bench/NOTES.md`).
  */
 export const makeSpanExporter = (
   options: SpanExporterOptions
