@@ -23,8 +23,8 @@ const urlAttributes = (url: string): UrlAttributes => {
 }
 
 /**
- * An attempt's attributes and end, all set when the attempt ends: until then the span holds no attributes, which kept
- * it small through the request (spans that outlived a young-generation collection were most of telemetry's GC cost).
+ * An attempt's attributes and end, all set when the attempt ends: until then the span holds no attributes, so one
+ * still in flight when a young-generation collection runs has little to be copied.
  */
 const endAttempt = (
   span: Tracer.Span,
