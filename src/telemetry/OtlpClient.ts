@@ -26,9 +26,9 @@ const transportError = (request: HttpClientRequest.HttpClientRequest, descriptio
 
 /**
  * The HTTP client one signal's exporter posts with: the target's compression and timeout, at most `maxInFlight`
- * exports at once (a batch beyond them fails as a transport error: a collector that cannot keep up must not hold
- * batches without end; the exporter tries it again, then drops it), and one warning when exports start failing and
- * one line when they work again.
+ * exports at once (one beyond them fails as a transport error: metrics exported more often than the timeout must not
+ * pile up behind a collector that does not answer; the exporter tries it again, then drops it), and one warning when
+ * exports start failing and one line when they work again.
  */
 export const exportClient = (signal: Signal, target: OtlpTarget, maxInFlight: number) =>
   Effect.gen(function*() {

@@ -31,7 +31,6 @@ const transport = (signal: Signal, target: OtlpTarget, maxInFlight: number) =>
  * and delivery's spans (`DeliveryTracing`) on it.
  */
 const traces = (options: TelemetryOptions, target: OtlpTarget) => {
-  const { maxBatchSize, maxQueueSize } = options.spanBatches
   const tracer = Layer.unwrapScoped(
     Effect.map(
       Effect.all([
@@ -49,7 +48,8 @@ const traces = (options: TelemetryOptions, target: OtlpTarget) => {
       // eslint-disable-next-line @typescript-eslint/unbound-method -- Effect's own tracer's `context` uses no `this`
       ([tracer, replaced]) => Layer.setTracer(withSampler(tracer, options.sampler, replaced.context))
     )
-  ).pipe(Layer.provide(transport("traces", target, Math.max(1, Math.ceil(maxQueueSize / maxBatchSize)))))
+    // The exporter bounds the spans it holds and a batch holds one at least: this bound never refuses a span batch.
+  ).pipe(Layer.provide(transport("traces", target, options.spanBatches.maxQueueSize)))
   return Layer.effect(
     DeliveryTracing,
     Effect.map(Effect.all([Effect.tracer, Effect.clock]), ([tracer, clock]) => makeDeliverySpans(tracer, clock))
