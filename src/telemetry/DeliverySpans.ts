@@ -23,16 +23,10 @@ const urlAttributes = (url: string): UrlAttributes => {
 }
 
 /**
- * An attempt's attributes and end, all set when the attempt ends: until then the span holds no attributes, so one
- * still in flight when a young-generation collection runs has little to be copied.
+ * An attempt's attributes, all set when the attempt ends: until then the span holds no attributes, so one still in
+ * flight when a young-generation collection runs has little to be copied.
  */
-const endAttempt = (
-  span: Tracer.Span,
-  input: AttemptInput,
-  url: UrlAttributes,
-  record: AttemptRecord,
-  endTime: bigint
-) => {
+const setAttempt = (span: Tracer.Span, input: AttemptInput, url: UrlAttributes, record: AttemptRecord) => {
   span.attribute("http.request.method", "POST")
   span.attribute("url.full", url.full)
   span.attribute("server.address", url.address)
@@ -43,9 +37,22 @@ const endAttempt = (
   if (input.attemptNumber > 1) span.attribute("http.request.resend_count", input.attemptNumber - 1)
   span.attribute("hookrelay.attempt.outcome", record.outcome)
   if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
-  if (record.outcome === "Success") return span.end(endTime, Exit.void)
   // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
-  span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
+  if (record.outcome !== "Success") {
+    span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
+  }
+}
+
+/** An attempt's end; its attributes only on a sampled span (an unsampled one keeps none). */
+const endAttempt = (
+  span: Tracer.Span,
+  input: AttemptInput,
+  url: UrlAttributes,
+  record: AttemptRecord,
+  endTime: bigint
+) => {
+  if (span.sampled) setAttempt(span, input, url, record)
+  if (record.outcome === "Success") return span.end(endTime, Exit.void)
   // A failure whose error is a string: the exporter takes it as the status message as it is.
   span.end(endTime, Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`))
 }
