@@ -5,13 +5,14 @@
  * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
  *
  *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js [--before-on]]
- *     [--sampled] [--unsampled] [--profile dir]
+ *     [--sampled] [--unsampled] [--gzip] [--profile dir]
  *
  * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
  * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
  * it is not used; with `--before-on` it exports as "on" does instead, which compares two builds' telemetry. `--sampled`
  * adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables); `--unsampled` adds "on" with
- * no trace sampled (`always_off`): the trace context stored and sent, spans made and dropped, nothing exported.
+ * no trace sampled (`always_off`): the trace context stored and sent, spans made and dropped, nothing exported;
+ * `--gzip` adds "on" with gzipped bodies (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`).
  * `--profile dir` writes each server's V8 CPU profile under `dir/<mode>/` (its main thread's is the largest file).
  */
 import { fork } from "node:child_process"
@@ -40,7 +41,7 @@ const profileIndex = process.argv.indexOf("--profile")
 const profileDir = profileIndex === -1 ? undefined : process.argv[profileIndex + 1]!
 
 /** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
-type Mode = "off" | "on" | "sampled" | "unsampled" | "before"
+type Mode = "off" | "on" | "sampled" | "unsampled" | "gzip" | "before"
 
 interface Run {
   readonly mode: Mode
@@ -141,7 +142,8 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
       ...(mode === "sampled"
         ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
         : {}),
-      ...(mode === "unsampled" ? { OTEL_TRACES_SAMPLER: "always_off" } : {})
+      ...(mode === "unsampled" ? { OTEL_TRACES_SAMPLER: "always_off" } : {}),
+      ...(mode === "gzip" ? { OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" } : {})
     },
     entry: mode === "before" ? beforeEntry : undefined,
     nodeArgs: profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, mode)}`]
@@ -163,7 +165,9 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const mainCpuMicrosPerMessage =
       Math.round((mainThreadCpuMicros(server.child.pid!) - mainCpuBefore) / totalMessages * 10) / 10
     const peakRssMb = mb(peakRssOf(server.child.pid!))
-    const spans = collector === undefined ? 0 : await spansReceived(collector, mode === "on" || mode === "before")
+    const spans = collector === undefined
+      ? 0
+      : await spansReceived(collector, mode === "on" || mode === "gzip" || mode === "before")
     return {
       mode,
       round,
@@ -183,9 +187,12 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
   }
 }
 
+/** The middle value; of an even count, the mean of the two middle ones. */
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
+  const middle = Math.floor(sorted.length / 2)
+  const value = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  return Math.round(value * 1000) / 1000
 }
 
 buildServer()
@@ -194,6 +201,7 @@ const modes: ReadonlyArray<Mode> = [
   "on",
   ...(process.argv.includes("--sampled") ? ["sampled" as const] : []),
   ...(process.argv.includes("--unsampled") ? ["unsampled" as const] : []),
+  ...(process.argv.includes("--gzip") ? ["gzip" as const] : []),
   ...(beforeEntry === undefined ? [] : ["before" as const])
 ]
 const runs: Array<Run> = []
@@ -234,6 +242,9 @@ const ratios = modes.filter((mode) => mode !== "off").map((mode) => ({
   mainCpu: perRound(mode, "mainCpuMicrosPerMessage")
 }))
 
+/** A mode's per-round ratios as the table shows them: the median, then each round's. */
+const withMedian = (values: ReadonlyArray<number>) => `**${median(values)}** (${values.join(", ")})`
+
 const markdown = `# Telemetry: end to end with it off and on
 
 ${totalMessages} messages a run (after ${warmUpMessages} warm-up messages), \`/v1/batch\` with ${batchSize} messages a
@@ -250,7 +261,9 @@ runs, compare the per-round ratios).${
   modes.includes("sampled")
     ? " \"sampled\" is \"on\" with `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.1`."
     : ""
-}${modes.includes("unsampled") ? " \"unsampled\" is \"on\" with `OTEL_TRACES_SAMPLER=always_off`." : ""}
+}${modes.includes("unsampled") ? " \"unsampled\" is \"on\" with `OTEL_TRACES_SAMPLER=always_off`." : ""}${
+  modes.includes("gzip") ? " \"gzip\" is \"on\" with `OTEL_EXPORTER_OTLP_COMPRESSION=gzip`." : ""
+}
 
 | mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | of which main thread | peak RSS (MB) |
 |---|---|---|---|---|---|
@@ -261,14 +274,14 @@ ${
   ).join("\n")
 }
 
-Per-round ratios against "off" (the same round):
+Per-round ratios against "off" (the same round), their median first:
 
 | mode | accepted | delivered | server CPU per message | main thread's |
 |---|---|---|---|---|
 ${
   ratios.map((row) =>
-    `| ${row.against} / off | ${row.accepted.join(", ")} | ${row.delivered.join(", ")} | ${row.cpu.join(", ")} | ` +
-    `${row.mainCpu.join(", ")} |`
+    `| ${row.against} / off | ${withMedian(row.accepted)} | ${withMedian(row.delivered)} | ${withMedian(row.cpu)} | ` +
+    `${withMedian(row.mainCpu)} |`
   ).join("\n")
 }
 

@@ -7,6 +7,7 @@
  */
 /* global Buffer, process */
 import { createServer } from "node:http"
+import { gunzipSync } from "node:zlib"
 
 let spans = 0
 let requests = 0
@@ -17,7 +18,9 @@ let pending = []
 const count = () => {
   for (const body of pending) {
     try {
-      const parsed = JSON.parse(body.toString("utf8"))
+      // `OTEL_EXPORTER_OTLP_COMPRESSION=gzip`: a gzip stream starts with 0x1f 0x8b.
+      const text = (body[0] === 0x1f && body[1] === 0x8b ? gunzipSync(body) : body).toString("utf8")
+      const parsed = JSON.parse(text)
       for (const resource of parsed.resourceSpans ?? []) {
         for (const scope of resource.scopeSpans ?? []) spans += (scope.spans ?? []).length
       }
