@@ -1,7 +1,8 @@
 import { randomFillSync } from "node:crypto"
 
 // Random bytes drawn 4 KB at a time and turned into hex by Node in one call: an id is a slice of that text. Drawing
-// from Math.random, then a hex conversion per id, were each the largest telemetry item of the dispatcher's profile.
+// from Math.random was the largest telemetry item of the dispatcher's profile; a hex conversion per id cost about
+// three times what the slice does (`bench/NOTES.md`).
 const pool = Buffer.allocUnsafe(4096)
 let hex = ""
 let next = 0

@@ -3,7 +3,7 @@ import { newSpanId, newTraceId } from "../../src/telemetry/SpanIds.js"
 
 describe("span ids", () => {
   it("are lowercase hex of the W3C lengths, distinct, across many refills of the random pool", () => {
-    // A pool is 4 096 random bytes: this draws through it more than twenty times, ids of both lengths interleaved.
+    // A pool is 4 096 random bytes (8 192 hex digits): these ids draw through it more than twenty times.
     const spans = Array.from({ length: 5_000 }, newSpanId)
     const traces = Array.from({ length: 3_000 }, newTraceId)
     for (const id of spans) expect(id).toMatch(/^[0-9a-f]{16}$/)
