@@ -5,14 +5,15 @@
  * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
  *
  *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js [--before-on]]
- *     [--sampled] [--unsampled] [--gzip] [--profile dir]
+ *     [--sampled] [--unsampled] [--gzip] [--json] [--profile dir]
  *
  * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
  * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
  * it is not used; with `--before-on` it exports as "on" does instead, which compares two builds' telemetry. `--sampled`
  * adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables); `--unsampled` adds "on" with
  * no trace sampled (`always_off`): the trace context stored and sent, spans made and dropped, nothing exported;
- * `--gzip` adds "on" with gzipped bodies (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`).
+ * `--gzip` adds "on" with gzipped bodies (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`); `--json` adds "on" with JSON bodies
+ * (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`) instead of the default protobuf.
  * `--profile dir` writes each server's V8 CPU profile under `dir/<mode>/` (its main thread's is the largest file).
  */
 import { fork } from "node:child_process"
@@ -41,7 +42,7 @@ const profileIndex = process.argv.indexOf("--profile")
 const profileDir = profileIndex === -1 ? undefined : process.argv[profileIndex + 1]!
 
 /** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
-type Mode = "off" | "on" | "sampled" | "unsampled" | "gzip" | "before"
+type Mode = "off" | "on" | "sampled" | "unsampled" | "gzip" | "json" | "before"
 
 interface Run {
   readonly mode: Mode
@@ -143,7 +144,8 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
         ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
         : {}),
       ...(mode === "unsampled" ? { OTEL_TRACES_SAMPLER: "always_off" } : {}),
-      ...(mode === "gzip" ? { OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" } : {})
+      ...(mode === "gzip" ? { OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" } : {}),
+      ...(mode === "json" ? { OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" } : {})
     },
     entry: mode === "before" ? beforeEntry : undefined,
     nodeArgs: profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, mode)}`]
@@ -167,7 +169,7 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const peakRssMb = mb(peakRssOf(server.child.pid!))
     const spans = collector === undefined
       ? 0
-      : await spansReceived(collector, mode === "on" || mode === "gzip" || mode === "before")
+      : await spansReceived(collector, mode === "on" || mode === "gzip" || mode === "json" || mode === "before")
     return {
       mode,
       round,
@@ -202,6 +204,7 @@ const modes: ReadonlyArray<Mode> = [
   ...(process.argv.includes("--sampled") ? ["sampled" as const] : []),
   ...(process.argv.includes("--unsampled") ? ["unsampled" as const] : []),
   ...(process.argv.includes("--gzip") ? ["gzip" as const] : []),
+  ...(process.argv.includes("--json") ? ["json" as const] : []),
   ...(beforeEntry === undefined ? [] : ["before" as const])
 ]
 const runs: Array<Run> = []
@@ -263,7 +266,7 @@ runs, compare the per-round ratios).${
     : ""
 }${modes.includes("unsampled") ? " \"unsampled\" is \"on\" with `OTEL_TRACES_SAMPLER=always_off`." : ""}${
   modes.includes("gzip") ? " \"gzip\" is \"on\" with `OTEL_EXPORTER_OTLP_COMPRESSION=gzip`." : ""
-}
+}${modes.includes("json") ? " \"json\" is \"on\" with `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`." : ""}
 
 | mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | of which main thread | peak RSS (MB) |
 |---|---|---|---|---|---|

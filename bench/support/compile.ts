@@ -41,6 +41,8 @@ export const transpileForNode = async (
   }
   for (const directory of directories) walk(directory)
   for (const file of files) transpile(file)
-  writeFileSync(join(out, "package.json"), "{\"type\":\"module\"}\n")
+  // The version too: telemetry reads it (`OtlpExport`) for the exported resource and scope.
+  const { version } = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { readonly version: string }
+  writeFileSync(join(out, "package.json"), `${JSON.stringify({ type: "module", version })}\n`)
   return out
 }

@@ -21,7 +21,7 @@ export interface OtlpSpan {
   readonly links: ReadonlyArray<OtlpLink>
 }
 
-interface OtlpEvent {
+export interface OtlpEvent {
   readonly name: string
   readonly timeUnixNano: string
   readonly attributes: ReadonlyArray<OtlpResource.KeyValue>
@@ -39,12 +39,12 @@ interface OtlpStatus {
   readonly message?: string
 }
 
-const kinds: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
+export const kinds: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
 
-const unset: OtlpStatus = { code: 0 }
+export const unset: OtlpStatus = { code: 0 }
 
 /** How a span ended: its status and, when it failed with an exception, the specification's `exception` event. */
-const outcome = (exit: Exit.Exit<unknown, unknown>, endTime: bigint): {
+export const outcome = (exit: Exit.Exit<unknown, unknown>, endTime: bigint): {
   readonly status: OtlpStatus
   readonly exception: OtlpEvent | undefined
 } => {
@@ -71,7 +71,7 @@ const outcome = (exit: Exit.Exit<unknown, unknown>, endTime: bigint): {
 const attributesOf = (record: Readonly<Record<string, unknown>> | undefined) =>
   record === undefined ? [] : OtlpResource.entriesToAttributes(Object.entries(record))
 
-const eventsOf = (span: EndedSpan, exception: OtlpEvent | undefined): Array<OtlpEvent> => {
+export const eventsOf = (span: EndedSpan, exception: OtlpEvent | undefined): Array<OtlpEvent> => {
   const events: Array<OtlpEvent> = (span.events ?? []).map((event) => ({
     name: event.name,
     timeUnixNano: String(event.time),

@@ -105,7 +105,7 @@ export const otlpTarget = (signal: Signal): Config.Config<OtlpTarget | undefined
     timeout: either("OTEL_EXPORTER_OTLP_TIMEOUT", signal, timeout, 10_000),
     compression: either("OTEL_EXPORTER_OTLP_COMPRESSION", signal, (name) => oneOf(name, ["none", "gzip"]), "none"),
     protocol: either("OTEL_EXPORTER_OTLP_PROTOCOL", signal, (name) =>
-      oneOf(name, ["http/json", "http/protobuf"]), "http/json")
+      oneOf(name, ["http/json", "http/protobuf"]), "http/protobuf")
   }).pipe(Config.map((env) => {
     const url = env.own._tag === "Some"
       ? env.own.value

@@ -1,8 +1,9 @@
 import type * as OtlpResource from "@effect/opentelemetry/OtlpResource"
-import type { OtlpSerialization } from "@effect/opentelemetry/OtlpSerialization"
 import { HttpBody } from "@effect/platform"
-import { spanJson, toOtlpSpan } from "./OtlpSpans.js"
+import { BodyWriter, varintSize } from "./BodyWriter.js"
+import { spanJson } from "./OtlpSpans.js"
 import type { EndedSpan } from "./RecordedSpan.js"
+import { writeKeyValueObject, writeSpan } from "./SpanProtobuf.js"
 
 /** The spans of one export, taken as they end, and the body that sends them. */
 export interface SpanBatch {
@@ -23,70 +24,117 @@ export interface SpanSource {
 export type NewBatch = () => SpanBatch
 
 /**
+ * Where batches get their bytes: a batch's buffer starts as large as the last body was, and a sent body's buffer is
+ * reused (`release`): growing and touching new memory per batch cost as much as writing the spans.
+ */
+const bodyBuffers = () => {
+  let spare: Buffer | undefined
+  let lastLength = 64 * 1024
+  return {
+    take: (): Buffer => {
+      const bytes = spare !== undefined && spare.length >= lastLength
+        ? spare
+        : Buffer.allocUnsafe(Math.ceil(lastLength * 1.125))
+      spare = undefined
+      return bytes
+    },
+    sent: (length: number) => {
+      lastLength = length
+    },
+    give: (bytes: Buffer) => {
+      spare = bytes
+    }
+  }
+}
+
+/**
  * OTLP/JSON. Each span is written into the body's bytes as it ends, so no span (nor an object made from it) stays on
- * the heap until the export: the garbage collector never copies or promotes them. A batch's bytes start as large as
- * the last body was, and a sent body's bytes are reused (`release`): growing and touching new memory per batch cost
- * as much as writing the spans.
+ * the heap until the export: the garbage collector never copies or promotes them.
  */
 export const jsonBatches = (source: SpanSource): NewBatch => {
   const head = `{"resourceSpans":[{"resource":${JSON.stringify(source.resource)},"scopeSpans":[{"scope":${
     JSON.stringify(source.scope)
   },"spans":[`
   const tail = "]}]}]}"
-  let spare: Buffer | undefined
-  let lastLength = 64 * 1024
+  const buffers = bodyBuffers()
   return () => {
-    let bytes = spare !== undefined && spare.length >= lastLength
-      ? spare
-      : Buffer.allocUnsafe(lastLength + lastLength / 8)
-    spare = undefined
-    let length = bytes.write(head)
+    const writer = new BodyWriter(buffers.take(), 0)
+    writer.text(head)
     let size = 0
-    const reserve = (needed: number) => {
-      if (length + needed <= bytes.length) return
-      const grown = Buffer.allocUnsafe(Math.max(bytes.length * 2, length + needed))
-      bytes.copy(grown, 0, 0, length)
-      bytes = grown
-    }
     return {
       get size() {
         return size
       },
       add: (span) => {
-        const json = spanJson(span)
-        // At most three bytes a UTF-16 unit; the exact count only when that bound does not fit.
-        reserve(length + json.length * 3 + 1 <= bytes.length ? json.length * 3 + 1 : Buffer.byteLength(json) + 1)
-        if (size > 0) bytes[length++] = 0x2c // ","
-        length += bytes.write(json, length)
+        if (size > 0) writer.text(",")
+        writer.text(spanJson(span))
         size += 1
       },
       body: () => {
-        reserve(tail.length)
-        length += bytes.write(tail, length)
-        lastLength = length
-        return HttpBody.uint8Array(bytes.subarray(0, length), "application/json")
+        writer.text(tail)
+        buffers.sent(writer.length)
+        return HttpBody.uint8Array(writer.bytes.subarray(0, writer.length), "application/json")
       },
-      release: () => {
-        spare = bytes
-      }
+      release: () => buffers.give(writer.bytes)
     }
   }
 }
 
-/** OTLP/protobuf, by `@effect/opentelemetry`'s encoder, from the spans as OTLP objects. */
-export const serializedBatches = (source: SpanSource, serialization: OtlpSerialization["Type"]): NewBatch => () => {
-  const spans: Array<ReturnType<typeof toOtlpSpan>> = []
-  return {
-    get size() {
-      return spans.length
-    },
-    add: (span) => {
-      spans.push(toOtlpSpan(span))
-    },
-    body: () =>
-      serialization.traces({
-        resourceSpans: [{ resource: source.resource, scopeSpans: [{ scope: source.scope, spans }] }]
-      }),
-    release: () => {}
+// Field numbers of opentelemetry/proto: `ExportTraceServiceRequest.resource_spans`, `ResourceSpans.resource` and
+// `.scope_spans`, `ScopeSpans.scope` and `.spans`, `Resource.attributes`, `InstrumentationScope.name` and `.version`.
+const request = { resourceSpans: 1 } as const
+const resourceSpans = { resource: 1, scopeSpans: 2 } as const
+const scopeSpans = { scope: 1, spans: 2 } as const
+
+/** A message's field as bytes, written by `write`. */
+const encoded = (field: number, write: (writer: BodyWriter) => void) => {
+  const writer = new BodyWriter(Buffer.allocUnsafe(256), 0)
+  const at = writer.open(field)
+  write(writer)
+  writer.close(at)
+  return Buffer.from(writer.bytes.subarray(0, writer.length))
+}
+
+/**
+ * OTLP/protobuf, the same way as `jsonBatches`: each span written into the body as it ends (`SpanProtobuf`). The
+ * request's head, whose lengths count the spans' bytes, is written before them when the body is sent.
+ */
+export const protobufBatches = (source: SpanSource): NewBatch => {
+  const resource = encoded(resourceSpans.resource, (writer) => {
+    for (const attribute of source.resource.attributes) writeKeyValueObject(writer, 1, attribute)
+  })
+  const scope = encoded(scopeSpans.scope, (writer) => {
+    writer.string(1, source.scope.name)
+    writer.string(2, source.scope.version)
+  })
+  // Room for the head: the two fixed parts, three tags and three lengths.
+  const headRoom = resource.length + scope.length + 3 + 3 * 8
+  const buffers = bodyBuffers()
+  return () => {
+    const writer = new BodyWriter(buffers.take(), headRoom)
+    let size = 0
+    return {
+      get size() {
+        return size
+      },
+      add: (span) => {
+        writeSpan(writer, scopeSpans.spans, span)
+        size += 1
+      },
+      body: () => {
+        const scopeSpansSize = scope.length + writer.length - headRoom
+        const resourceSpansSize = resource.length + 1 + varintSize(scopeSpansSize) + scopeSpansSize
+        const head = new BodyWriter(Buffer.allocUnsafe(headRoom), 0)
+        head.tag(request.resourceSpans, 2)
+        head.varint(resourceSpansSize)
+        head.raw(resource)
+        head.tag(resourceSpans.scopeSpans, 2)
+        head.varint(scopeSpansSize)
+        head.raw(scope)
+        buffers.sent(writer.length)
+        return HttpBody.uint8Array(writer.prepend(head.bytes.subarray(0, head.length)), "application/x-protobuf")
+      },
+      release: () => buffers.give(writer.bytes)
+    }
   }
 }

@@ -1,11 +1,10 @@
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
-import { OtlpSerialization } from "@effect/opentelemetry/OtlpSerialization"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, FiberSet, Schedule, Tracer } from "effect"
 import type { Scope } from "effect"
 import { RecordedSpan } from "./RecordedSpan.js"
 import type { EndedSpan } from "./RecordedSpan.js"
-import { jsonBatches, serializedBatches } from "./SpanBatch.js"
+import { jsonBatches, protobufBatches } from "./SpanBatch.js"
 import type { NewBatch, SpanBatch } from "./SpanBatch.js"
 import type { SpanBatches } from "./TelemetryConfig.js"
 
@@ -38,16 +37,14 @@ const retried = <E, R>(client: HttpClient.HttpClient.With<E, R>) =>
  */
 export const makeSpanExporter = (
   options: SpanExporterOptions
-): Effect.Effect<Tracer.Tracer, never, HttpClient.HttpClient | OtlpSerialization | Scope.Scope> =>
+): Effect.Effect<Tracer.Tracer, never, HttpClient.HttpClient | Scope.Scope> =>
   Effect.gen(function*() {
     const resource = yield* OtlpResource.fromConfig({
       serviceName: options.serviceName,
       serviceVersion: options.serviceVersion
     })
     const source = { resource, scope: { name: "hookrelay", version: options.serviceVersion } }
-    const newBatch: NewBatch = options.protocol === "http/protobuf"
-      ? serializedBatches(source, yield* OtlpSerialization)
-      : jsonBatches(source)
+    const newBatch: NewBatch = options.protocol === "http/protobuf" ? protobufBatches(source) : jsonBatches(source)
     const client = retried(yield* HttpClient.HttpClient)
     const request = HttpClientRequest.post(options.url).pipe(
       HttpClientRequest.setHeaders(options.headers),

@@ -1,8 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { gunzipSync } from "node:zlib"
+import { decodeMetrics, decodeTraces } from "./OtlpProtobuf.js"
 
-/** A span as OTLP/HTTP JSON carries it (ids in hex), with its resource's service name. */
+/** A span in OTLP's JSON mapping (ids in hex), with its resource's service name. */
 export interface ReceivedSpan {
   readonly service: string | undefined
   readonly name: string
@@ -51,7 +52,7 @@ const attributesOf = (list: ReadonlyArray<KeyValue> | undefined): Record<string,
   Object.fromEntries((list ?? []).map((attribute) => [attribute.key, valueOf(attribute.value)]))
 
 /**
- * An OTLP/HTTP collector on loopback: decodes the JSON bodies (gzipped or not) OTLP/HTTP exporters post to
+ * An OTLP/HTTP collector on loopback: decodes the bodies (protobuf or JSON, gzipped or not) OTLP/HTTP exporters post to
  * `/v1/traces` and `/v1/metrics`, keeping the spans and the metric names, and the headers of every request.
  */
 export interface OtlpReceiver {
@@ -59,8 +60,6 @@ export interface OtlpReceiver {
   readonly spans: Array<ReceivedSpan>
   readonly metricNames: Set<string>
   readonly headers: Array<IncomingHttpHeaders>
-  /** The protobuf bodies (`application/x-protobuf`), by path, kept as they came. */
-  readonly protobuf: Array<{ readonly path: string | undefined; readonly body: Buffer }>
   readonly close: () => Promise<void>
 }
 
@@ -69,7 +68,6 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
     const spans: Array<ReceivedSpan> = []
     const metricNames = new Set<string>()
     const headers: Array<IncomingHttpHeaders> = []
-    const protobuf: Array<{ path: string | undefined; body: Buffer }> = []
     const server: Server = createServer((request, response) => {
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -77,16 +75,14 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
         headers.push(request.headers)
         const raw = Buffer.concat(chunks)
         const bytes = request.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw
-        if (request.headers["content-type"] === "application/x-protobuf") {
-          protobuf.push({ path: request.url, body: bytes })
-          response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
-          return
-        }
-        const body = JSON.parse(bytes.toString("utf8")) as TraceRequest & {
-          readonly resourceMetrics?: ReadonlyArray<{
-            readonly scopeMetrics?: ReadonlyArray<{ readonly metrics?: ReadonlyArray<{ readonly name: string }> }>
-          }>
-        }
+        const protobuf = request.headers["content-type"] === "application/x-protobuf"
+        const body = (protobuf
+          ? request.url === "/v1/traces" ? decodeTraces(bytes) : decodeMetrics(bytes)
+          : JSON.parse(bytes.toString("utf8"))) as TraceRequest & {
+            readonly resourceMetrics?: ReadonlyArray<{
+              readonly scopeMetrics?: ReadonlyArray<{ readonly metrics?: ReadonlyArray<{ readonly name: string }> }>
+            }>
+          }
         if (request.url === "/v1/traces") {
           for (const resourceSpans of body.resourceSpans ?? []) {
             const service = attributesOf(resourceSpans.resource?.attributes)["service.name"] as string | undefined
@@ -113,7 +109,9 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
             }
           }
         }
-        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+        // An empty `Export…ServiceResponse` either way.
+        if (protobuf) response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+        else response.writeHead(200, { "content-type": "application/json" }).end("{}")
       })
     })
     server.once("error", reject)
@@ -123,7 +121,6 @@ export const startOtlpReceiver = (): Promise<OtlpReceiver> =>
         spans,
         metricNames,
         headers,
-        protobuf,
         close: () => new Promise((done) => server.close(() => done()))
       }))
   })

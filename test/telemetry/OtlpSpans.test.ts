@@ -1,8 +1,12 @@
+import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Exit, FiberId, Option, Tracer } from "effect"
 import { spanJson, toOtlpSpan } from "../../src/telemetry/OtlpSpans.js"
+import type { OtlpSpan } from "../../src/telemetry/OtlpSpans.js"
 import type { EndedSpan } from "../../src/telemetry/RecordedSpan.js"
 import { RecordedSpan } from "../../src/telemetry/RecordedSpan.js"
+import { protobufBatches } from "../../src/telemetry/SpanBatch.js"
+import { decodeTraces } from "./OtlpProtobuf.js"
 
 const producer = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" })
 
@@ -32,6 +36,39 @@ const bothForms = (span: EndedSpan) => ({
   json: JSON.parse(spanJson(span)),
   object: JSON.parse(JSON.stringify(toOtlpSpan(span)))
 })
+
+const protobufBatch = protobufBatches({
+  resource: OtlpResource.make({ serviceName: "test" }),
+  scope: { name: "hookrelay", version: "0.0.0" }
+})
+
+/** `span` written by the protobuf batch and decoded by OpenTelemetry's generated decoder (`OtlpProtobuf`). */
+const protobufForm = (span: EndedSpan) => {
+  const batch = protobufBatch()
+  batch.add(span)
+  const body = batch.body()
+  if (body._tag !== "Uint8Array") throw new Error(`a ${body._tag} body`)
+  const request = decodeTraces(body.body) as {
+    readonly resourceSpans: ReadonlyArray<
+      { readonly scopeSpans: ReadonlyArray<{ readonly spans: ReadonlyArray<unknown> }> }
+    >
+  }
+  batch.release()
+  return request.resourceSpans[0]!.scopeSpans[0]!.spans[0]
+}
+
+/**
+ * The OTLP object as the protobuf decoder gives it back: integers as exact decimal strings, an unset status without its
+ * code (zero is protobuf's default, which is not written).
+ */
+const asDecoded = (span: OtlpSpan): unknown =>
+  JSON.parse(
+    JSON.stringify({ ...span, status: span.status.code === 0 ? {} : span.status }, (key, value) =>
+      key === "intValue" ? BigInt(value).toString() : Number.isNaN(value) ? "NaN!" : value),
+    // JSON has no NaN: the one case below that holds it writes a marker instead.
+    (_, value) =>
+      value === "NaN!" ? Number.NaN : value
+  )
 
 const cases: ReadonlyArray<readonly [string, () => EndedSpan]> = [
   ["a root span that succeeded", () => ended(Exit.void, () => {}, { kind: "internal", name: "hookrelay.claim" })],
@@ -68,6 +105,11 @@ describe("a span as OTLP", () => {
     it(`${name}: the JSON text is the OTLP object`, () => {
       const { json, object } = bothForms(make())
       expect(json).toStrictEqual(object)
+    })
+
+    it(`${name}: the protobuf bytes decode to the OTLP object`, () => {
+      const span = make()
+      expect(protobufForm(span)).toStrictEqual(asDecoded(toOtlpSpan(span)))
     })
   }
 

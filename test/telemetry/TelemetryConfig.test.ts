@@ -46,7 +46,7 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
     headers: {},
     timeout: Duration.millis(10_000),
     compression: "none",
-    protocol: "http/json"
+    protocol: "http/protobuf"
   })
   const settings = (env: Record<string, string>) =>
     Effect.map(withEnv(env)(telemetryConfig), Option.getOrThrowWith(() => new Error("telemetry is off")))
@@ -97,21 +97,21 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
         OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "800",
         OTEL_EXPORTER_OTLP_COMPRESSION: "gzip",
         OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: "none",
-        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf"
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json"
       })
       expect(options.traces).toStrictEqual({
         url: "http://collector:4318/v1/traces",
         headers: { "x-tenant": "eu", authorization: "Bearer abc" },
         timeout: Duration.millis(800),
         compression: "gzip",
-        protocol: "http/protobuf"
+        protocol: "http/json"
       })
       expect(options.metrics).toStrictEqual({
         url: "http://collector:4318/v1/metrics",
         headers: { "x-tenant": "metrics", authorization: "Bearer abc" },
         timeout: Duration.millis(2500),
         compression: "none",
-        protocol: "http/json"
+        protocol: "http/protobuf"
       })
     }))
 

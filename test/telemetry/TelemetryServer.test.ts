@@ -182,6 +182,8 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         expect(otlp.spans.filter((span) => span.traceId === unsampledTraceId)).toStrictEqual([])
         // OTEL_EXPORTER_OTLP_HEADERS reach the collector, spans gzipped as asked; the Effect metrics are exported too.
         expect(otlp.headers.every((headers) => headers["x-collector-token"] === "secret-1")).toBe(true)
+        // Protobuf unless asked otherwise, as the OpenTelemetry specification recommends of exporters.
+        expect(otlp.headers.every((headers) => headers["content-type"] === "application/x-protobuf")).toBe(true)
         expect(otlp.headers.some((headers) => headers["content-encoding"] === "gzip")).toBe(true)
         await waitUntil(() => otlp.metricNames.has("hookrelay_jobs_delivered_total"), "the metrics")
 
@@ -191,22 +193,23 @@ describe("telemetry (a real server process, configured as a user would)", () => 
   )
 
   it.live(
-    "exports protobuf bodies when OTEL_EXPORTER_OTLP_PROTOCOL is http/protobuf",
+    "exports JSON bodies when OTEL_EXPORTER_OTLP_PROTOCOL is http/json",
     () =>
       Effect.promise(async () => {
-        const { otlp, receiver, server } = await setupExporting({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" })
-        expect(await track(server, "protobuf-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
+        const { otlp, receiver, server } = await setupExporting({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" })
+        expect(await track(server, "json-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
         await waitUntil(() => receiver.deliveries.length === 1, "the delivery")
-        // Protobuf carries ids as bytes: the client's trace id, raw, and the attempt's span name.
-        const traceId = Buffer.from(clientTraceId, "hex")
         await waitUntil(
           () =>
-            otlp.protobuf.some(({ body, path }) =>
-              path === "/v1/traces" && body.includes(traceId) && body.includes(Buffer.from("hookrelay.message.id"))
-            ) && otlp.protobuf.some(({ body, path }) => path === "/v1/metrics" && body.includes("hookrelay_")),
-          "protobuf spans and metrics"
+            otlp.spans.some((span) => span.kind === 3 && span.attributes["hookrelay.message.id"] === "json-1") &&
+            otlp.metricNames.has("hookrelay_messages_ingested_total"),
+          "JSON spans and metrics"
         )
-        expect(otlp.spans).toStrictEqual([])
+        const attempt = otlp.spans.find((span) =>
+          span.kind === 3 && span.attributes["hookrelay.message.id"] === "json-1"
+        )
+        expect(attempt!.traceId).toBe(clientTraceId)
+        expect(otlp.headers.every((headers) => headers["content-type"] === "application/json")).toBe(true)
         await stopsCleanly(server)
       }),
     60_000
