@@ -56,6 +56,8 @@ interface Run {
   /** Of which the main thread's: the rest is the SQLite thread, the garbage collector's helpers and libuv's pool. */
   readonly mainCpuMicrosPerMessage: number
   readonly spans: number
+  /** The collector's CPU per message of the measured phase: it takes the same two cores as the server. */
+  readonly collectorCpuMicrosPerMessage: number
 }
 
 const message = (run: string, i: number) => ({
@@ -114,7 +116,7 @@ const startCollector = async () => {
       child.once("message", (message: { spans: number }) => resolve(message))
       child.send({ type: "stats" })
     })
-  return { url: `http://127.0.0.1:${port}`, stats, stop: () => child.disconnect() }
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stats, stop: () => child.disconnect() }
 }
 
 /**
@@ -158,6 +160,7 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const requests = bodies(run, totalMessages)
     const cpuBefore = processCpuMicros(server.child.pid!)
     const mainCpuBefore = mainThreadCpuMicros(server.child.pid!)
+    const collectorCpuBefore = collector === undefined ? 0 : processCpuMicros(collector.pid)
     const started = performance.now()
     await postAll(agent, server.url, requests)
     const acceptSeconds = (performance.now() - started) / 1000
@@ -166,6 +169,9 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const cpuMicrosPerMessage = Math.round((processCpuMicros(server.child.pid!) - cpuBefore) / totalMessages * 10) / 10
     const mainCpuMicrosPerMessage =
       Math.round((mainThreadCpuMicros(server.child.pid!) - mainCpuBefore) / totalMessages * 10) / 10
+    const collectorCpuMicrosPerMessage = collector === undefined
+      ? 0
+      : Math.round((processCpuMicros(collector.pid) - collectorCpuBefore) / totalMessages * 10) / 10
     const peakRssMb = mb(peakRssOf(server.child.pid!))
     const spans = collector === undefined
       ? 0
@@ -178,7 +184,8 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
       peakRssMb,
       cpuMicrosPerMessage,
       mainCpuMicrosPerMessage,
-      spans
+      spans,
+      collectorCpuMicrosPerMessage
     }
   } finally {
     await agent.close()
@@ -235,7 +242,8 @@ const summary = modes.map((mode) => ({
   deliveredPerSecond: median(of(mode).map((run) => run.deliveredPerSecond)),
   peakRssMb: median(of(mode).map((run) => run.peakRssMb)),
   cpuMicrosPerMessage: median(of(mode).map((run) => run.cpuMicrosPerMessage)),
-  mainCpuMicrosPerMessage: median(of(mode).map((run) => run.mainCpuMicrosPerMessage))
+  mainCpuMicrosPerMessage: median(of(mode).map((run) => run.mainCpuMicrosPerMessage)),
+  collectorCpuMicrosPerMessage: median(of(mode).map((run) => run.collectorCpuMicrosPerMessage))
 }))
 const ratios = modes.filter((mode) => mode !== "off").map((mode) => ({
   against: mode,
@@ -268,12 +276,12 @@ runs, compare the per-round ratios).${
   modes.includes("gzip") ? " \"gzip\" is \"on\" with `OTEL_EXPORTER_OTLP_COMPRESSION=gzip`." : ""
 }${modes.includes("json") ? " \"json\" is \"on\" with `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`." : ""}
 
-| mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | of which main thread | peak RSS (MB) |
-|---|---|---|---|---|---|
+| mode | accepted/s (median) | delivered/s (median) | server CPU µs/message (median) | of which main thread | peak RSS (MB) | collector CPU µs/message |
+|---|---|---|---|---|---|---|
 ${
   summary.map((row) =>
     `| ${row.mode} | ${row.acceptedPerSecond} | ${row.deliveredPerSecond} | ${row.cpuMicrosPerMessage} | ` +
-    `${row.mainCpuMicrosPerMessage} | ${row.peakRssMb} |`
+    `${row.mainCpuMicrosPerMessage} | ${row.peakRssMb} | ${row.collectorCpuMicrosPerMessage} |`
   ).join("\n")
 }
 
@@ -290,12 +298,12 @@ ${
 
 Every run:
 
-| round | mode | accepted/s | delivered/s | server CPU µs/message | of which main thread | peak RSS (MB) | spans received |
-|---|---|---|---|---|---|---|---|
+| round | mode | accepted/s | delivered/s | server CPU µs/message | of which main thread | peak RSS (MB) | spans received | collector CPU µs/message |
+|---|---|---|---|---|---|---|---|---|
 ${
   runs.map((run) =>
     `| ${run.round} | ${run.mode} | ${run.acceptedPerSecond} | ${run.deliveredPerSecond} | ${run.cpuMicrosPerMessage} | ` +
-    `${run.mainCpuMicrosPerMessage} | ${run.peakRssMb} | ${run.spans} |`
+    `${run.mainCpuMicrosPerMessage} | ${run.peakRssMb} | ${run.spans} | ${run.collectorCpuMicrosPerMessage} |`
   ).join("\n")
 }
 `

@@ -110,17 +110,19 @@ export class BodyWriter {
     return true
   }
 
-  /** `hex` (hex digits, an even count: an id) as bytes. */
+  /** `hex` (hex digits, an even count: an id) as bytes, for a field numbered below 16. */
   hexBytes(field: number, hex: string) {
-    this.tag(field, lenType)
-    const size = hex.length / 2
-    this.reserve(size + 8)
+    const size = hex.length >> 1
+    this.reserve(size + 2)
     const bytes = this.bytes
-    bytes[this.length++] = size
-    // In JavaScript: Node's hex decoder is a call into C++ that costs more than the 8 or 16 bytes of an id.
-    for (let i = 0; i < size; i++) {
-      bytes[this.length++] = (hexDigit(hex.charCodeAt(2 * i)) << 4) | hexDigit(hex.charCodeAt(2 * i + 1))
+    let at = this.length
+    bytes[at++] = field * 8 + lenType
+    bytes[at++] = size
+    // In JavaScript, by a table: Node's hex decoder is a call into C++ that costs more than the 8 or 16 bytes of an id.
+    for (let i = 0; i < hex.length; i += 2) {
+      bytes[at++] = (hexValues[hex.charCodeAt(i)]! << 4) | hexValues[hex.charCodeAt(i + 1)]!
     }
+    this.length = at
   }
 
   /** Opens an embedded message (or any length-delimited field): what is written until `close` is its content. */
@@ -168,8 +170,12 @@ const openRoom = 3
 /** Texts shorter than this are copied by `ascii`; their length is one byte. */
 const shortText = 128
 
-/** A hex digit's value from its character code. */
-const hexDigit = (code: number) => code <= 0x39 ? code - 0x30 : (code | 0x20) - 0x57
+/** A hex digit's value by its character code. */
+const hexValues = new Uint8Array(128)
+for (let digit = 0; digit < 16; digit++) {
+  hexValues[digit.toString(16).charCodeAt(0)] = digit
+  hexValues[digit.toString(16).toUpperCase().charCodeAt(0)] = digit
+}
 
 /** The bytes `value` (non-negative, up to 2^53) takes as a varint. */
 export const varintSize = (value: number): number => {

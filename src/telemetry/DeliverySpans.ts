@@ -106,9 +106,12 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
       "client"
     )
     const record = input.record
+    // The fields in `Deliver`'s order, not a spread: one object shape for the attempt's code, traced or not.
     return {
-      ...input,
+      jobId: input.jobId,
+      messageId: input.messageId,
       endpoint: withTraceparent(input.endpoint, formatTraceparent(span)),
+      attemptNumber: input.attemptNumber,
       record: (attempted) => {
         endAttempt(span, input, url, attempted, clock.unsafeCurrentTimeNanos())
         return record(attempted)

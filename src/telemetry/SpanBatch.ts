@@ -24,22 +24,23 @@ export interface SpanSource {
 export type NewBatch = () => SpanBatch
 
 /**
- * Where batches get their bytes: a batch's buffer starts as large as the last body was, and a sent body's buffer is
+ * Where batches get their bytes: a batch's buffer starts as large as the largest body yet, and a sent body's buffer is
  * reused (`release`): growing and touching new memory per batch cost as much as writing the spans.
  */
 const bodyBuffers = () => {
   let spare: Buffer | undefined
-  let lastLength = 64 * 1024
+  let largest = 64 * 1024
   return {
     take: (): Buffer => {
-      const bytes = spare !== undefined && spare.length >= lastLength
+      const bytes = spare !== undefined && spare.length >= largest
         ? spare
-        : Buffer.allocUnsafe(Math.ceil(lastLength * 1.125))
+        : Buffer.allocUnsafe(Math.ceil(largest * 1.125))
       spare = undefined
       return bytes
     },
     sent: (length: number) => {
-      lastLength = length
+      // Not shrunk after a small body (the timer's): the next full batch would grow it again, copying as it goes.
+      largest = Math.max(largest, length)
     },
     give: (bytes: Buffer) => {
       spare = bytes

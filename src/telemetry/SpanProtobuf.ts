@@ -53,6 +53,29 @@ const varintBytes = (value: number) => {
   return Buffer.from(bytes)
 }
 
+/**
+ * An id field whose id is most often the one the span before had (the trace's id, the producer's span id: an
+ * attempt's parent and link are its tracking request's, shared by the jobs of that request): encoded once, copied
+ * after.
+ */
+const repeatedId = (field: number) => {
+  let last = ""
+  let encoded = new Uint8Array(0)
+  return (writer: BodyWriter, hex: string) => {
+    if (hex === last) return writer.raw(encoded)
+    const start = writer.length
+    writer.hexBytes(field, hex)
+    last = hex
+    // A copy (a Buffer's `slice` would share the body's memory, which later batches reuse).
+    encoded = new Uint8Array(writer.bytes.subarray(start, writer.length))
+  }
+}
+
+const spanTraceId = repeatedId(span.traceId)
+const parentSpanId = repeatedId(span.parentSpanId)
+const linkTraceId = repeatedId(link.traceId)
+const linkSpanId = repeatedId(link.spanId)
+
 const keyField = constantField(keyValue.key)
 const nameField = constantField(span.name)
 
@@ -139,9 +162,9 @@ export const writeSpan = (writer: BodyWriter, field: number, ended: EndedSpan) =
   const { endTime, exit, startTime } = ended.status
   const result = outcome(exit, endTime)
   const at = writer.open(field)
-  writer.hexBytes(span.traceId, ended.traceId)
+  spanTraceId(writer, ended.traceId)
   writer.hexBytes(span.spanId, ended.spanId)
-  if (Option.isSome(ended.parent)) writer.hexBytes(span.parentSpanId, ended.parent.value.spanId)
+  if (Option.isSome(ended.parent)) parentSpanId(writer, ended.parent.value.spanId)
   writer.raw(nameField(ended.name))
   writer.int64(span.kind, kinds[ended.kind])
   writer.fixed64(span.startTime, startTime)
@@ -153,8 +176,8 @@ export const writeSpan = (writer: BodyWriter, field: number, ended: EndedSpan) =
   }
   for (const entry of ended.links) {
     const linkAt = writer.open(span.links)
-    writer.hexBytes(link.traceId, entry.span.traceId)
-    writer.hexBytes(link.spanId, entry.span.spanId)
+    linkTraceId(writer, entry.span.traceId)
+    linkSpanId(writer, entry.span.spanId)
     for (const [key, value] of Object.entries(entry.attributes)) writeAttribute(writer, link.attributes, key, value)
     writer.close(linkAt)
   }

@@ -1,0 +1,173 @@
+/**
+ * What writing one exported span into an export body costs, OTLP/JSON (`jsonBatches`) against OTLP/protobuf
+ * (`protobufBatches`), without a network: batches of 2 048 delivery-attempt spans as `DeliverySpans` makes them (eight
+ * attributes, a parent and a link), the two formats alternating within each round. Reports ns per span (the median
+ * round and the range), body bytes per span and heap bytes allocated per span (a sampling heap profile that keeps
+ * what was collected). Writes bench/results/span-encoding.{md,json}.
+ *
+ *   node --expose-gc --import tsx bench/spanEncoding.ts [rounds]
+ */
+import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
+import { Context, Exit, Option, Tracer } from "effect"
+import { Session } from "node:inspector"
+import type { EndedSpan } from "../src/telemetry/RecordedSpan.js"
+import { RecordedSpan } from "../src/telemetry/RecordedSpan.js"
+import { jsonBatches, protobufBatches } from "../src/telemetry/SpanBatch.js"
+import type { NewBatch } from "../src/telemetry/SpanBatch.js"
+import { writeResults } from "./support/processes.js"
+
+const rounds = Number(process.argv[2] ?? 9)
+const batchesPerRound = 60
+const spansPerBatch = 2048
+
+const gc = (globalThis as { gc?: () => void }).gc
+if (gc === undefined) throw new Error("run with node --expose-gc")
+
+const producer = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" })
+const links = [{ _tag: "SpanLink" as const, span: producer, attributes: {} }]
+
+/** An attempt's span as `DeliverySpans` ends it, ids and times its own. */
+const attemptSpan = (i: number): EndedSpan => {
+  let ended: EndedSpan | undefined
+  const span = new RecordedSpan(
+    "POST",
+    Option.some(producer),
+    Context.empty(),
+    links,
+    1_795_854_902_647_000_000n + BigInt(i) * 1000n,
+    "client",
+    (done) => ended = done
+  )
+  span.attribute("http.request.method", "POST")
+  span.attribute("url.full", "https://hooks.example.com/segment/in")
+  span.attribute("server.address", "hooks.example.com")
+  span.attribute("server.port", 443)
+  span.attribute("hookrelay.attempt.number", 1)
+  span.attribute("hookrelay.message.id", `ajs-next-1763715784001-${String(i).padStart(8, "0")}`)
+  span.attribute("hookrelay.attempt.outcome", "Success")
+  span.attribute("http.response.status_code", 200)
+  span.end(1_795_854_902_647_000_000n + BigInt(i) * 1000n + 4_200_000n, Exit.void)
+  return ended!
+}
+
+const spans = Array.from({ length: spansPerBatch }, (_, i) => attemptSpan(i))
+const source = {
+  resource: OtlpResource.make({ serviceName: "hookrelay", serviceVersion: "1.0.0" }),
+  scope: { name: "hookrelay", version: "1.0.0" }
+}
+const formats: ReadonlyArray<readonly [string, NewBatch]> = [
+  ["http/json", jsonBatches(source)],
+  ["http/protobuf", protobufBatches(source)]
+]
+
+interface Round {
+  readonly format: string
+  readonly round: number
+  readonly nsPerSpan: number
+  readonly bodyBytesPerSpan: number
+}
+
+/** `batches` batches of every span in `format`; the last body's length. */
+const writeBatches = (newBatch: NewBatch, batches: number) => {
+  let bodyBytes = 0
+  for (let b = 0; b < batches; b++) {
+    const batch = newBatch()
+    for (const span of spans) batch.add(span)
+    const body = batch.body()
+    if (body._tag === "Uint8Array") bodyBytes = body.body.length
+    batch.release()
+  }
+  return bodyBytes
+}
+
+const timedRound = (format: string, newBatch: NewBatch, round: number): Round => {
+  gc()
+  const started = process.hrtime.bigint()
+  const bodyBytes = writeBatches(newBatch, batchesPerRound)
+  const elapsed = Number(process.hrtime.bigint() - started)
+  return {
+    format,
+    round,
+    nsPerSpan: Math.round(elapsed / (batchesPerRound * spansPerBatch)),
+    bodyBytesPerSpan: Math.round(bodyBytes / spansPerBatch)
+  }
+}
+
+/**
+ * Heap bytes allocated per span, garbage included: V8's sampling heap profile of a few batches, keeping what the
+ * collections freed (as `bench/dispatcher.ts` takes it).
+ */
+const heapBytesPerSpan = async (newBatch: NewBatch): Promise<number> => {
+  const session = new Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) =>
+      session.post(method, params, (error, result) => error === null ? resolve(result) : reject(error))
+    )
+  const batches = 10
+  await post("HeapProfiler.startSampling", {
+    samplingInterval: 512,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true
+  })
+  writeBatches(newBatch, batches)
+  const { profile } = await post("HeapProfiler.stopSampling")
+  session.disconnect()
+  const total = (node: { selfSize: number; children: ReadonlyArray<any> }): number =>
+    node.children.reduce((sum: number, child) => sum + total(child), node.selfSize)
+  return Math.round(total(profile.head) / (batches * spansPerBatch))
+}
+
+const results: Array<Round> = []
+for (let round = 0; round <= rounds; round++) {
+  // Round 0 warms both up and is not reported; the format that goes first alternates.
+  const order = round % 2 === 0 ? formats : [...formats].reverse()
+  for (const [format, newBatch] of order) {
+    const result = timedRound(format, newBatch, round)
+    if (round > 0) results.push(result)
+  }
+}
+const heap = new Map<string, number>()
+for (const [format, newBatch] of formats) heap.set(format, await heapBytesPerSpan(newBatch))
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length / 2
+  return sorted.length % 2 === 1 ? sorted[Math.floor(middle)]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+const summary = formats.map(([format]) => {
+  const own = results.filter((result) => result.format === format)
+  const ns = own.map((result) => result.nsPerSpan)
+  return {
+    format,
+    nsPerSpanMedian: median(ns),
+    nsPerSpanRange: [Math.min(...ns), Math.max(...ns)],
+    bodyBytesPerSpan: own[0]!.bodyBytesPerSpan,
+    heapBytesPerSpan: heap.get(format)!
+  }
+})
+const ratios = Array.from({ length: rounds }, (_, i) => {
+  const of = (format: string) => results.find((result) => result.round === i + 1 && result.format === format)!
+  return Math.round(of("http/protobuf").nsPerSpan / of("http/json").nsPerSpan * 100) / 100
+})
+
+const markdown = `# Span encoding: OTLP/JSON against OTLP/protobuf
+
+One exported delivery-attempt span written into an export body (\`SpanBatch\`), in batches of ${spansPerBatch}, ${batchesPerRound}
+batches a round, ${rounds} rounds (after one to warm up), the two formats alternating within each round. No network:
+what the server's main thread pays per span before the body is sent.
+
+| format | ns per span (median) | range | body bytes per span | heap bytes allocated per span |
+|---|---|---|---|---|
+${
+  summary.map((row) =>
+    `| ${row.format} | ${row.nsPerSpanMedian} | ${row.nsPerSpanRange[0]}–${
+      row.nsPerSpanRange[1]
+    } | ${row.bodyBytesPerSpan} | ${row.heapBytesPerSpan} |`
+  ).join("\n")
+}
+
+protobuf ÷ JSON, ns per span, per round: median **${median(ratios)}** (${ratios.join(", ")}).
+`
+console.log(markdown)
+writeResults("span-encoding", markdown, { rounds, batchesPerRound, spansPerBatch, summary, ratios, results })
