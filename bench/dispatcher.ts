@@ -157,7 +157,7 @@ const startProfile = async () => {
   const allocations = process.env.DISPATCHER_PROFILE_KIND === "allocations"
   if (allocations) {
     await post("HeapProfiler.startSampling", {
-      samplingInterval: 16384,
+      samplingInterval: Number(process.env.DISPATCHER_PROFILE_SAMPLING ?? 16384),
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true
     })

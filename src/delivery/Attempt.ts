@@ -74,10 +74,20 @@ export const prepareEndpoint = (
 }
 
 /** The request with a W3C `traceparent` header (telemetry on), for the receiver's trace to join the producer's. */
-export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string): PreparedEndpoint => ({
-  url: endpoint.url,
-  request: { ...endpoint.request, headers: [...endpoint.request.headers, "traceparent", traceparent] }
-})
+export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string): PreparedEndpoint => {
+  const request = endpoint.request
+  // `concat` allocates the list at its final length (a spread then two more grew it), and a literal keeps the
+  // request's shape.
+  return {
+    url: endpoint.url,
+    request: {
+      origin: request.origin,
+      path: request.path,
+      headers: request.headers.concat("traceparent", traceparent),
+      body: request.body
+    }
+  }
+}
 
 export interface AttemptInput {
   readonly jobId: string

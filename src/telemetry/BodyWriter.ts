@@ -64,9 +64,10 @@ export class BodyWriter {
   fixed64(field: number, value: bigint) {
     this.tag(field, fixed64Type)
     this.reserve(8)
-    // Two 32-bit halves from one BigInt operation each (each allocates): fewer than `writeBigUInt64LE` makes.
-    this.length = this.bytes.writeUInt32LE(Number(BigInt.asUintN(32, value)), this.length)
-    this.length = this.bytes.writeUInt32LE(Number(value >> 32n), this.length)
+    // Stored into a 64-bit array and copied as bytes: any BigInt arithmetic would allocate.
+    scratch64[0] = value
+    const bytes = this.bytes
+    for (let i = 0; i < 8; i++) bytes[this.length++] = scratchBytes[littleEndian ? i : 7 - i]!
   }
 
   double(field: number, value: number) {
@@ -169,6 +170,11 @@ const openRoom = 3
 
 /** Texts shorter than this are copied by `ascii`; their length is one byte. */
 const shortText = 128
+
+const scratch64 = new BigUint64Array(1)
+const scratchBytes = new Uint8Array(scratch64.buffer)
+// fixed64 is little-endian on the wire; the array is in the machine's order (big-endian on s390x).
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
 /** A hex digit's value by its character code. */
 const hexValues = new Uint8Array(128)

@@ -4,7 +4,7 @@ import type { AttemptInput } from "../delivery/Attempt.js"
 import { withTraceparent } from "../delivery/Attempt.js"
 import type { AttemptRecord } from "../delivery/AttemptRecord.js"
 import type { DeliveryTracingShape } from "../delivery/DeliveryTracing.js"
-import { formatTraceparent, parseTraceparent } from "../domain/TraceContext.js"
+import { formatTraceparent, parseTraceparent, traceparentPrefix } from "../domain/TraceContext.js"
 import type { StoreShape } from "../store/Model.js"
 
 /** An attempt's URL as OpenTelemetry's HTTP client conventions name it; user info (a credential) is left out. */
@@ -57,20 +57,28 @@ const endAttempt = (
   span.end(endTime, Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`))
 }
 
-/** Where an attempt's span starts: its parent and its link, both the producer's (the tracking request). */
+/**
+ * Where an attempt's span starts: its parent and its link, both the producer's (the tracking request), and the start
+ * of the `traceparent` its receiver gets (the producer's trace), when there is one.
+ */
 interface ProducerStart {
   readonly parent: Option.Option<Tracer.AnySpan>
   readonly links: ReadonlyArray<Tracer.SpanLink>
+  readonly prefix: string | undefined
 }
 
-const noProducer: ProducerStart = { parent: Option.none(), links: [] }
+const noProducer: ProducerStart = { parent: Option.none(), links: [], prefix: undefined }
 
 /** The stored `traceparent` as the parent of an attempt's span. */
 const producerStart = (traceparent: string | undefined): ProducerStart => {
   const producer = parseTraceparent(traceparent)
   if (producer === undefined) return noProducer
   const span = Tracer.externalSpan(producer)
-  return { parent: Option.some(span), links: [{ _tag: "SpanLink", span, attributes: {} }] }
+  return {
+    parent: Option.some(span),
+    links: [{ _tag: "SpanLink", span, attributes: {} }],
+    prefix: traceparentPrefix(producer.traceId)
+  }
 }
 
 /**
@@ -110,7 +118,7 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
     return {
       jobId: input.jobId,
       messageId: input.messageId,
-      endpoint: withTraceparent(input.endpoint, formatTraceparent(span)),
+      endpoint: withTraceparent(input.endpoint, formatTraceparent(span, lastStart.prefix)),
       attemptNumber: input.attemptNumber,
       record: (attempted) => {
         endAttempt(span, input, url, attempted, clock.unsafeCurrentTimeNanos())

@@ -60,14 +60,22 @@ const varintBytes = (value: number) => {
  */
 const repeatedId = (field: number) => {
   let last = ""
-  let encoded = new Uint8Array(0)
+  // A copy of the field's bytes (the body's memory is reused by later batches); no allocation when the id changes.
+  const encoded = new Uint8Array(2 + 16)
+  let size = 0
   return (writer: BodyWriter, hex: string) => {
-    if (hex === last) return writer.raw(encoded)
+    if (hex === last) {
+      writer.reserve(size)
+      const bytes = writer.bytes
+      for (let i = 0; i < size; i++) bytes[writer.length++] = encoded[i]!
+      return
+    }
     const start = writer.length
     writer.hexBytes(field, hex)
-    last = hex
-    // A copy (a Buffer's `slice` would share the body's memory, which later batches reuse).
-    encoded = new Uint8Array(writer.bytes.subarray(start, writer.length))
+    size = writer.length - start
+    // An id longer than W3C's is written, not kept.
+    last = size <= encoded.length ? hex : ""
+    if (last !== "") { for (let i = 0; i < size; i++) encoded[i] = writer.bytes[start + i]! }
   }
 }
 
@@ -178,7 +186,11 @@ export const writeSpan = (writer: BodyWriter, field: number, ended: EndedSpan) =
     const linkAt = writer.open(span.links)
     linkTraceId(writer, entry.span.traceId)
     linkSpanId(writer, entry.span.spanId)
-    for (const [key, value] of Object.entries(entry.attributes)) writeAttribute(writer, link.attributes, key, value)
+    // No entry array per link: most links (an attempt's to its tracking request) have no attributes.
+    const attributes = entry.attributes
+    for (const key in attributes) {
+      if (Object.hasOwn(attributes, key)) writeAttribute(writer, link.attributes, key, attributes[key])
+    }
     writer.close(linkAt)
   }
   const statusAt = writer.open(span.status)
