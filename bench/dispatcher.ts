@@ -20,9 +20,10 @@
  * the dispatcher's start until the store has every job delivered) and jobs/s, per round. Nothing is written.
  *
  * The dispatcher runs with the telemetry the standard variables ask for, as the server does (`OTEL_EXPORTER_OTLP_ENDPOINT`
- * and the rest; off when unset): with `--fake`, what an attempt's span and its export cost the delivery side.
+ * and the rest; off when unset): with `--fake`, what an attempt's span and its export cost the delivery side. With
+ * traces exported, the jobs carry a tracking request's `traceparent`, as the server's do.
  */
-import { Context, Effect, Fiber, Layer, ManagedRuntime, Stream } from "effect"
+import { Context, Effect, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { fork } from "node:child_process"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
@@ -126,18 +127,32 @@ const rawUndici = async (url: string) => {
   return bodies.length / seconds
 }
 
+/**
+ * With traces exported, each job carries the `traceparent` of a tracking request, one for every 100 jobs, as the
+ * server stores them: the attempt's span is then the request's child and linked to it.
+ */
+const telemetry = Effect.runSync(telemetryConfig)
+const traced = Option.isSome(telemetry) && telemetry.value.traces !== undefined
+const requestSize = 100
+
 const fill = (store: Store["Type"], sourceId: string, count: number, body: (i: number) => Uint8Array) =>
   Effect.gen(function*() {
-    for (let start = 0; start < count; start += 500) {
-      const size = Math.min(500, count - start)
+    const size = traced ? requestSize : 500
+    for (let start = 0; start < count; start += size) {
+      const group = Math.floor(start / size)
       yield* store.enqueue(
         sourceId,
         Array.from(
-          { length: size },
+          { length: Math.min(size, count - start) },
           (_, k) => ({ messageId: `bench-${String(start + k).padStart(9, "0")}`, body: body(start + k) })
         ),
         Date.now(),
-        { countApiCall: false }
+        traced
+          ? {
+            countApiCall: false,
+            traceparent: `00-${group.toString(16).padStart(32, "a")}-${group.toString(16).padStart(16, "b")}-01`
+          }
+          : { countApiCall: false }
       )
     }
   })
@@ -271,7 +286,7 @@ const runDispatcher = async (
     const dispatcherRuntime = ManagedRuntime.make(
       Dispatcher.layer(dispatcherOptions).pipe(
         Layer.provide(Layer.succeedContext(timed(await runtime.runtime().then((r) => r.context)))),
-        Layer.provide(Telemetry.layer(Effect.runSync(telemetryConfig)))
+        Layer.provide(Telemetry.layer(telemetry))
       )
     )
     await dispatcherRuntime.runtime()
