@@ -114,11 +114,11 @@ export class BodyWriter {
   /** `hex` (hex digits, an even count: an id) as bytes, for a field numbered below 16. */
   hexBytes(field: number, hex: string) {
     const size = hex.length >> 1
-    this.reserve(size + 2)
+    this.reserve(size + 10)
+    this.bytes[this.length++] = field * 8 + lenType
+    this.varint(size)
     const bytes = this.bytes
     let at = this.length
-    bytes[at++] = field * 8 + lenType
-    bytes[at++] = size
     // In JavaScript, by a table: Node's hex decoder is a call into C++ that costs more than the 8 or 16 bytes of an id.
     for (let i = 0; i < hex.length; i += 2) {
       bytes[at++] = (hexValues[hex.charCodeAt(i)]! << 4) | hexValues[hex.charCodeAt(i + 1)]!

@@ -4,8 +4,8 @@ import type { Exit, Tracer } from "effect"
 import type { EndedSpan } from "./RecordedSpan.js"
 
 /**
- * A span as OTLP carries it (`opentelemetry.proto.trace.v1.Span` in its JSON mapping), for `@effect/opentelemetry`'s
- * protobuf encoder. `spanJson` writes the same span as text; a test holds the two to each other.
+ * A span as OTLP carries it (`opentelemetry.proto.trace.v1.Span` in its JSON mapping). `spanJson` writes the same
+ * span as text and `SpanProtobuf.writeSpan` as protobuf; the tests hold both writers to this object.
  */
 export interface OtlpSpan {
   readonly traceId: string
@@ -88,7 +88,7 @@ const linksOf = (span: EndedSpan): Array<OtlpLink> =>
     attributes: attributesOf(link.attributes)
   }))
 
-/** `span` as an OTLP object. */
+/** `span` as an OTLP object: the mapping stated once as data, which the tests hold the writers to. */
 export const toOtlpSpan = (span: EndedSpan): OtlpSpan => {
   const { endTime, exit, startTime } = span.status
   const { exception, status } = outcome(exit, endTime)

@@ -82,6 +82,23 @@ class UnsampledSpan implements Tracer.Span {
   addLinks() {}
 }
 
+const traceIdPattern = /^(?!0{32})[0-9a-f]{32}$/
+const spanIdPattern = /^(?!0{16})[0-9a-f]{16}$/
+
+/**
+ * The parent a span may have: not an external one whose ids W3C Trace Context and OTLP cannot carry. The HTTP server's
+ * tracing takes a request's `b3` or `x-b3-*` headers as they come, unchecked (a 64-bit trace id, quotes, any
+ * length); such a request's span starts a trace of its own instead, so no exported body is malformed by a client.
+ */
+export const usableParent = (parent: Option.Option<Tracer.AnySpan>): Option.Option<Tracer.AnySpan> => {
+  if (parent._tag === "None" || parent.value._tag === "Span" || parent.value === lastUsable) return parent
+  if (!traceIdPattern.test(parent.value.traceId) || !spanIdPattern.test(parent.value.spanId)) return Option.none()
+  // The attempts of one tracking request share its external span: checked once for them all.
+  lastUsable = parent.value
+  return parent
+}
+let lastUsable: Tracer.AnySpan | undefined
+
 /**
  * `tracer` recording only the spans `sampler` chooses; the others are `UnsampledSpan`s. The fiber runtime calls a
  * tracer's `context` around every step of every fiber: `context` is the one of the tracer being replaced (Effect's
@@ -93,12 +110,11 @@ export const withSampler = (
   context: Tracer.Tracer["context"]
 ): Tracer.Tracer =>
   Tracer.make({
-    span: sampler.root === "always" && !sampler.parentBased
-      ? (name, parent, spanContext, links, startTime, kind, options) =>
-        tracer.span(name, parent, spanContext, links, startTime, kind, options)
-      : (name, parent, spanContext, links, startTime, kind, options) =>
-        isSampled(sampler, parent)
-          ? tracer.span(name, parent, spanContext, links, startTime, kind, options)
-          : new UnsampledSpan(name, parent, spanContext, links, startTime, kind),
+    span: (name, parent, spanContext, links, startTime, kind, options) => {
+      const usable = usableParent(parent)
+      return isSampled(sampler, usable)
+        ? tracer.span(name, usable, spanContext, links, startTime, kind, options)
+        : new UnsampledSpan(name, usable, spanContext, links, startTime, kind)
+    },
     context
   })

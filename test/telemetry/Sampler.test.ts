@@ -86,3 +86,46 @@ describe("the trace sampler (OTEL_TRACES_SAMPLER)", () => {
     expect(always.context).toBe(context)
   })
 })
+
+describe("a span's parent", () => {
+  /** The parent the exporting tracer is given for a span asked for under `parent`. */
+  const parentGiven = (parent: Option.Option<Tracer.AnySpan>) => {
+    let given: Option.Option<Tracer.AnySpan> | undefined
+    const inner = Tracer.make({
+      span: (name, parent, context, links, startTime, kind) => {
+        given = parent
+        return recording().tracer.span(name, parent, context, links, startTime, kind)
+      },
+      context: (f) => f()
+    })
+    withSampler(inner, { parentBased: true, root: "always" }, (f) => f()).span(
+      "request",
+      parent,
+      Context.empty(),
+      [],
+      1n,
+      "server"
+    )
+    return given
+  }
+  const external = (traceId: string, spanId: string) => Option.some(Tracer.externalSpan({ traceId, spanId }))
+
+  it("an external parent with W3C ids is kept", () => {
+    const parent = external("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+    expect(parentGiven(parent)).toBe(parent)
+  })
+
+  it("one whose ids OTLP cannot carry (as `b3` headers give them, unchecked) is dropped: the span starts a trace", () => {
+    for (
+      const [traceId, spanId] of [
+        ["463ac35c9f6413ad", "0020000000000001"], // a 64-bit b3 trace id
+        ["4BF92F3577B34DA6A3CE929D0E0E4736", "00f067aa0ba902b7"],
+        ["zz\"}]", "00f067aa0ba902b7"],
+        ["4bf92f3577b34da6a3ce929d0e0e4736", "x".repeat(300)],
+        ["00000000000000000000000000000000", "00f067aa0ba902b7"]
+      ]
+    ) {
+      expect(parentGiven(external(traceId!, spanId!)), traceId).toStrictEqual(Option.none())
+    }
+  })
+})

@@ -193,18 +193,29 @@ describe("telemetry (a real server process, configured as a user would)", () => 
   )
 
   it.live(
-    "exports JSON bodies when OTEL_EXPORTER_OTLP_PROTOCOL is http/json",
+    "exports JSON bodies when OTEL_EXPORTER_OTLP_PROTOCOL is http/json; a client's malformed b3 ids cannot break them",
     () =>
       Effect.promise(async () => {
         const { otlp, receiver, server } = await setupExporting({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" })
         expect(await track(server, "json-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
-        await waitUntil(() => receiver.deliveries.length === 1, "the delivery")
+        // The HTTP server takes b3 ids unchecked: quotes here would end a JSON string early.
+        expect(await track(server, "b3-2", { "x-b3-traceid": "zz\"}]", "x-b3-spanid": "1\"" })).toBe(200)
+        await waitUntil(() => receiver.deliveries.length === 2, "the deliveries")
         await waitUntil(
           () =>
-            otlp.spans.some((span) => span.kind === 3 && span.attributes["hookrelay.message.id"] === "json-1") &&
+            ["json-1", "b3-2"].every((id) =>
+              otlp.spans.some((span) => span.kind === 3 && span.attributes["hookrelay.message.id"] === id)
+            ) &&
             otlp.metricNames.has("hookrelay_messages_ingested_total"),
           "JSON spans and metrics"
         )
+        // The b3 request's span started a trace of its own, which its delivery continues.
+        const b3Attempt = otlp.spans.find((span) =>
+          span.kind === 3 && span.attributes["hookrelay.message.id"] === "b3-2"
+        )!
+        expect(b3Attempt.traceId).toMatch(/^[0-9a-f]{32}$/)
+        const b3Request = otlp.spans.find((span) => span.kind === 2 && span.spanId === b3Attempt.parentSpanId)
+        expect(b3Request).toMatchObject({ traceId: b3Attempt.traceId, parentSpanId: undefined })
         const attempt = otlp.spans.find((span) =>
           span.kind === 3 && span.attributes["hookrelay.message.id"] === "json-1"
         )
