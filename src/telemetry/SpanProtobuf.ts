@@ -1,6 +1,6 @@
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { Option } from "effect"
-import type { BodyWriter } from "./BodyWriter.js"
+import { BodyWriter } from "./BodyWriter.js"
 import { eventsOf, kinds, outcome, unset } from "./OtlpSpans.js"
 import type { OtlpEvent } from "./OtlpSpans.js"
 import type { EndedSpan } from "./RecordedSpan.js"
@@ -35,22 +35,13 @@ const constantField = (field: number) => {
   return (text: string): Buffer => {
     let bytes = cache.get(text)
     if (bytes === undefined) {
-      const utf8 = Buffer.from(text)
-      bytes = Buffer.concat([Buffer.from([lenTag(field)]), varintBytes(utf8.length), utf8])
+      const writer = new BodyWriter(Buffer.allocUnsafe(text.length * 3 + 16), 0)
+      writer.string(field, text)
+      bytes = Buffer.from(writer.bytes.subarray(0, writer.length))
       if (cache.size < 1024) cache.set(text, bytes)
     }
     return bytes
   }
-}
-
-const varintBytes = (value: number) => {
-  const bytes: Array<number> = []
-  while (value >= 0x80) {
-    bytes.push((value & 0x7f) | 0x80)
-    value = Math.floor(value / 128)
-  }
-  bytes.push(value)
-  return Buffer.from(bytes)
 }
 
 /**
