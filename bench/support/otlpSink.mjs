@@ -1,9 +1,9 @@
 /**
  * An OTLP/HTTP collector for the telemetry benchmark (`bench/telemetry.ts`): answers every POST to `/v1/traces` and
- * `/v1/metrics` with 200 as soon as its body has arrived, and counts the spans (JSON or protobuf) when asked. The bodies are decoded only
- * then, after the measured phase, so that decoding them does not take the cores the server is measured on: a real
- * collector runs on a machine of its own. Plain JavaScript in a process of its own; sends its port to its parent over
- * IPC, answers `{ type: "stats" }` with its counts, and exits when the parent disconnects.
+ * `/v1/metrics` with 200 as soon as its body has arrived, and counts the spans (JSON or protobuf) when asked. The
+ * bodies are decoded only then, after the measured phase, so that decoding them does not take the cores the server is
+ * measured on: a real collector runs on a machine of its own. Plain JavaScript in a process of its own; sends its port
+ * to its parent over IPC, answers `{ type: "stats" }` with its counts, and exits when the parent disconnects.
  */
 /* global Buffer, process */
 import { createServer } from "node:http"
