@@ -121,10 +121,24 @@ const keyOf = (key: string) => {
 /** `OtlpResource.unknownToAttributeValue`'s JSON, written directly for the common kinds of value. */
 const valueJson = (value: unknown): string => {
   if (typeof value === "string") return `{"stringValue":${JSON.stringify(value)}}`
-  if (typeof value === "number" && Number.isSafeInteger(value)) return `{"intValue":${value}}`
+  if (typeof value === "number") {
+    if (Number.isSafeInteger(value)) return `{"intValue":${value}}`
+    if (!Number.isInteger(value)) return `{"doubleValue":${Number.isFinite(value) ? value : `"${value}"`}}`
+  }
   if (typeof value === "boolean") return `{"boolValue":${value}}`
-  return JSON.stringify(OtlpResource.unknownToAttributeValue(value))
+  return otlpJson(OtlpResource.unknownToAttributeValue(value))
 }
+
+/**
+ * OTLP objects as JSON: a double that is NaN or infinite as the protobuf JSON mapping writes it (`"NaN"`,
+ * `"Infinity"`, `"-Infinity"`), where `JSON.stringify` alone would write `null`.
+ */
+const otlpJson = (value: unknown): string =>
+  JSON.stringify(
+    value,
+    (key, field: unknown) =>
+      key === "doubleValue" && typeof field === "number" && !Number.isFinite(field) ? String(field) : field
+  )
 
 /** Attributes given as keys and values in turn (`RecordedSpan.attributeList`). */
 const attributesJson = (list: ReadonlyArray<unknown>) => {
@@ -136,14 +150,14 @@ const attributesJson = (list: ReadonlyArray<unknown>) => {
 }
 
 /**
- * `span` as OTLP/JSON text, equal to `JSON.stringify(toOtlpSpan(span))` once parsed: written directly, because
+ * `span` as OTLP/JSON text, equal to `toOtlpSpan(span)` in the JSON mapping once parsed: written directly, because
  * building the objects and stringifying them was most of what an exported span cost (`bench/NOTES.md`).
  */
 export const spanJson = (span: EndedSpan): string => {
   const { endTime, exit, startTime } = span.status
   const { exception, status } = outcome(exit, endTime)
   const parent = Option.isSome(span.parent) ? `,"parentSpanId":"${span.parent.value.spanId}"` : ""
-  const events = span.events === undefined && exception === undefined ? "" : JSON.stringify(eventsOf(span, exception))
+  const events = span.events === undefined && exception === undefined ? "" : otlpJson(eventsOf(span, exception))
   let links = ""
   for (const link of span.links) {
     links += `${

@@ -32,9 +32,14 @@ const ended = (
 }
 
 /** What a collector reads from `spanJson`, next to the object the protobuf encoder is given. */
+/** The protobuf JSON mapping of a double that JSON cannot hold as a number: `"NaN"`, `"Infinity"`, `"-Infinity"`. */
+const nonFiniteAsText = (_key: string, value: unknown) =>
+  typeof value === "number" && !Number.isFinite(value) ? String(value) : value
+
+/** What a collector reads from `spanJson`, next to the OTLP object in the JSON mapping. */
 const bothForms = (span: EndedSpan) => ({
   json: JSON.parse(spanJson(span)),
-  object: JSON.parse(JSON.stringify(toOtlpSpan(span)))
+  object: JSON.parse(JSON.stringify(toOtlpSpan(span), nonFiniteAsText))
 })
 
 const protobufBatch = protobufBatches({
@@ -64,10 +69,13 @@ const protobufForm = (span: EndedSpan) => {
 const asDecoded = (span: OtlpSpan): unknown =>
   JSON.parse(
     JSON.stringify({ ...span, status: span.status.code === 0 ? {} : span.status }, (key, value) =>
-      key === "intValue" ? BigInt(value).toString() : Number.isNaN(value) ? "NaN!" : value),
-    // JSON has no NaN: the one case below that holds it writes a marker instead.
-    (_, value) =>
-      value === "NaN!" ? Number.NaN : value
+      key === "intValue"
+        ? BigInt(value).toString()
+        : typeof value === "number" && !Number.isFinite(value)
+        ? `non-finite ${value}`
+        : value),
+    // JSON has no NaN nor infinity: they cross as a marked text.
+    (_, value) => typeof value === "string" && value.startsWith("non-finite ") ? Number(value.slice(11)) : value
   )
 
 const cases: ReadonlyArray<readonly [string, () => EndedSpan]> = [
@@ -81,6 +89,8 @@ const cases: ReadonlyArray<readonly [string, () => EndedSpan]> = [
       span.attribute("double", 0.25)
       span.attribute("huge", 2 ** 60)
       span.attribute("nan", Number.NaN)
+      span.attribute("infinite", Number.NEGATIVE_INFINITY)
+      span.attribute("doubles", [0.5, Number.NaN, Number.POSITIVE_INFINITY])
       span.attribute("bigint", 12n)
       span.attribute("yes", true)
       span.attribute("list", ["a", 1, false])
@@ -90,7 +100,7 @@ const cases: ReadonlyArray<readonly [string, () => EndedSpan]> = [
     }, { parent: producer })],
   ["a span with events", () =>
     ended(Exit.void, (span) => {
-      span.event("retry scheduled", 1_795_854_902_647_500_000n, { delay: 30 })
+      span.event("retry scheduled", 1_795_854_902_647_500_000n, { delay: 30, ratio: Number.NaN })
       span.event("bare", 1_795_854_902_647_600_000n)
     }, { kind: "server" })],
   ["a span that failed with a plain value", () => ended(Exit.fail("HTTP 503"), () => {}, { parent: producer })],
@@ -179,5 +189,21 @@ describe("a span as OTLP", () => {
     span.end(3n, Exit.fail("late"))
     expect(ends).toBe(1)
     expect(span.status).toMatchObject({ _tag: "Ended", endTime: 2n })
+  })
+})
+
+describe("a double that JSON cannot hold", () => {
+  it("goes out as the protobuf JSON mapping's text, in attributes, lists and events alike", () => {
+    const span = ended(Exit.void, (s) => {
+      s.attribute("nan", Number.NaN)
+      s.attribute("list", [Number.POSITIVE_INFINITY])
+      s.event("e", 1n, { low: Number.NEGATIVE_INFINITY })
+    })
+    const json = JSON.parse(spanJson(span))
+    expect(json.attributes).toStrictEqual([
+      { key: "nan", value: { doubleValue: "NaN" } },
+      { key: "list", value: { arrayValue: { values: [{ doubleValue: "Infinity" }] } } }
+    ])
+    expect(json.events[0].attributes).toStrictEqual([{ key: "low", value: { doubleValue: "-Infinity" } }])
   })
 })
