@@ -12,7 +12,12 @@ export interface TraceContext {
 
 // Version 00 exactly; a later version may append fields after the flags (the spec's forward compatibility).
 const traceparentPattern = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/
-const allZero = /^0+$/
+const traceIdPattern = /^(?!0{32})[0-9a-f]{32}$/
+const spanIdPattern = /^(?!0{16})[0-9a-f]{16}$/
+
+/** Whether `ids` are W3C Trace Context's (and OTLP's): 32 and 16 lowercase hex digits, neither all zeros. */
+export const hasW3cIds = (ids: { readonly traceId: string; readonly spanId: string }): boolean =>
+  traceIdPattern.test(ids.traceId) && spanIdPattern.test(ids.spanId)
 
 /** A `traceparent` header's context, or undefined when it is absent or malformed (which the spec says to ignore). */
 export const parseTraceparent = (header: string | undefined): TraceContext | undefined => {
@@ -28,7 +33,7 @@ export const parseTraceparent = (header: string | undefined): TraceContext | und
     string?
   ]
   if (version === "ff" || (version === "00" && rest !== undefined)) return undefined
-  if (allZero.test(traceId) || allZero.test(spanId)) return undefined
+  if (!hasW3cIds({ traceId, spanId })) return undefined
   return { traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 }
 }
 

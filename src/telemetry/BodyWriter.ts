@@ -47,6 +47,12 @@ export class BodyWriter {
     this.varint(field * 8 + wireType)
   }
 
+  /** The tag and length of a length-delimited field whose `size` bytes follow. */
+  lengthDelimited(field: number, size: number) {
+    this.tag(field, lenType)
+    this.varint(size)
+  }
+
   /** An `int64` (a `uint64` as well below 2^63): a negative one takes ten bytes, as two's complement. */
   int64(field: number, value: number | bigint) {
     this.tag(field, varintType)
@@ -158,6 +164,13 @@ export class BodyWriter {
     this.bytes.set(head, from)
     return this.bytes.subarray(from, this.length)
   }
+}
+
+/** What `write` writes, as bytes of their own: the constant parts of bodies, encoded once. */
+export const encodedOnce = (write: (writer: BodyWriter) => void): Buffer => {
+  const writer = new BodyWriter(Buffer.allocUnsafe(256), 0)
+  write(writer)
+  return Buffer.from(writer.bytes.subarray(0, writer.length))
 }
 
 /** How a field's value is laid out: the low three bits of its tag. */

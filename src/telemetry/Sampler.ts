@@ -1,5 +1,6 @@
 import { Config, Option, Tracer } from "effect"
 import type { Context, Exit } from "effect"
+import { hasW3cIds } from "../domain/TraceContext.js"
 import { oneOfConfig } from "./ConfigChoices.js"
 import { newSpanId, newTraceId } from "./SpanIds.js"
 
@@ -82,9 +83,6 @@ class UnsampledSpan implements Tracer.Span {
   addLinks() {}
 }
 
-const traceIdPattern = /^(?!0{32})[0-9a-f]{32}$/
-const spanIdPattern = /^(?!0{16})[0-9a-f]{16}$/
-
 /**
  * The parent a span may have: not an external one whose ids W3C Trace Context and OTLP cannot carry. The HTTP server's
  * tracing takes a request's `b3` or `x-b3-*` headers as they come, unchecked (a 64-bit trace id, quotes, any
@@ -92,7 +90,7 @@ const spanIdPattern = /^(?!0{16})[0-9a-f]{16}$/
  */
 export const usableParent = (parent: Option.Option<Tracer.AnySpan>): Option.Option<Tracer.AnySpan> => {
   if (parent._tag === "None" || parent.value._tag === "Span" || parent.value === lastUsable) return parent
-  if (!traceIdPattern.test(parent.value.traceId) || !spanIdPattern.test(parent.value.spanId)) return Option.none()
+  if (!hasW3cIds(parent.value)) return Option.none()
   // The attempts of one tracking request share its external span: checked once for them all.
   lastUsable = parent.value
   return parent

@@ -1,6 +1,6 @@
 import type * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { HttpBody } from "@effect/platform"
-import { BodyWriter, varintSize } from "./BodyWriter.js"
+import { BodyWriter, encodedOnce, varintSize } from "./BodyWriter.js"
 import { spanJson } from "./OtlpSpans.js"
 import type { EndedSpan } from "./RecordedSpan.js"
 import { writeKeyValueObject, writeSpan } from "./SpanProtobuf.js"
@@ -87,14 +87,13 @@ const request = { resourceSpans: 1 } as const
 const resourceSpans = { resource: 1, scopeSpans: 2 } as const
 const scopeSpans = { scope: 1, spans: 2 } as const
 
-/** A message's field as bytes, written by `write`. */
-const encoded = (field: number, write: (writer: BodyWriter) => void) => {
-  const writer = new BodyWriter(Buffer.allocUnsafe(256), 0)
-  const at = writer.open(field)
-  write(writer)
-  writer.close(at)
-  return Buffer.from(writer.bytes.subarray(0, writer.length))
-}
+/** A message field whose content `write` writes, as bytes. */
+const encoded = (field: number, write: (writer: BodyWriter) => void) =>
+  encodedOnce((writer) => {
+    const at = writer.open(field)
+    write(writer)
+    writer.close(at)
+  })
 
 /**
  * OTLP/protobuf, the same way as `jsonBatches`: each span written into the body as it ends (`SpanProtobuf`). The
@@ -126,11 +125,9 @@ export const protobufBatches = (source: SpanSource): NewBatch => {
         const scopeSpansSize = scope.length + writer.length - headRoom
         const resourceSpansSize = resource.length + 1 + varintSize(scopeSpansSize) + scopeSpansSize
         const head = new BodyWriter(Buffer.allocUnsafe(headRoom), 0)
-        head.tag(request.resourceSpans, 2)
-        head.varint(resourceSpansSize)
+        head.lengthDelimited(request.resourceSpans, resourceSpansSize)
         head.raw(resource)
-        head.tag(resourceSpans.scopeSpans, 2)
-        head.varint(scopeSpansSize)
+        head.lengthDelimited(resourceSpans.scopeSpans, scopeSpansSize)
         head.raw(scope)
         buffers.sent(writer.length)
         return HttpBody.uint8Array(writer.prepend(head.bytes.subarray(0, head.length)), "application/x-protobuf")

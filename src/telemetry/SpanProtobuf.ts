@@ -1,6 +1,7 @@
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { Option } from "effect"
-import { BodyWriter } from "./BodyWriter.js"
+import type { BodyWriter } from "./BodyWriter.js"
+import { encodedOnce } from "./BodyWriter.js"
 import { eventsOf, kinds, outcome, unset } from "./OtlpSpans.js"
 import type { OtlpEvent } from "./OtlpSpans.js"
 import type { EndedSpan } from "./RecordedSpan.js"
@@ -35,9 +36,7 @@ const constantField = (field: number) => {
   return (text: string): Buffer => {
     let bytes = cache.get(text)
     if (bytes === undefined) {
-      const writer = new BodyWriter(Buffer.allocUnsafe(text.length * 3 + 16), 0)
-      writer.string(field, text)
-      bytes = Buffer.from(writer.bytes.subarray(0, writer.length))
+      bytes = encodedOnce((writer) => writer.string(field, text))
       if (cache.size < 1024) cache.set(text, bytes)
     }
     return bytes
