@@ -133,16 +133,16 @@ export type ClaimTuple = readonly [fields: string, body: Uint8Array]
 export const claimColumns =
   "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at, trace_parent"
 
-const claimFields = (traceParent: string) =>
+const claimFields = (withTraceParent: boolean) =>
   `json_array(id, source_id, message_id, user_id, kind, created_at, first_attempt_at, next_due_at, attempts,
-    endpoint_state, lease_expires_at, length(body)${traceParent})`
+    endpoint_state, lease_expires_at, length(body)${withTraceParent ? ", trace_parent" : ""})`
 
 /**
  * What the SQLite thread's claim returns per row: see `ClaimTuple`. A job's trace context, when it has one, is a 13th
  * field; a job without one (telemetry off) costs the claim a NULL test, not a column or a byte on the wire. One
  * `json_array` either way: appending with `json_insert` parsed the array's text again (~1 µs a row more).
  */
-export const claimTupleColumns = `iif(trace_parent IS NULL, ${claimFields("")}, ${claimFields(", trace_parent")}), body`
+export const claimTupleColumns = `iif(trace_parent IS NULL, ${claimFields(false)}, ${claimFields(true)}), body`
 
 export const toClaimed = (row: ClaimRow): ClaimedJob => {
   const job: Types.Mutable<ClaimedJob> = {
