@@ -43,13 +43,16 @@ export const kinds: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, 
 
 export const unset: OtlpStatus = { code: 0 }
 
+// Most spans end so: one object for them all.
+const succeeded = { status: unset, exception: undefined } as const
+
 /** How a span ended: its status and, when it failed with an exception, the specification's `exception` event. */
 export const outcome = (exit: Exit.Exit<unknown, unknown>, endTime: bigint): {
   readonly status: OtlpStatus
   readonly exception: OtlpEvent | undefined
 } => {
   // An interruption (a client that went away, a shutdown) is not the span's failure.
-  if (exit._tag === "Success" || Cause.isInterruptedOnly(exit.cause)) return { status: unset, exception: undefined }
+  if (exit._tag === "Success" || Cause.isInterruptedOnly(exit.cause)) return succeeded
   const first = Cause.prettyErrors(exit.cause)[0]
   const status: OtlpStatus = { code: 2, message: first?.message ?? "failed" }
   // A failure given as a plain value (an attempt's "HTTP 503") is a status message, not an exception.
