@@ -15,9 +15,6 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { Clock, Duration, Effect } from "effect"
-import { fork } from "node:child_process"
-import { Session } from "node:inspector"
-import { join } from "node:path"
 import { prepareEndpoint } from "../src/delivery/Attempt.js"
 import type { AttemptInput } from "../src/delivery/Attempt.js"
 import type { AttemptRecord } from "../src/delivery/AttemptRecord.js"
@@ -25,8 +22,9 @@ import type { DeliveryTracingShape } from "../src/delivery/DeliveryTracing.js"
 import { makeDeliverySpans } from "../src/telemetry/DeliverySpans.js"
 import { withSampler } from "../src/telemetry/Sampler.js"
 import { makeSpanExporter } from "../src/telemetry/SpanExporter.js"
-import { transpileForNode } from "./support/compile.js"
-import { repoRoot, writeResults } from "./support/processes.js"
+import { allocatedBytes } from "./support/allocations.js"
+import { runCompiled } from "./support/compile.js"
+import { writeResults } from "./support/processes.js"
 
 const rounds = Number(process.argv[2] ?? 9)
 const attemptsPerRound = 200_000
@@ -109,29 +107,16 @@ const attempts = (tracing: DeliveryTracingShape | undefined, count: number, firs
   if (traced !== (tracing === undefined ? 0 : count)) throw new Error(`${traced} of ${count} requests traced`)
 }
 
-/** Heap bytes allocated per attempt, garbage included (a sampling heap profile that keeps what was collected). */
+/** Heap bytes allocated per attempt, garbage included. */
 const heapBytesPerAttempt = async (tracing: DeliveryTracingShape | undefined): Promise<number> => {
-  const session = new Session()
-  session.connect()
-  const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) =>
-      session.post(method, params, (error, result) => error === null ? resolve(result) : reject(error))
-    )
   const count = 20_000
-  await post("HeapProfiler.startSampling", {
-    samplingInterval: 512,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true
+  const bytes = await allocatedBytes(async () => {
+    for (let first = 0; first < count; first += attemptsPerTurn) {
+      attempts(tracing, attemptsPerTurn, first)
+      await Effect.runPromise(nextTurn)
+    }
   })
-  for (let first = 0; first < count; first += attemptsPerTurn) {
-    attempts(tracing, attemptsPerTurn, first)
-    await Effect.runPromise(nextTurn)
-  }
-  const { profile } = await post("HeapProfiler.stopSampling")
-  session.disconnect()
-  const total = (node: { selfSize: number; children: ReadonlyArray<any> }): number =>
-    node.children.reduce((sum: number, child) => sum + total(child), node.selfSize)
-  return Math.round(total(profile.head) / count)
+  return Math.round(bytes / count)
 }
 
 const median = (values: ReadonlyArray<number>) => {
@@ -195,23 +180,12 @@ ${
   writeResults("attempt-tracing", markdown, { rounds, attemptsPerRound, jobsPerRequest, summary, results })
 }
 
-/** Compiles the sources and this file to plain JavaScript and runs that on plain node; its exit code is this one's. */
-const runCompiled = async (): Promise<number> => {
-  const compiled = await transpileForNode("hookrelay-attempt-tracing", ["src", "bench/support"], [
-    "bench/attemptTracing.ts"
-  ])
-  const child = fork(join(compiled, "bench", "attemptTracing.js"), process.argv.slice(2), {
-    env: { ...process.env, HOOKRELAY_BENCH_ROOT: repoRoot },
-    stdio: "inherit"
-  })
-  return new Promise((resolve, reject) => {
-    child.once("error", reject)
-    child.once("exit", (code, signal) => resolve(code ?? (signal === null ? 1 : 128)))
-  })
-}
-
 const fromSource = import.meta.url.endsWith(".ts")
-;(fromSource ? runCompiled().then((code) => process.exit(code)) : main()).catch((error) => {
-  console.error(error)
-  process.exit(1)
-})
+;(fromSource
+  ? runCompiled("hookrelay-attempt-tracing", ["src", "bench/support"], "bench/attemptTracing.ts").then((code) =>
+    process.exit(code)
+  )
+  : main()).catch((error) => {
+    console.error(error)
+    process.exit(1)
+  })

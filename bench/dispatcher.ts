@@ -24,7 +24,6 @@
  * traces exported, the jobs carry a tracking request's `traceparent`, as the server's do.
  */
 import { Context, Effect, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
-import { fork } from "node:child_process"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
@@ -41,7 +40,7 @@ import * as StoreLayers from "../src/store/Store.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
 import { telemetryConfig } from "../src/telemetry/TelemetryConfig.js"
 import { startDispatcherProcess } from "../test/support/dispatcherProcess.js"
-import { repoRoot, transpileForNode } from "./support/compile.js"
+import { runCompiled, transpileForNode } from "./support/compile.js"
 import {
   arg,
   dropPgSchema,
@@ -541,29 +540,15 @@ ${threadLines}${optionsLine}${memory}`
   }
 }
 
-/**
- * Measures in a child process compiled to plain JavaScript (`transpileForNode`), on plain node as `npm start` runs the
- * server: under tsx every closure the dispatcher makes per job is wrapped to keep its name, and the loader holds
- * ~70 MB more. The child writes the results; its exit code is this one's.
- */
-const runCompiled = async (): Promise<number> => {
-  const compiled = await transpileForNode("hookrelay-dispatcher-throughput", ["src", "bench/support"], [
-    "bench/dispatcher.ts",
-    "test/support/dispatcherProcess.ts"
-  ])
-  const child = fork(join(compiled, "bench", "dispatcher.js"), process.argv.slice(2), {
-    execArgv: ["--expose-gc"],
-    env: { ...process.env, HOOKRELAY_BENCH_ROOT: repoRoot },
-    stdio: "inherit"
-  })
-  return new Promise((resolve, reject) => {
-    child.once("error", reject)
-    child.once("exit", (code, signal) => resolve(code ?? (signal === null ? 1 : 128)))
-  })
-}
-
+// Measured compiled (`runCompiled`): under tsx every closure the dispatcher makes per job is wrapped to keep its name,
+// and the loader holds ~70 MB more.
 const fromSource = import.meta.url.endsWith(".ts")
-;(fromSource ? runCompiled().then((code) => process.exit(code)) : main()).catch((error) => {
-  console.error(error)
-  process.exit(1)
-})
+;(fromSource
+  ? runCompiled("hookrelay-dispatcher-throughput", ["src", "bench/support"], "bench/dispatcher.ts", {
+    files: ["test/support/dispatcherProcess.ts"],
+    execArgv: ["--expose-gc"]
+  }).then((code) => process.exit(code))
+  : main()).catch((error) => {
+    console.error(error)
+    process.exit(1)
+  })

@@ -9,11 +9,11 @@
  */
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { Context, Exit, Option, Tracer } from "effect"
-import { Session } from "node:inspector"
 import type { EndedSpan } from "../src/telemetry/RecordedSpan.js"
 import { RecordedSpan } from "../src/telemetry/RecordedSpan.js"
 import { jsonBatches, protobufBatches } from "../src/telemetry/SpanBatch.js"
 import type { NewBatch } from "../src/telemetry/SpanBatch.js"
+import { allocatedBytes } from "./support/allocations.js"
 import { writeResults } from "./support/processes.js"
 
 const rounds = Number(process.argv[2] ?? 9)
@@ -93,29 +93,13 @@ const timedRound = (format: string, newBatch: NewBatch, round: number): Round =>
   }
 }
 
-/**
- * Heap bytes allocated per span, garbage included: V8's sampling heap profile of a few batches, keeping what the
- * collections freed (as `bench/dispatcher.ts` takes it).
- */
+/** Heap bytes allocated per span, garbage included, over a few batches. */
 const heapBytesPerSpan = async (newBatch: NewBatch): Promise<number> => {
-  const session = new Session()
-  session.connect()
-  const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) =>
-      session.post(method, params, (error, result) => error === null ? resolve(result) : reject(error))
-    )
   const batches = 10
-  await post("HeapProfiler.startSampling", {
-    samplingInterval: 512,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true
+  const bytes = await allocatedBytes(() => {
+    writeBatches(newBatch, batches)
   })
-  writeBatches(newBatch, batches)
-  const { profile } = await post("HeapProfiler.stopSampling")
-  session.disconnect()
-  const total = (node: { selfSize: number; children: ReadonlyArray<any> }): number =>
-    node.children.reduce((sum: number, child) => sum + total(child), node.selfSize)
-  return Math.round(total(profile.head) / (batches * spansPerBatch))
+  return Math.round(bytes / (batches * spansPerBatch))
 }
 
 const results: Array<Round> = []

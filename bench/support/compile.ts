@@ -4,6 +4,7 @@
  * server): on plain `node`, without tsx's loader, which costs ~70 MB of RSS and wraps every
  * closure. Packages are still imported from node_modules.
  */
+import { fork } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -45,4 +46,27 @@ export const transpileForNode = async (
   const { version } = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { readonly version: string }
   writeFileSync(join(out, "package.json"), `${JSON.stringify({ type: "module", version })}\n`)
   return out
+}
+
+/**
+ * Runs benchmark `script` in a child process compiled to plain JavaScript (`transpileForNode`, with `directories` and
+ * the script), on plain node as `npm start` runs the server, with this process's arguments; answers its exit code.
+ * The child writes the results.
+ */
+export const runCompiled = async (
+  name: string,
+  directories: ReadonlyArray<string>,
+  script: string,
+  options: { readonly files?: ReadonlyArray<string>; readonly execArgv?: ReadonlyArray<string> } = {}
+): Promise<number> => {
+  const compiled = await transpileForNode(name, directories, [script, ...options.files ?? []])
+  const child = fork(join(compiled, script.replace(/\.ts$/, ".js")), process.argv.slice(2), {
+    execArgv: [...options.execArgv ?? []],
+    env: { ...process.env, HOOKRELAY_BENCH_ROOT: repoRoot },
+    stdio: "inherit"
+  })
+  return new Promise((resolve, reject) => {
+    child.once("error", reject)
+    child.once("exit", (code, signal) => resolve(code ?? (signal === null ? 1 : 128)))
+  })
 }
