@@ -31,7 +31,6 @@ const ended = (
   return result!
 }
 
-/** What a collector reads from `spanJson`, next to the object the protobuf encoder is given. */
 /** The protobuf JSON mapping of a double that JSON cannot hold as a number: `"NaN"`, `"Infinity"`, `"-Infinity"`. */
 const nonFiniteAsText = (_key: string, value: unknown) =>
   typeof value === "number" && !Number.isFinite(value) ? String(value) : value
