@@ -21,6 +21,7 @@ import type { AttemptRecord } from "../src/delivery/AttemptRecord.js"
 import type { DeliveryTracingShape } from "../src/delivery/DeliveryTracing.js"
 import { makeDeliverySpans } from "../src/telemetry/DeliverySpans.js"
 import { withSampler } from "../src/telemetry/Sampler.js"
+import type { Sampler } from "../src/telemetry/Sampler.js"
 import { makeSpanExporter } from "../src/telemetry/SpanExporter.js"
 import { allocatedBytes } from "./support/allocations.js"
 import { runCompiled } from "./support/compile.js"
@@ -60,10 +61,17 @@ const tracings = Effect.gen(function*() {
   // eslint-disable-next-line @typescript-eslint/unbound-method -- Effect's own tracer's `context` uses no `this`
   const { context } = yield* Effect.tracer
   const clock = Clock.make()
+  const tracing = (sampler: Sampler) =>
+    makeDeliverySpans({
+      tracer: withSampler(exporter.tracer, sampler, context),
+      sampler,
+      exportAttempt: exporter.exportAttempt,
+      clock
+    })
   return new Map<Mode, DeliveryTracingShape | undefined>([
     ["off", undefined],
-    ["unsampled", makeDeliverySpans(withSampler(exporter, { parentBased: false, root: "never" }, context), clock)],
-    ["on", makeDeliverySpans(withSampler(exporter, { parentBased: true, root: "always" }, context), clock)]
+    ["unsampled", tracing({ parentBased: false, root: "never" })],
+    ["on", tracing({ parentBased: true, root: "always" })]
   ])
 })
 
@@ -92,7 +100,7 @@ const attempts = (tracing: DeliveryTracingShape | undefined, count: number, firs
   let traced = 0
   for (let i = first; i < first + count; i++) {
     const request = Math.floor(i / jobsPerRequest).toString(16).padStart(16, "0")
-    const traceparent = `00-4bf92f3577b34da6${request.slice(-13)}-00f067aa0ba902b7-01`
+    const traceparent = `00-4bf92f3577b34da6${request}-00f067aa0ba902b7-01`
     const input: AttemptInput = {
       jobId: `job-${i}`,
       messageId: `ajs-next-1763715784001-${i}`,
@@ -102,7 +110,9 @@ const attempts = (tracing: DeliveryTracingShape | undefined, count: number, firs
     }
     const attempt = tracing === undefined ? input : tracing.attempt(input, traceparent)
     attempt.record(succeeded(attempt))
-    if (attempt.endpoint.request.headers.at(-2) === "traceparent") traced += 1
+    // The receiver's `traceparent` continues the producer's trace: the stored one was read as the span's parent.
+    const headers = attempt.endpoint.request.headers
+    if (headers.at(-2) === "traceparent" && headers.at(-1)!.startsWith(traceparent.slice(0, 36))) traced += 1
   }
   if (traced !== (tracing === undefined ? 0 : count)) throw new Error(`${traced} of ${count} requests traced`)
 }

@@ -2,72 +2,27 @@ import { Context, Effect, Exit, Option, Tracer } from "effect"
 import type { Clock } from "effect"
 import type { AttemptInput } from "../delivery/Attempt.js"
 import { withTraceparent } from "../delivery/Attempt.js"
-import type { AttemptRecord } from "../delivery/AttemptRecord.js"
 import type { DeliveryTracingShape } from "../delivery/DeliveryTracing.js"
 import { formatTraceparent, parseTraceparent, traceparentPrefix } from "../domain/TraceContext.js"
 import type { StoreShape } from "../store/Model.js"
-
-/** An attempt's URL as OpenTelemetry's HTTP client conventions name it; user info (a credential) is left out. */
-interface UrlAttributes {
-  readonly full: string
-  readonly address: string
-  readonly port: number
-}
-
-const urlAttributes = (url: string): UrlAttributes => {
-  const parsed = new URL(url)
-  parsed.username = ""
-  parsed.password = ""
-  const port = parsed.port !== "" ? Number(parsed.port) : parsed.protocol === "https:" ? 443 : 80
-  return { full: parsed.href, address: parsed.hostname, port }
-}
+import { AttemptSpan, urlAttributes } from "./AttemptSpan.js"
+import type { EndedAttemptSpan, UrlAttributes } from "./AttemptSpan.js"
+import { isSampled } from "./Sampler.js"
+import type { Sampler } from "./Sampler.js"
+import { newSpanId, newTraceId } from "./SpanIds.js"
 
 /**
- * An attempt's attributes, all set when the attempt ends: until then the span holds no attributes, so one still in
- * flight when a young-generation collection runs has little to be copied.
- */
-const setAttempt = (span: Tracer.Span, input: AttemptInput, url: UrlAttributes, record: AttemptRecord) => {
-  span.attribute("http.request.method", "POST")
-  span.attribute("url.full", url.full)
-  span.attribute("server.address", url.address)
-  span.attribute("server.port", url.port)
-  span.attribute("hookrelay.attempt.number", input.attemptNumber)
-  span.attribute("hookrelay.message.id", input.messageId)
-  // The conventions count resends, the first request being 0; the record's number is 1-based.
-  if (input.attemptNumber > 1) span.attribute("http.request.resend_count", input.attemptNumber - 1)
-  span.attribute("hookrelay.attempt.outcome", record.outcome)
-  if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
-  // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
-  if (record.outcome !== "Success") {
-    span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
-  }
-}
-
-/** An attempt's end; its attributes only on a sampled span (an unsampled one keeps none). */
-const endAttempt = (
-  span: Tracer.Span,
-  input: AttemptInput,
-  url: UrlAttributes,
-  record: AttemptRecord,
-  endTime: bigint
-) => {
-  if (span.sampled) setAttempt(span, input, url, record)
-  if (record.outcome === "Success") return span.end(endTime, Exit.void)
-  // A failure whose error is a string: the exporter takes it as the status message as it is.
-  span.end(endTime, Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`))
-}
-
-/**
- * Where an attempt's span starts: its parent and its link, both the producer's (the tracking request), and the start
- * of the `traceparent` its receiver gets (the producer's trace), when there is one.
+ * Where an attempt's span starts: its parent and its link, both the producer's (the tracking request), its trace, and
+ * the start of the `traceparent` its receiver gets, when there is one.
  */
 interface ProducerStart {
   readonly parent: Option.Option<Tracer.AnySpan>
   readonly links: ReadonlyArray<Tracer.SpanLink>
+  readonly traceId: string | undefined
   readonly prefix: string | undefined
 }
 
-const noProducer: ProducerStart = { parent: Option.none(), links: [], prefix: undefined }
+const noProducer: ProducerStart = { parent: Option.none(), links: [], traceId: undefined, prefix: undefined }
 
 /** The stored `traceparent` as the parent of an attempt's span. */
 const producerStart = (traceparent: string | undefined): ProducerStart => {
@@ -77,16 +32,32 @@ const producerStart = (traceparent: string | undefined): ProducerStart => {
   return {
     parent: Option.some(span),
     links: [{ _tag: "SpanLink", span, attributes: {} }],
+    traceId: producer.traceId,
     prefix: traceparentPrefix(producer.traceId)
   }
 }
 
+export interface DeliverySpansOptions {
+  /** The tracer the claim batches' spans are made on: the one the fibers use, whose span each completion batch is. */
+  readonly tracer: Tracer.Tracer
+  /** Which attempts are recorded: the tracer's own choice (`Sampler`), made here for attempts. */
+  readonly sampler: Sampler
+  /** Where a recorded attempt's span goes when it ends (`SpanExporter`). */
+  readonly exportAttempt: (span: EndedAttemptSpan) => void
+  readonly clock: Clock.Clock
+}
+
 /**
- * Delivery's spans on the Effect tracer: a client span per attempt, child of the tracking request that made the job
- * (and linked to it), whose own context goes to the receiver as `traceparent`; a span per claim batch and per
- * completion batch. Built only when traces are exported.
+ * Delivery's spans: a client span per attempt, child of the tracking request that made the job (and linked to it),
+ * whose own context goes to the receiver as `traceparent`; a span per claim batch and per completion batch on the
+ * tracer. Built only when traces are exported.
+ *
+ * An attempt is the one span per message: it is no tracer span but an `AttemptSpan`, made and exported here, and an
+ * attempt the sampler leaves out makes no span object at all, only the ids its `traceparent` carries. Its attributes,
+ * kind and ids are those a tracer span would have had (`AttemptSpan.recorded`).
  */
-export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): DeliveryTracingShape => {
+export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracingShape => {
+  const { clock, exportAttempt, sampler, tracer } = options
   // Per configured URL, not per attempt.
   const urls = new Map<string, UrlAttributes>()
   const attributesOf = (url: string) => {
@@ -104,24 +75,38 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
       lastStart = producerStart(traceparent)
       lastTraceparent = traceparent
     }
-    const url = attributesOf(input.endpoint.url)
-    const span = tracer.span(
-      "POST",
+    const sampled = isSampled(sampler, lastStart.parent)
+    const traceId = lastStart.traceId ?? newTraceId()
+    const spanId = newSpanId()
+    const header = formatTraceparent({ traceId, spanId, sampled }, lastStart.prefix)
+    // The fields in `Deliver`'s order, not a spread: one object shape for the attempt's code, traced or not.
+    if (!sampled) {
+      return {
+        jobId: input.jobId,
+        messageId: input.messageId,
+        endpoint: withTraceparent(input.endpoint, header),
+        attemptNumber: input.attemptNumber,
+        record: input.record
+      }
+    }
+    const span = new AttemptSpan(
+      traceId,
+      spanId,
       lastStart.parent,
-      Context.empty(),
       lastStart.links,
       clock.unsafeCurrentTimeNanos(),
-      "client"
+      attributesOf(input.endpoint.url),
+      input.messageId,
+      input.attemptNumber
     )
     const record = input.record
-    // The fields in `Deliver`'s order, not a spread: one object shape for the attempt's code, traced or not.
     return {
       jobId: input.jobId,
       messageId: input.messageId,
-      endpoint: withTraceparent(input.endpoint, formatTraceparent(span, lastStart.prefix)),
+      endpoint: withTraceparent(input.endpoint, header),
       attemptNumber: input.attemptNumber,
       record: (attempted) => {
-        endAttempt(span, input, url, attempted, clock.unsafeCurrentTimeNanos())
+        exportAttempt(span.end(attempted, clock.unsafeCurrentTimeNanos()))
         return record(attempted)
       }
     }

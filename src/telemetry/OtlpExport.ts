@@ -28,33 +28,34 @@ const transport = (signal: Signal, target: OtlpTarget, maxInFlight: number) =>
 
 /**
  * Spans: the Effect tracer every span of the layers this is provided to uses (`SpanExporter`), behind the sampler,
- * and delivery's spans (`DeliveryTracing`) on it.
+ * and delivery's spans (`DeliveryTracing`): its batches' on that tracer, its attempts' to the same exporter under the
+ * same sampler.
  */
-const traces = (options: TelemetryOptions, target: OtlpTarget) => {
-  const tracer = Layer.unwrapScoped(
-    Effect.map(
-      Effect.all([
-        makeSpanExporter({
-          url: target.url,
-          headers: target.headers,
-          protocol: target.protocol,
-          serviceName: options.serviceName,
-          serviceVersion: version,
-          batches: options.spanBatches,
-          shutdownTimeout
-        }),
-        Effect.tracer
-      ]),
+const traces = (options: TelemetryOptions, target: OtlpTarget) =>
+  Layer.unwrapScoped(
+    Effect.gen(function*() {
+      const exporter = yield* makeSpanExporter({
+        url: target.url,
+        headers: target.headers,
+        protocol: target.protocol,
+        serviceName: options.serviceName,
+        serviceVersion: version,
+        batches: options.spanBatches,
+        shutdownTimeout
+      })
       // eslint-disable-next-line @typescript-eslint/unbound-method -- Effect's own tracer's `context` uses no `this`
-      ([tracer, replaced]) => Layer.setTracer(withSampler(tracer, options.sampler, replaced.context))
-    )
+      const { context } = yield* Effect.tracer
+      const tracer = withSampler(exporter.tracer, options.sampler, context)
+      const deliverySpans = makeDeliverySpans({
+        tracer,
+        sampler: options.sampler,
+        exportAttempt: exporter.exportAttempt,
+        clock: yield* Effect.clock
+      })
+      return Layer.merge(Layer.setTracer(tracer), Layer.succeed(DeliveryTracing, deliverySpans))
+    })
     // The exporter bounds the spans it holds and a batch holds one at least: this bound never refuses a span batch.
   ).pipe(Layer.provide(transport("traces", target, options.spanBatches.maxQueueSize)))
-  return Layer.effect(
-    DeliveryTracing,
-    Effect.map(Effect.all([Effect.tracer, Effect.clock]), ([tracer, clock]) => makeDeliverySpans(tracer, clock))
-  ).pipe(Layer.provideMerge(tracer))
-}
 
 /** The Effect metrics (`metrics/Metrics`, the ones `/metrics` serves), every `OTEL_METRIC_EXPORT_INTERVAL`. */
 const metrics = (options: TelemetryOptions, target: OtlpTarget) =>

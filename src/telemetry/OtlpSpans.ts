@@ -34,7 +34,7 @@ interface OtlpLink {
 }
 
 /** Unset (0) or Error (2): a span that succeeded leaves its status unset, as the specification asks of libraries. */
-interface OtlpStatus {
+export interface OtlpStatus {
   readonly code: 0 | 2
   readonly message?: string
 }

@@ -21,7 +21,7 @@ export interface EndedSpan extends RecordedSpan {
 export class RecordedSpan implements Tracer.Span {
   readonly _tag = "Span"
   readonly sampled = true
-  readonly spanId = newSpanId()
+  readonly spanId: string
   readonly traceId: string
   /**
    * Keys and values in turn, read by the exporter as they are: no map to fill, nor an entry array per attribute to
@@ -38,9 +38,12 @@ export class RecordedSpan implements Tracer.Span {
     links: ReadonlyArray<Tracer.SpanLink>,
     startTime: bigint,
     readonly kind: Tracer.SpanKind,
-    private readonly onEnd: (span: EndedSpan) => void
+    private readonly onEnd: (span: EndedSpan) => void,
+    /** Ids made elsewhere (an attempt's, `AttemptSpan.recorded`); by default new ones, in the parent's trace. */
+    ids?: { readonly traceId: string; readonly spanId: string }
   ) {
-    this.traceId = Option.isSome(parent) ? parent.value.traceId : newTraceId()
+    this.spanId = ids?.spanId ?? newSpanId()
+    this.traceId = ids?.traceId ?? (Option.isSome(parent) ? parent.value.traceId : newTraceId())
     this.links = links
     this.status = { _tag: "Started", startTime }
   }

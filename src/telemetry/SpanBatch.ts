@@ -1,14 +1,19 @@
 import type * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { HttpBody } from "@effect/platform"
+import { AttemptSpan } from "./AttemptSpan.js"
+import type { EndedAttemptSpan } from "./AttemptSpan.js"
 import { BodyWriter, encodedOnce, varintSize } from "./BodyWriter.js"
 import { spanJson } from "./OtlpSpans.js"
 import type { EndedSpan } from "./RecordedSpan.js"
-import { writeKeyValueObject, writeSpan } from "./SpanProtobuf.js"
+import { writeAttemptSpan, writeKeyValueObject, writeSpan } from "./SpanProtobuf.js"
+
+/** A span the exporter takes: one of the tracer's, or a delivery attempt's (`DeliverySpans`). */
+export type ExportedSpan = EndedSpan | EndedAttemptSpan
 
 /** The spans of one export, taken as they end, and the body that sends them. */
 export interface SpanBatch {
   readonly size: number
-  readonly add: (span: EndedSpan) => void
+  readonly add: (span: ExportedSpan) => void
   readonly body: () => HttpBody.HttpBody
   /** The export is over: its body's memory may be reused. */
   readonly release: () => void
@@ -68,7 +73,7 @@ export const jsonBatches = (source: SpanSource): NewBatch => {
       },
       add: (span) => {
         if (size > 0) writer.text(",")
-        writer.text(spanJson(span))
+        writer.text(spanJson(span instanceof AttemptSpan ? span.recorded() : span))
         size += 1
       },
       body: () => {
@@ -118,7 +123,8 @@ export const protobufBatches = (source: SpanSource): NewBatch => {
         return size
       },
       add: (span) => {
-        writeSpan(writer, scopeSpans.spans, span)
+        if (span instanceof AttemptSpan) writeAttemptSpan(writer, scopeSpans.spans, span)
+        else writeSpan(writer, scopeSpans.spans, span)
         size += 1
       },
       body: () => {

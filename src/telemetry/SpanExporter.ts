@@ -2,10 +2,10 @@ import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, FiberSet, Schedule, Tracer } from "effect"
 import type { Scope } from "effect"
+import type { EndedAttemptSpan } from "./AttemptSpan.js"
 import { RecordedSpan } from "./RecordedSpan.js"
-import type { EndedSpan } from "./RecordedSpan.js"
 import { jsonBatches, protobufBatches } from "./SpanBatch.js"
-import type { NewBatch, SpanBatch } from "./SpanBatch.js"
+import type { ExportedSpan, NewBatch, SpanBatch } from "./SpanBatch.js"
 import type { SpanBatches } from "./TelemetryConfig.js"
 
 export interface SpanExporterOptions {
@@ -23,6 +23,13 @@ export interface SpanExporterOptions {
 const retried = <E, R>(client: HttpClient.HttpClient.With<E, R>) =>
   HttpClient.filterStatusOk(client).pipe(HttpClient.retryTransient({ schedule: Schedule.spaced("1 second"), times: 3 }))
 
+export interface SpanExporter {
+  /** Effect's tracer, whose sampled spans are exported. */
+  readonly tracer: Tracer.Tracer
+  /** Exports a sampled attempt's span as it ends (`DeliverySpans`), in the same batches. */
+  readonly exportAttempt: (span: EndedAttemptSpan) => void
+}
+
 /**
  * The tracer hookrelay exports with: Effect's `Tracer` whose spans (`RecordedSpan`) go to the OTLP/HTTP endpoint in
  * batches, `OTEL_BSP_*` as the specification's batch processor reads them: a batch leaves when it holds
@@ -37,7 +44,7 @@ const retried = <E, R>(client: HttpClient.HttpClient.With<E, R>) =>
  */
 export const makeSpanExporter = (
   options: SpanExporterOptions
-): Effect.Effect<Tracer.Tracer, never, HttpClient.HttpClient | Scope.Scope> =>
+): Effect.Effect<SpanExporter, never, HttpClient.HttpClient | Scope.Scope> =>
   Effect.gen(function*() {
     const resource = yield* OtlpResource.fromConfig({
       serviceName: options.serviceName,
@@ -87,7 +94,7 @@ export const makeSpanExporter = (
       batch = newBatch()
       runFork(send(full))
     }
-    const onEnd = (span: EndedSpan) => {
+    const onEnd = (span: ExportedSpan) => {
       if (held >= maxQueueSize) {
         dropped += 1
         return
@@ -111,9 +118,12 @@ export const makeSpanExporter = (
       )
     )
 
-    return Tracer.make({
-      span: (name, parent, context, links, startTime, kind) =>
-        new RecordedSpan(name, parent, context, links, startTime, kind, onEnd),
-      context: (f) => f()
-    })
+    return {
+      tracer: Tracer.make({
+        span: (name, parent, context, links, startTime, kind) =>
+          new RecordedSpan(name, parent, context, links, startTime, kind, onEnd),
+        context: (f) => f()
+      }),
+      exportAttempt: onEnd
+    }
   })

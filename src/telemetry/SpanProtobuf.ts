@@ -1,9 +1,12 @@
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { Option } from "effect"
+import type { Tracer } from "effect"
+import { attemptExit, putAttemptAttributes, putUrlAttributes } from "./AttemptSpan.js"
+import type { EndedAttemptSpan, PutAttribute, UrlAttributes } from "./AttemptSpan.js"
 import type { BodyWriter } from "./BodyWriter.js"
 import { encodedOnce } from "./BodyWriter.js"
 import { eventsOf, kinds, outcome, unset } from "./OtlpSpans.js"
-import type { OtlpEvent } from "./OtlpSpans.js"
+import type { OtlpEvent, OtlpStatus } from "./OtlpSpans.js"
 import type { EndedSpan } from "./RecordedSpan.js"
 
 // Field numbers of opentelemetry/proto/trace/v1/trace.proto and common/v1/common.proto, as the written messages use them.
@@ -50,28 +53,27 @@ const constantField = (field: number) => {
 }
 
 /**
+ * A copy of what was written from `start` on (`Buffer#slice` would be a view of the body, whose memory is reused), as a
+ * `Buffer` like the constant fields: copying a small `Uint8Array` of the heap into the body allocated on every copy.
+ */
+const copyOf = (writer: BodyWriter, start: number): Buffer => Buffer.from(writer.bytes.subarray(start, writer.length))
+
+/**
  * An id field whose id is most often the one the span before had (the trace's id, the producer's span id: an
  * attempt's parent and link are its tracking request's, shared by the jobs of that request): encoded once, copied
  * after.
  */
 const repeatedId = (field: number) => {
   let last = ""
-  // A copy of the field's bytes (the body's memory is reused by later batches); no allocation when the id changes.
-  const encoded = new Uint8Array(2 + 16)
-  let size = 0
+  // A copy of the field's bytes (the body's memory is reused by later batches), copied by one `set`.
+  let encoded: Uint8Array = new Uint8Array(0)
   return (writer: BodyWriter, hex: string) => {
-    if (hex === last) {
-      writer.reserve(size)
-      const bytes = writer.bytes
-      for (let i = 0; i < size; i++) bytes[writer.length++] = encoded[i]!
-      return
-    }
+    if (hex === last) return writer.raw(encoded)
     const start = writer.length
     writer.hexBytes(field, hex)
-    size = writer.length - start
     // An id longer than W3C's is written, not kept.
-    last = size <= encoded.length ? hex : ""
-    if (last !== "") { for (let i = 0; i < size; i++) encoded[i] = writer.bytes[start + i]! }
+    last = writer.length - start <= 2 + 16 ? hex : ""
+    if (last !== "") encoded = copyOf(writer, start)
   }
 }
 
@@ -117,11 +119,37 @@ export const writeKeyValueObject = (writer: BodyWriter, field: number, entry: Ot
 }
 
 /**
+ * What was last written for one attribute key: most values repeat span after span (an endpoint's URL, the method, the
+ * outcome, the status), and a value written twice in a row is copied from here after, not encoded again. A value that
+ * changes every span (a message id) costs one comparison and no copy.
+ */
+interface LastEntry {
+  field: number
+  value: unknown
+  /** The whole `KeyValue` field, tag and length included, once the value has repeated. */
+  bytes: Uint8Array | undefined
+}
+
+const lastEntries = new Map<string, LastEntry>()
+
+const lastEntryOf = (key: string): LastEntry => {
+  let entry = lastEntries.get(key)
+  if (entry === undefined) {
+    entry = { field: 0, value: undefined, bytes: undefined }
+    if (lastEntries.size < 1024) lastEntries.set(key, entry)
+  }
+  return entry
+}
+
+/**
  * A `KeyValue` straight from the key and the value as a span holds them; the common kinds of value without an OTLP
  * object, and without a count of the text's bytes before it is written: the lengths of an attribute shorter than 128
  * bytes take one byte each, filled in after.
  */
 const writeAttribute = (writer: BodyWriter, field: number, key: string, value: unknown) => {
+  const last = lastEntryOf(key)
+  const repeated = last.field === field && last.value === value
+  if (repeated && last.bytes !== undefined) return writer.raw(last.bytes)
   const keyBytes = keyField(key)
   const most = typeof value === "string"
     ? keyBytes.length + value.length * 3 + 4
@@ -134,6 +162,7 @@ const writeAttribute = (writer: BodyWriter, field: number, key: string, value: u
   // As much as the writes below reserve, so that none of them moves the bytes.
   writer.reserve(most + 16)
   const bytes = writer.bytes
+  const start = writer.length
   bytes[writer.length++] = lenTag(field)
   const entryAt = writer.length++
   writer.raw(keyBytes)
@@ -144,6 +173,10 @@ const writeAttribute = (writer: BodyWriter, field: number, key: string, value: u
   else writer.int64(anyValue.int, value as number)
   bytes[valueAt] = writer.length - valueAt - 1
   bytes[entryAt] = writer.length - entryAt - 1
+  last.field = field
+  last.value = value
+  // Kept the second time in a row: a copy, as the body's memory is reused by later batches.
+  last.bytes = repeated ? copyOf(writer, start) : undefined
 }
 
 /** The longest attribute `writeAttribute` writes with one-byte lengths. */
@@ -157,28 +190,27 @@ const writeEvent = (writer: BodyWriter, entry: OtlpEvent) => {
   writer.close(at)
 }
 
-/**
- * `span` as an OTLP `Span` message, field `field` of the message being written: the protobuf counterpart of
- * `spanJson`, written into the body's bytes directly. A test decodes it with OpenTelemetry's own generated decoder
- * and holds it to `toOtlpSpan`.
- */
-export const writeSpan = (writer: BodyWriter, field: number, ended: EndedSpan) => {
-  const { endTime, exit, startTime } = ended.status
-  const result = outcome(exit, endTime)
-  const at = writer.open(field)
-  spanTraceId(writer, ended.traceId)
-  writer.hexBytes(span.spanId, ended.spanId)
-  if (Option.isSome(ended.parent)) parentSpanId(writer, ended.parent.value.spanId)
-  writer.raw(nameField(ended.name))
-  writer.int64(span.kind, kinds[ended.kind])
+/** A span's first fields, in field order: its ids, name, kind and times. */
+const writeHead = (
+  writer: BodyWriter,
+  ids: { readonly traceId: string; readonly spanId: string; readonly parent: Option.Option<Tracer.AnySpan> },
+  name: string,
+  kind: Tracer.SpanKind,
+  startTime: bigint,
+  endTime: bigint
+) => {
+  spanTraceId(writer, ids.traceId)
+  writer.hexBytes(span.spanId, ids.spanId)
+  if (Option.isSome(ids.parent)) parentSpanId(writer, ids.parent.value.spanId)
+  writer.raw(nameField(name))
+  writer.int64(span.kind, kinds[kind])
   writer.fixed64(span.startTime, startTime)
   writer.fixed64(span.endTime, endTime)
-  const list = ended.attributeList
-  for (let i = 0; i < list.length; i += 2) writeAttribute(writer, span.attributes, list[i] as string, list[i + 1])
-  if (ended.events !== undefined || result.exception !== undefined) {
-    for (const entry of eventsOf(ended, result.exception)) writeEvent(writer, entry)
-  }
-  for (const entry of ended.links) {
+}
+
+/** A span's last fields: its links and its status. */
+const writeTail = (writer: BodyWriter, links: ReadonlyArray<Tracer.SpanLink>, result: OtlpStatus) => {
+  for (const entry of links) {
     const linkAt = writer.open(span.links)
     linkTraceId(writer, entry.span.traceId)
     linkSpanId(writer, entry.span.spanId)
@@ -190,10 +222,60 @@ export const writeSpan = (writer: BodyWriter, field: number, ended: EndedSpan) =
     writer.close(linkAt)
   }
   const statusAt = writer.open(span.status)
-  if (result.status !== unset) {
-    if (result.status.message !== undefined) writer.string(status.message, result.status.message)
-    writer.int64(status.code, result.status.code)
+  if (result !== unset) {
+    if (result.message !== undefined) writer.string(status.message, result.message)
+    writer.int64(status.code, result.code)
   }
   writer.close(statusAt)
+}
+
+/**
+ * `span` as an OTLP `Span` message, field `field` of the message being written: the protobuf counterpart of
+ * `spanJson`, written into the body's bytes directly. A test decodes it with OpenTelemetry's own generated decoder
+ * and holds it to `toOtlpSpan`.
+ */
+export const writeSpan = (writer: BodyWriter, field: number, ended: EndedSpan) => {
+  const { endTime, exit, startTime } = ended.status
+  const result = outcome(exit, endTime)
+  const at = writer.open(field)
+  writeHead(writer, ended, ended.name, ended.kind, startTime, endTime)
+  const list = ended.attributeList
+  for (let i = 0; i < list.length; i += 2) writeAttribute(writer, span.attributes, list[i] as string, list[i + 1])
+  if (ended.events !== undefined || result.exception !== undefined) {
+    for (const entry of eventsOf(ended, result.exception)) writeEvent(writer, entry)
+  }
+  writeTail(writer, ended.links, result.status)
+  writer.close(at)
+}
+
+const putSpanAttribute: PutAttribute<BodyWriter> = (writer, key, value) =>
+  writeAttribute(writer, span.attributes, key, value)
+
+/** The attributes every attempt on one URL has, encoded once per URL (`DeliverySpans` keeps one object a URL). */
+const urlBlocks = new WeakMap<UrlAttributes, Buffer>()
+
+const urlBlock = (url: UrlAttributes): Buffer => {
+  let block = urlBlocks.get(url)
+  if (block === undefined) {
+    block = encodedOnce((writer) => putUrlAttributes(writer, putSpanAttribute, url))
+    urlBlocks.set(url, block)
+  }
+  return block
+}
+
+/**
+ * An attempt's span, the same bytes as `writeSpan` of its `recorded()` span (a test holds it to that), from its own
+ * fields: no attribute list, and its URL's attributes copied as one block.
+ */
+export const writeAttemptSpan = (writer: BodyWriter, field: number, attempt: EndedAttemptSpan) => {
+  const at = writer.open(field)
+  writeHead(writer, attempt, "POST", "client", attempt.startTime, attempt.endTime)
+  writer.raw(urlBlock(attempt.url))
+  putAttemptAttributes(writer, putSpanAttribute, attempt.attemptNumber, attempt.messageId, attempt.record)
+  writeTail(
+    writer,
+    attempt.links,
+    attempt.record.outcome === "Success" ? unset : outcome(attemptExit(attempt.record), attempt.endTime).status
+  )
   writer.close(at)
 }

@@ -6,6 +6,7 @@ import { deliverWith } from "../../src/delivery/Deliver.js"
 import type { TransportRequest, TransportResponse } from "../../src/delivery/Transport.js"
 import { parseTraceparent } from "../../src/domain/TraceContext.js"
 import { makeDeliverySpans } from "../../src/telemetry/DeliverySpans.js"
+import type { Sampler } from "../../src/telemetry/Sampler.js"
 import { makeSpanExporter } from "../../src/telemetry/SpanExporter.js"
 
 const producer = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" }
@@ -42,7 +43,7 @@ const statusError = 2
  * Delivery with attempt spans on the tracer hookrelay exports with (`SpanExporter`), posting to an in-memory
  * collector (the spans are sent when `scope` closes), its receiver answering `statuses` in turn.
  */
-const traced = (statuses: ReadonlyArray<number>) =>
+const traced = (statuses: ReadonlyArray<number>, sampler: Sampler = { parentBased: true, root: "always" }) =>
   Effect.gen(function*() {
     const bodies: Array<{ resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<OtlpSpan> }> }> }> = []
     const collector = HttpClient.make((request) =>
@@ -52,7 +53,7 @@ const traced = (statuses: ReadonlyArray<number>) =>
       })
     )
     const scope = yield* Scope.make()
-    const tracer = yield* makeSpanExporter({
+    const exporter = yield* makeSpanExporter({
       url: "http://collector.test/v1/traces",
       headers: {},
       protocol: "http/json",
@@ -64,7 +65,12 @@ const traced = (statuses: ReadonlyArray<number>) =>
       Effect.provide(Layer.merge(Layer.succeed(HttpClient.HttpClient, collector), OtlpSerialization.layerJson)),
       Scope.extend(scope)
     )
-    const tracing = makeDeliverySpans(tracer, yield* Effect.clock)
+    const tracing = makeDeliverySpans({
+      tracer: exporter.tracer,
+      sampler,
+      exportAttempt: exporter.exportAttempt,
+      clock: yield* Effect.clock
+    })
     const requests: Array<TransportRequest> = []
     const transport = {
       post: (request: TransportRequest) => Effect.sync(() => answer(statuses[requests.push(request) - 1] ?? 200))
@@ -143,6 +149,32 @@ describe("delivery's attempt spans", () => {
       expect(span!.parentSpanId).toBeUndefined()
       expect(span!.links).toStrictEqual([])
       expect(requests[0]!.headers).toContain("traceparent")
+    }))
+
+  it.effect("an attempt the sampler leaves out exports nothing; its traceparent continues the trace, not sampled", () =>
+    Effect.gen(function*() {
+      const { exported, requests, services } = yield* traced([200], { parentBased: true, root: "always" })
+      // The tracking request was not sampled: its attempts follow it.
+      const result = yield* deliverWith(services, {
+        ...job,
+        traceparent: `00-${producer.traceId}-${producer.spanId}-00`
+      })
+      expect(result._tag).toBe("Delivered")
+      expect(yield* exported).toStrictEqual([])
+      const sent = parseTraceparent(requests[0]!.headers[requests[0]!.headers.indexOf("traceparent") + 1])
+      expect(sent?.traceId).toBe(producer.traceId)
+      expect(sent?.spanId).not.toBe(producer.spanId)
+      expect(sent?.sampled).toBe(false)
+    }))
+
+  it.effect("a root attempt under a sampler that records none gets a trace of its own, not sampled", () =>
+    Effect.gen(function*() {
+      const { exported, requests, services } = yield* traced([200], { parentBased: true, root: "never" })
+      yield* deliverWith(services, { ...job, traceparent: undefined })
+      expect(yield* exported).toStrictEqual([])
+      const sent = parseTraceparent(requests[0]!.headers[requests[0]!.headers.indexOf("traceparent") + 1])
+      expect(sent?.traceId).not.toBe(producer.traceId)
+      expect(sent?.sampled).toBe(false)
     }))
 
   it.effect("without tracing, the request carries no traceparent", () =>

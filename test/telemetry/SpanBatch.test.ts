@@ -1,10 +1,13 @@
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Exit, Option, Tracer } from "effect"
+import type { AttemptRecord } from "../../src/delivery/AttemptRecord.js"
+import { AttemptSpan, urlAttributes } from "../../src/telemetry/AttemptSpan.js"
+import type { EndedAttemptSpan } from "../../src/telemetry/AttemptSpan.js"
 import type { EndedSpan } from "../../src/telemetry/RecordedSpan.js"
 import { RecordedSpan } from "../../src/telemetry/RecordedSpan.js"
 import { jsonBatches, protobufBatches } from "../../src/telemetry/SpanBatch.js"
-import type { NewBatch } from "../../src/telemetry/SpanBatch.js"
+import type { ExportedSpan, NewBatch } from "../../src/telemetry/SpanBatch.js"
 import { decodeTraces } from "./OtlpProtobuf.js"
 
 const source = {
@@ -30,6 +33,43 @@ const ended = (i: number, attributes: Record<string, unknown>): EndedSpan => {
   return result!
 }
 
+const attemptRecord = (record: Partial<AttemptRecord>): AttemptRecord => ({
+  jobId: "job-1",
+  url: "https://hooks.example.com/in",
+  attemptNumber: 1,
+  startedAt: 1_795_854_902_647,
+  durationMs: 1,
+  outcome: "Success",
+  status: 200,
+  ...record
+})
+
+const hooks = urlAttributes("https://hooks.example.com/in")
+const other = urlAttributes("https://user:secret@other.example.com:8443/in?x=1")
+
+/** An attempt's span as `DeliverySpans` makes and ends it. */
+const endedAttempt = (
+  i: number,
+  options: {
+    readonly record?: Partial<AttemptRecord>
+    readonly attemptNumber?: number
+    readonly url?: typeof hooks
+    readonly parented?: boolean
+  } = {}
+): EndedAttemptSpan => {
+  const parented = options.parented ?? true
+  return new AttemptSpan(
+    parented ? producer.traceId : "5bf92f3577b34da6a3ce929d0e0e4737",
+    `00f067aa0ba9${String(1000 + i).padStart(4, "0")}`,
+    parented ? Option.some(producer) : Option.none(),
+    parented ? [{ _tag: "SpanLink", span: producer, attributes: {} }] : [],
+    1_795_854_902_647_000_000n + BigInt(i),
+    options.url ?? hooks,
+    `message-${i}`,
+    options.attemptNumber ?? 1
+  ).end(attemptRecord(options.record ?? {}), 1_795_854_902_648_000_000n + BigInt(i))
+}
+
 interface Request {
   readonly resourceSpans: ReadonlyArray<{
     readonly resource: { readonly attributes: ReadonlyArray<unknown> }
@@ -44,7 +84,7 @@ interface Request {
   }>
 }
 
-const bodyOf = (newBatch: NewBatch, spans: ReadonlyArray<EndedSpan>) => {
+const bodyOf = (newBatch: NewBatch, spans: ReadonlyArray<ExportedSpan>) => {
   const batch = newBatch()
   for (const span of spans) batch.add(span)
   const body = batch.body()
@@ -130,6 +170,58 @@ describe("a batch's body", () => {
         JSON.stringify({ ...span, status: {} }, (key, value) => key === "intValue" ? String(value) : value)
       )
     ))
+  })
+
+  it("an attempt's span is written as its tracer span would be, byte for byte", () => {
+    // Runs of one value and changes, as a value's second write in a row is kept and copied after.
+    const attempts = [
+      endedAttempt(1),
+      endedAttempt(2),
+      endedAttempt(3),
+      endedAttempt(4, { attemptNumber: 2, record: { outcome: "Retryable", status: 503 } }),
+      endedAttempt(5, { attemptNumber: 3, record: { outcome: "Retryable", status: undefined, error: "timed out" } }),
+      endedAttempt(6, { url: other, parented: false }),
+      endedAttempt(7, { url: other, parented: false }),
+      endedAttempt(8, { record: { outcome: "Aborted", status: undefined, error: "aborted" } }),
+      endedAttempt(9, { record: { outcome: "Permanent", status: 410 } }),
+      endedAttempt(10)
+    ]
+    for (const attempt of attempts) {
+      expect(bodyOf(protobufBatches(source), [attempt]).bytes).toStrictEqual(
+        bodyOf(protobufBatches(source), [attempt.recorded()]).bytes
+      )
+    }
+    const decoded = decodedSpans(decodeTraces(bodyOf(protobufBatches(source), attempts).bytes) as unknown as Request)
+    expect(decoded.map((span) => span.spanId)).toStrictEqual(attempts.map((attempt) => attempt.spanId))
+    expect(decoded[5]!.attributes).toContainEqual({
+      key: "url.full",
+      value: { stringValue: "https://other.example.com:8443/in?x=1" }
+    })
+    expect(decoded[4]!.attributes).toContainEqual({ key: "error.type", value: { stringValue: "Retryable" } })
+    // JSON writes the recorded span.
+    const json = JSON.parse(bodyOf(jsonBatches(source), attempts).bytes.toString("utf8")) as Request
+    expect(decodedSpans(json).map((span) => span.spanId)).toStrictEqual(attempts.map((attempt) => attempt.spanId))
+  })
+
+  it("a value repeated from span to span is written exactly in later batches, whose memory is reused", () => {
+    const newBatch = protobufBatches(source)
+    const attributes = { "url.full": "https://hooks.example.com/in", port: 443, ok: true }
+    const written = Array.from({ length: 4 }, (_, round) => {
+      const batch = newBatch()
+      for (let i = 0; i < 3; i++) batch.add(ended(round * 10 + i, attributes))
+      const body = batch.body()
+      if (body._tag !== "Uint8Array") throw new Error("bytes expected")
+      const spans = decodedSpans(decodeTraces(body.body) as unknown as Request)
+      // Overwrites the body's memory before the next batch takes it.
+      body.body.fill(0xff)
+      batch.release()
+      return spans.map((span) => span.attributes)
+    })
+    expect(written.flat()).toStrictEqual(Array.from({ length: 12 }, () => [
+      { key: "url.full", value: { stringValue: "https://hooks.example.com/in" } },
+      { key: "port", value: { intValue: "443" } },
+      { key: "ok", value: { boolValue: true } }
+    ]))
   })
 
   it("a body's bytes are reused by a later batch only once it is released", () => {

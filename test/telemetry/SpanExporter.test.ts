@@ -40,7 +40,7 @@ const exporting = (
       })
     )
     const scope = yield* Scope.make()
-    const tracer = yield* makeSpanExporter({
+    const { tracer } = yield* makeSpanExporter({
       url: "http://collector.test/v1/traces",
       headers: { authorization: "Bearer t" },
       protocol: "http/json",
