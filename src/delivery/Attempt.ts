@@ -76,16 +76,17 @@ export const prepareEndpoint = (
 /** The request with a W3C `traceparent` header (telemetry on), for the receiver's trace to join the producer's. */
 export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string): PreparedEndpoint => {
   const request = endpoint.request
-  // A spread literal: ~60 ns for a signed request's list, where `concat` with non-array arguments takes V8's slow path
-  // (~230 ns). A literal keeps the request's shape.
+  const base = request.headers
+  // Allocated at its final length and filled: a spread literal reserves room to grow (256 against 113 bytes for a
+  // signed request's list, and slower), and `concat` with non-array arguments takes V8's slow path.
+  const headers = new Array<string>(base.length + 2)
+  for (let i = 0; i < base.length; i++) headers[i] = base[i]!
+  headers[base.length] = "traceparent"
+  headers[base.length + 1] = traceparent
+  // A literal keeps the request's shape.
   return {
     url: endpoint.url,
-    request: {
-      origin: request.origin,
-      path: request.path,
-      headers: [...request.headers, "traceparent", traceparent],
-      body: request.body
-    }
+    request: { origin: request.origin, path: request.path, headers, body: request.body }
   }
 }
 
