@@ -1,18 +1,19 @@
 /**
  * What writing one exported span into an export body costs, OTLP/JSON (`jsonBatches`) against OTLP/protobuf
- * (`protobufBatches`), without a network: batches of 2 048 delivery-attempt spans as `DeliverySpans` makes them (eight
- * attributes, a parent and a link), the two formats alternating within each round. Reports ns per span (the median
+ * (`protobufBatches`), without a network: batches of 2 048 delivery-attempt spans as `DeliverySpans` makes them
+ * (`AttemptSpan`: eight attributes, a parent and a link), the two formats alternating within each round. Reports ns per span (the median
  * round and the range), body bytes per span and heap bytes allocated per span (a sampling heap profile that keeps
  * what was collected). Writes bench/results/span-encoding.{md,json}.
  *
  *   node --expose-gc --import tsx bench/spanEncoding.ts [rounds]
  */
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
-import { Context, Exit, Option, Tracer } from "effect"
-import type { EndedSpan } from "../src/telemetry/RecordedSpan.js"
-import { RecordedSpan } from "../src/telemetry/RecordedSpan.js"
+import { Option, Tracer } from "effect"
+import type { AttemptRecord } from "../src/delivery/AttemptRecord.js"
+import { AttemptSpan, urlAttributes } from "../src/telemetry/AttemptSpan.js"
 import { jsonBatches, protobufBatches } from "../src/telemetry/SpanBatch.js"
-import type { NewBatch } from "../src/telemetry/SpanBatch.js"
+import type { ExportedSpan, NewBatch } from "../src/telemetry/SpanBatch.js"
+import { newSpanId } from "../src/telemetry/SpanIds.js"
 import { allocatedBytes } from "./support/allocations.js"
 import { writeResults } from "./support/processes.js"
 
@@ -26,29 +27,32 @@ if (gc === undefined) throw new Error("run with node --expose-gc")
 const producer = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" })
 const links = [{ _tag: "SpanLink" as const, span: producer, attributes: {} }]
 
-/** An attempt's span as `DeliverySpans` ends it, ids and times its own. */
-const attemptSpan = (i: number): EndedSpan => {
-  let ended: EndedSpan | undefined
-  const span = new RecordedSpan(
-    "POST",
+const url = urlAttributes("https://hooks.example.com/segment/in")
+const record: AttemptRecord = {
+  jobId: "job-1",
+  url: url.full,
+  attemptNumber: 1,
+  startedAt: 1_795_854_902_647,
+  durationMs: 4,
+  outcome: "Success",
+  status: 200
+}
+
+/**
+ * An attempt's span as `DeliverySpans` makes and ends it, ids and times its own: protobuf writes it as it is, JSON
+ * writes its `recorded()` span, made as it is added.
+ */
+const attemptSpan = (i: number): ExportedSpan =>
+  new AttemptSpan(
+    producer.traceId,
+    newSpanId(),
     Option.some(producer),
-    Context.empty(),
     links,
     1_795_854_902_647_000_000n + BigInt(i) * 1000n,
-    "client",
-    (done) => ended = done
-  )
-  span.attribute("http.request.method", "POST")
-  span.attribute("url.full", "https://hooks.example.com/segment/in")
-  span.attribute("server.address", "hooks.example.com")
-  span.attribute("server.port", 443)
-  span.attribute("hookrelay.attempt.number", 1)
-  span.attribute("hookrelay.message.id", `ajs-next-1763715784001-${String(i).padStart(8, "0")}`)
-  span.attribute("hookrelay.attempt.outcome", "Success")
-  span.attribute("http.response.status_code", 200)
-  span.end(1_795_854_902_647_000_000n + BigInt(i) * 1000n + 4_200_000n, Exit.void)
-  return ended!
-}
+    url,
+    `ajs-next-1763715784001-${String(i).padStart(8, "0")}`,
+    1
+  ).end(record, 1_795_854_902_647_000_000n + BigInt(i) * 1000n + 4_200_000n)
 
 const spans = Array.from({ length: spansPerBatch }, (_, i) => attemptSpan(i))
 const source = {
