@@ -106,10 +106,13 @@ const attempts = (tracing: DeliveryTracingShape | undefined, count: number, firs
       messageId: `ajs-next-1763715784001-${i}`,
       endpoint,
       attemptNumber: 1,
-      record: noRecord
+      record: noRecord,
+      trace: undefined
     }
     const attempt = tracing === undefined ? input : tracing.attempt(input, traceparent)
-    attempt.record(succeeded(attempt))
+    const record = succeeded(attempt)
+    attempt.trace?.ended(record)
+    attempt.record(record)
     // The receiver's `traceparent` continues the producer's trace: the stored one was read as the span's parent.
     const headers = attempt.endpoint.request.headers
     if (headers.at(-2) === "traceparent" && headers.at(-1)!.startsWith(traceparent.slice(0, 36))) traced += 1

@@ -8,9 +8,10 @@
  *   node --expose-gc --import tsx bench/spanEncoding.ts [rounds]
  */
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
-import { Option, Tracer } from "effect"
+import { Clock, Option, Tracer } from "effect"
 import type { AttemptRecord } from "../src/delivery/AttemptRecord.js"
 import { AttemptSpan, urlAttributes } from "../src/telemetry/AttemptSpan.js"
+import type { AttemptSpanSink } from "../src/telemetry/AttemptSpan.js"
 import { jsonBatches, protobufBatches } from "../src/telemetry/SpanBatch.js"
 import type { ExportedSpan, NewBatch } from "../src/telemetry/SpanBatch.js"
 import { newSpanId } from "../src/telemetry/SpanIds.js"
@@ -27,6 +28,8 @@ if (gc === undefined) throw new Error("run with node --expose-gc")
 const producer = Tracer.externalSpan({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7" })
 const links = [{ _tag: "SpanLink" as const, span: producer, attributes: {} }]
 
+/** The spans are ended and added by the benchmark itself. */
+const unexported: AttemptSpanSink = { clock: Clock.make(), exportAttempt: () => {} }
 const url = urlAttributes("https://hooks.example.com/segment/in")
 const record: AttemptRecord = {
   jobId: "job-1",
@@ -44,6 +47,7 @@ const record: AttemptRecord = {
  */
 const attemptSpan = (i: number): ExportedSpan =>
   new AttemptSpan(
+    unexported,
     producer.traceId,
     newSpanId(),
     Option.some(producer),

@@ -97,6 +97,19 @@ export interface AttemptInput {
   /** 1-based, per URL, counted across restarts. */
   readonly attemptNumber: number
   readonly record: AttemptSink
+  /** Telemetry on: the attempt's span, told how it ended before it is recorded (`DeliveryTracing.attempt`). */
+  readonly trace?: AttemptTrace | undefined
+}
+
+/** The end of an attempt's span, as telemetry gives it to the attempt (`DeliveryTracing`). */
+export interface AttemptTrace {
+  readonly ended: (record: AttemptRecord) => void
+}
+
+/** Records an attempt, ending its span first if it has one. */
+const recordAttempt = (input: AttemptInput, record: AttemptRecord) => {
+  input.trace?.ended(record)
+  return input.record(record)
 }
 
 const abortedError = "aborted: the attempt was interrupted before it finished"
@@ -182,7 +195,7 @@ const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: numbe
 
 /** Records a classified attempt (logging a timeout) and returns its outcome. */
 const recorded = (input: AttemptInput, result: Settled): Effect.Effect<AttemptOutcome> => {
-  const done = Effect.as(input.record(result.record), result.outcome)
+  const done = Effect.as(recordAttempt(input, result.record), result.outcome)
   if (result.timeout !== undefined) {
     return Effect.zipRight(logFailure(input, `delivery attempt timed out: ${result.timeout.message}`), done)
   }
@@ -206,7 +219,7 @@ const cutOff = (
   if (failure._tag === "Some") return recorded(input, failedWith(input, startedAt, finishedAt, failure.value))
   const other = cause as Cause.Cause<never>
   if (!Cause.isInterrupted(other)) return Effect.failCause(other)
-  return Effect.zipRight(input.record(abortedRecord(input, startedAt, finishedAt)), Effect.failCause(other))
+  return Effect.zipRight(recordAttempt(input, abortedRecord(input, startedAt, finishedAt)), Effect.failCause(other))
 }
 
 /**

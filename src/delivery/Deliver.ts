@@ -126,7 +126,8 @@ const runEndpoint = (
       // Standard Webhooks: a timestamp (and signatures) of this attempt's own time, the same webhook-id every time.
       endpoint: context.stamp === undefined ? endpoint : context.stamp(endpoint, clock.unsafeCurrentTimeMillis()),
       attemptNumber: attempts,
-      record: context.record
+      record: context.record,
+      trace: undefined
     }
   }
   const gate = context.gate?.(endpoint.url)

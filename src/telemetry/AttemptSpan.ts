@@ -1,5 +1,6 @@
 import { Context, Exit } from "effect"
-import type { Option, Tracer } from "effect"
+import type { Clock, Option, Tracer } from "effect"
+import type { AttemptTrace } from "../delivery/Attempt.js"
 import type { AttemptRecord } from "../delivery/AttemptRecord.js"
 import { RecordedSpan } from "./RecordedSpan.js"
 import type { EndedSpan } from "./RecordedSpan.js"
@@ -56,15 +57,22 @@ export const attemptExit = (record: AttemptRecord): Exit.Exit<void, string> =>
 
 const spanAttribute: PutAttribute<Tracer.Span> = (span, key, value) => span.attribute(key, value)
 
+/** Where an attempt's span goes when its attempt ends, and the clock that times the end (one per `DeliverySpans`). */
+export interface AttemptSpanSink {
+  readonly clock: Clock.Clock
+  readonly exportAttempt: (span: EndedAttemptSpan) => void
+}
+
 /**
  * A sampled delivery attempt's span, kept as the attempt's own fields rather than an attribute list (`DeliverySpans`
  * makes one per attempt): the protobuf body writes it directly (`SpanProtobuf.writeAttemptSpan`), its URL's attributes
  * encoded once per URL. `recorded` is the same span as the tracer's `RecordedSpan`, which the JSON body writes.
  */
-export class AttemptSpan {
+export class AttemptSpan implements AttemptTrace {
   endTime = 0n
   record: AttemptRecord | undefined = undefined
   constructor(
+    private readonly sink: AttemptSpanSink,
     readonly traceId: string,
     readonly spanId: string,
     readonly parent: Option.Option<Tracer.AnySpan>,
@@ -74,6 +82,11 @@ export class AttemptSpan {
     readonly messageId: string,
     readonly attemptNumber: number
   ) {}
+
+  /** The attempt ended (`AttemptTrace`): the span ends now and is exported. */
+  ended(record: AttemptRecord) {
+    this.sink.exportAttempt(this.end(record, this.sink.clock.unsafeCurrentTimeNanos()))
+  }
 
   /** Ends the span with the attempt's record; answers it ended, for the exporter. */
   end(record: AttemptRecord, endTime: bigint): EndedAttemptSpan {

@@ -6,7 +6,7 @@ import type { DeliveryTracingShape } from "../delivery/DeliveryTracing.js"
 import { formatTraceparent, parseTraceparent, traceparentPrefix } from "../domain/TraceContext.js"
 import type { StoreShape } from "../store/Model.js"
 import { AttemptSpan, urlAttributes } from "./AttemptSpan.js"
-import type { EndedAttemptSpan, UrlAttributes } from "./AttemptSpan.js"
+import type { AttemptSpanSink, EndedAttemptSpan, UrlAttributes } from "./AttemptSpan.js"
 import { isSampled } from "./Sampler.js"
 import type { Sampler } from "./Sampler.js"
 import { newSpanId, newTraceId } from "./SpanIds.js"
@@ -57,7 +57,8 @@ export interface DeliverySpansOptions {
  * kind and ids are those a tracer span would have had (`AttemptSpan.recorded`).
  */
 export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracingShape => {
-  const { clock, exportAttempt, sampler, tracer } = options
+  const { clock, sampler, tracer } = options
+  const sink: AttemptSpanSink = { clock, exportAttempt: options.exportAttempt }
   // Per configured URL, not per attempt.
   const urls = new Map<string, UrlAttributes>()
   const attributesOf = (url: string) => {
@@ -86,10 +87,12 @@ export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracin
         messageId: input.messageId,
         endpoint: withTraceparent(input.endpoint, header),
         attemptNumber: input.attemptNumber,
-        record: input.record
+        record: input.record,
+        trace: undefined
       }
     }
     const span = new AttemptSpan(
+      sink,
       traceId,
       spanId,
       lastStart.parent,
@@ -99,16 +102,13 @@ export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracin
       input.messageId,
       input.attemptNumber
     )
-    const record = input.record
     return {
       jobId: input.jobId,
       messageId: input.messageId,
       endpoint: withTraceparent(input.endpoint, header),
       attemptNumber: input.attemptNumber,
-      record: (attempted) => {
-        exportAttempt(span.end(attempted, clock.unsafeCurrentTimeNanos()))
-        return record(attempted)
-      }
+      record: input.record,
+      trace: span
     }
   }
 

@@ -1,9 +1,9 @@
 import * as OtlpResource from "@effect/opentelemetry/OtlpResource"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Exit, Option, Tracer } from "effect"
+import { Clock, Context, Exit, Option, Tracer } from "effect"
 import type { AttemptRecord } from "../../src/delivery/AttemptRecord.js"
 import { AttemptSpan, urlAttributes } from "../../src/telemetry/AttemptSpan.js"
-import type { EndedAttemptSpan } from "../../src/telemetry/AttemptSpan.js"
+import type { AttemptSpanSink, EndedAttemptSpan } from "../../src/telemetry/AttemptSpan.js"
 import type { EndedSpan } from "../../src/telemetry/RecordedSpan.js"
 import { RecordedSpan } from "../../src/telemetry/RecordedSpan.js"
 import { jsonBatches, protobufBatches } from "../../src/telemetry/SpanBatch.js"
@@ -44,6 +44,8 @@ const attemptRecord = (record: Partial<AttemptRecord>): AttemptRecord => ({
   ...record
 })
 
+/** The spans are ended and added by the tests themselves. */
+const unexported: AttemptSpanSink = { clock: Clock.make(), exportAttempt: () => {} }
 const hooks = urlAttributes("https://hooks.example.com/in")
 const other = urlAttributes("https://user:secret@other.example.com:8443/in?x=1")
 
@@ -59,6 +61,7 @@ const endedAttempt = (
 ): EndedAttemptSpan => {
   const parented = options.parented ?? true
   return new AttemptSpan(
+    unexported,
     parented ? producer.traceId : "5bf92f3577b34da6a3ce929d0e0e4737",
     `00f067aa0ba9${String(1000 + i).padStart(4, "0")}`,
     parented ? Option.some(producer) : Option.none(),
