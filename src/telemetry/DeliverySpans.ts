@@ -80,35 +80,27 @@ export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracin
     const traceId = lastStart.traceId ?? newTraceId()
     const spanId = newSpanId()
     const header = formatTraceparent({ traceId, spanId, sampled }, lastStart.prefix)
+    const trace = sampled
+      ? new AttemptSpan(
+        sink,
+        traceId,
+        spanId,
+        lastStart.parent,
+        lastStart.links,
+        clock.unsafeCurrentTimeNanos(),
+        attributesOf(input.endpoint.url),
+        input.messageId,
+        input.attemptNumber
+      )
+      : undefined
     // The fields in `Deliver`'s order, not a spread: one object shape for the attempt's code, traced or not.
-    if (!sampled) {
-      return {
-        jobId: input.jobId,
-        messageId: input.messageId,
-        endpoint: withTraceparent(input.endpoint, header),
-        attemptNumber: input.attemptNumber,
-        record: input.record,
-        trace: undefined
-      }
-    }
-    const span = new AttemptSpan(
-      sink,
-      traceId,
-      spanId,
-      lastStart.parent,
-      lastStart.links,
-      clock.unsafeCurrentTimeNanos(),
-      attributesOf(input.endpoint.url),
-      input.messageId,
-      input.attemptNumber
-    )
     return {
       jobId: input.jobId,
       messageId: input.messageId,
       endpoint: withTraceparent(input.endpoint, header),
       attemptNumber: input.attemptNumber,
       record: input.record,
-      trace: span
+      trace
     }
   }
 
