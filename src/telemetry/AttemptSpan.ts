@@ -95,6 +95,7 @@ export class AttemptSpan implements AttemptTrace {
     return this as EndedAttemptSpan
   }
 
+  /** The span as the tracer would have recorded it: what the JSON body writes and the tests hold the protobuf to. */
   recorded(this: EndedAttemptSpan): EndedSpan {
     let ended: EndedSpan | undefined
     const span = new RecordedSpan(

@@ -117,17 +117,26 @@ export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracin
       })
     })
 
+  // Made on the tracer, not by `Effect.withSpan`: that one copies the fiber's context and fiber refs for the span it
+  // makes current, which nothing under a completion reads.
   const completeMany =
     (inner: StoreShape["completeMany"]): StoreShape["completeMany"] => (owner, completions, attempts) =>
-      inner(owner, completions, attempts).pipe(
-        Effect.withSpan("hookrelay.complete", {
-          kind: "internal",
-          root: true,
-          // A call-site stack is an `Error` built on every batch.
-          captureStackTrace: false,
-          attributes: { "hookrelay.batch.jobs": completions.length, "hookrelay.batch.attempts": attempts?.length ?? 0 }
-        })
-      )
+      Effect.suspend(() => {
+        const span = tracer.span(
+          "hookrelay.complete",
+          Option.none(),
+          Context.empty(),
+          [],
+          clock.unsafeCurrentTimeNanos(),
+          "internal"
+        )
+        span.attribute("hookrelay.batch.jobs", completions.length)
+        span.attribute("hookrelay.batch.attempts", attempts?.length ?? 0)
+        return Effect.onExit(
+          inner(owner, completions, attempts),
+          (exit) => Effect.sync(() => span.end(clock.unsafeCurrentTimeNanos(), exit))
+        )
+      })
 
   return {
     attempt,
