@@ -176,7 +176,7 @@ describe("a batch's body", () => {
   })
 
   it("an attempt's span is written as its tracer span would be, byte for byte", () => {
-    // Runs of one value and changes, as a value's second write in a row is kept and copied after.
+    // Runs of one URL, outcome and producer, and changes of each: the ids of a run are copied after the first.
     const attempts = [
       endedAttempt(1),
       endedAttempt(2),
@@ -206,7 +206,7 @@ describe("a batch's body", () => {
     expect(decodedSpans(json).map((span) => span.spanId)).toStrictEqual(attempts.map((attempt) => attempt.spanId))
   })
 
-  it("a value repeated from span to span is written exactly in later batches, whose memory is reused", () => {
+  it("spans repeated from batch to batch are written exactly, the body's memory reused in between", () => {
     const newBatch = protobufBatches(source)
     const attributes = { "url.full": "https://hooks.example.com/in", port: 443, ok: true }
     const written = Array.from({ length: 4 }, (_, round) => {
