@@ -4,21 +4,21 @@
 # toolchain of the install stage), then the installed `hookrelay` bin. Nothing else runs here.
 
 # 1. The package, as `npm pack` makes it (the console and the compiled server inside).
-FROM node:20-bookworm AS pack
+FROM node:24-bookworm AS pack
 WORKDIR /src
 COPY . .
 RUN npm ci && npm pack --pack-destination /pack && mv /pack/hookrelay-*.tgz /pack/hookrelay.tgz
 
 # 2. The tarball installed with production dependencies only (this stage has a C++ toolchain, in
 #    case no prebuilt SQLite binary fits the platform).
-FROM node:20-bookworm AS install
+FROM node:24-bookworm AS install
 WORKDIR /app
 COPY --from=pack /pack/hookrelay.tgz /tmp/hookrelay.tgz
 RUN echo '{"name":"hookrelay-image","private":true}' > package.json \
   && npm install --omit=dev --no-audit --no-fund /tmp/hookrelay.tgz
 
 # 3. The runtime: no toolchain, no npm cache, a non-root user, the SQLite data in a volume.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

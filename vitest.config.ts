@@ -18,10 +18,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     sequence: { concurrent: false },
     // Test files share their worker's modules instead of a fresh process and module graph each: about half a second
-    // less per file. They share no state that matters: metrics are read as differences, clocks are per test, and the
-    // setup file gives each file @effect/vitest's own `it` again.
+    // less per file. They share no state that matters: metrics are read as differences, clocks are per test, and
+    // @effect/vitest's `layer` hands its tests a `it` of their own instead of changing the shared one.
     isolate: false,
-    setupFiles: ["test/support/effectVitest.ts"],
     // Receivers in tests listen on loopback, which the SSRF guard refuses by default (SPEC §8). Child processes
     // inherit it; the guard's own tests pass `allowPrivateNetworks` explicitly.
     env: { HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true" }

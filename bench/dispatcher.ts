@@ -134,7 +134,7 @@ const telemetry = Effect.runSync(telemetryConfig)
 const traced = Option.isSome(telemetry) && telemetry.value.traces !== undefined
 const requestSize = 100
 
-const fill = (store: Store["Type"], sourceId: string, count: number, body: (i: number) => Uint8Array) =>
+const fill = (store: Store["Service"], sourceId: string, count: number, body: (i: number) => Uint8Array) =>
   Effect.gen(function*() {
     const size = traced ? requestSize : 500
     for (let start = 0; start < count; start += size) {
@@ -201,7 +201,7 @@ const fakeResponse: Transport.TransportResponse = {
 }
 const fakeTransport = Layer.succeed(Transport.Transport, {
   post: () =>
-    Effect.async<Transport.TransportResponse>((resume) => {
+    Effect.callback<Transport.TransportResponse>((resume) => {
       const pending = setImmediate(() => resume(Effect.succeed(fakeResponse)))
       return Effect.sync(() => clearImmediate(pending))
     })
@@ -211,7 +211,7 @@ const fakeTransport = Layer.succeed(Transport.Transport, {
 const storeTimes = new Map<string, { n: number; ms: number; rows: number }>()
 const timed = <R>(context: Context.Context<R>): Context.Context<R> => {
   if (process.env.DISPATCHER_STORE_TIMING === undefined) return context
-  const store = Context.unsafeGet(context, Store)
+  const store = Context.getUnsafe(context, Store)
   const wrap =
     <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) => (...args: A) =>
       Effect.suspend(() => {
@@ -284,11 +284,11 @@ const runDispatcher = async (
     const started = performance.now()
     const dispatcherRuntime = ManagedRuntime.make(
       Dispatcher.layer(dispatcherOptions).pipe(
-        Layer.provide(Layer.succeedContext(timed(await runtime.runtime().then((r) => r.context)))),
+        Layer.provide(Layer.succeedContext(timed(await runtime.context()))),
         Layer.provide(Telemetry.layer(telemetry))
       )
     )
-    await dispatcherRuntime.runtime()
+    await dispatcherRuntime.context()
     const allDelivered = () =>
       runtime.runPromise(Effect.map(Effect.flatMap(Store, (s) => s.backlog()), (b) => b.delivered >= jobs))
     if (fake) await waitFor(() => Promise.resolve(outcomesSeen >= jobs), 300_000, 2)

@@ -3,9 +3,8 @@
  * writing its results under bench/results/ as markdown and JSON. Loopback only; bounded in count.
  *
  *   npm run bench                 # all but the abuse runs
- *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, attempt-tracing,
- *                                 # web-sources, client, audiences, decode, signing, soak, connections,
- *                                 # endpoint-health)
+ *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, web-sources,
+ *                                 # client, audiences, decode, signing, soak, connections, endpoint-health)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
  * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
@@ -18,7 +17,6 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   dispatcher: ["bench/dispatcher.ts"],
   "end-to-end": ["bench/endToEnd.ts"],
   telemetry: ["bench/telemetry.ts"],
-  "attempt-tracing": ["bench/attemptTracing.ts"],
   "web-sources": ["bench/webSources.ts"],
   client: ["bench/client/clientBench.ts"],
   audiences: ["bench/audiences.ts"],

@@ -85,10 +85,15 @@ const variants = {
 const ok = response(200)
 const transport = { post: () => Effect.succeed(ok) }
 // A fixed clock: every job's attempt at the same instant, as a burst of jobs within one second is.
+const system = Effect.runSync(Effect.clockWith(Effect.succeed))
 const clock: Clock.Clock = {
-  ...Clock.make(),
-  unsafeCurrentTimeMillis: () => now,
-  currentTimeMillis: Effect.succeed(now)
+  currentTimeMillisUnsafe: () => now,
+  currentTimeMillis: Effect.succeed(now),
+  currentTimeNanosUnsafe: () => BigInt(now) * 1_000_000n,
+  currentTimeNanos: Effect.succeed(BigInt(now) * 1_000_000n),
+  monotonicTimeNanosUnsafe: () => system.monotonicTimeNanosUnsafe(),
+  monotonicTimeNanos: system.monotonicTimeNanos,
+  sleep: (duration) => system.sleep(duration)
 }
 const services = { transport, clock }
 

@@ -7,7 +7,7 @@
  *
  * (the variable lets the engine deliver to a receiver on loopback, refused by default: SPEC §8)
  */
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Fiber, Layer, Stream } from "effect"
 import { layerSqlite, Relay } from "hookrelay"
 
 // --- the application's own service --------------------------------------------------------------
@@ -18,9 +18,9 @@ export interface OrderPlaced {
   readonly total: number
 }
 
-export class Orders extends Context.Tag("example/Orders")<Orders, {
+export class Orders extends Context.Service<Orders, {
   readonly place: (order: OrderPlaced) => Effect.Effect<void, unknown>
-}>() {}
+}>()("example/Orders") {}
 
 /** Places an order and forwards the domain event; `ingest` returns once the event is in the outbox. */
 export const OrdersLive = Layer.effect(
@@ -53,12 +53,12 @@ export const placeOrders = (count: number) =>
   Effect.gen(function*() {
     const relay = yield* Relay
     const orders = yield* Orders
-    const outcomes = yield* relay.outcomes.pipe(Stream.take(count), Stream.runCollect, Effect.fork)
+    const outcomes = yield* relay.outcomes.pipe(Stream.take(count), Stream.runCollect, Effect.forkChild)
     yield* Effect.sleep("20 millis") // let the subscription start before the first event
     for (let i = 1; i <= count; i++) {
       yield* orders.place({ orderId: `o-${i}`, customerId: `c-${i}`, total: 10 * i })
     }
-    return [...(yield* outcomes.await.pipe(Effect.flatten))]
+    return [...(yield* Fiber.join(outcomes))]
   })
 
 export const layer = (directory: string) => OrdersLive.pipe(Layer.provideMerge(layerSqlite({ directory })))

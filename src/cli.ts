@@ -48,10 +48,10 @@ const firstLine = (error: unknown) => (error instanceof Error ? error.message : 
  * Why the SQLite store cannot open, when its driver (an optional dependency: a project that only
  * uses `hookrelay/client` never needs it) is not installed or its native build is missing.
  */
-const sqliteDriverProblem = (): string | undefined => {
+const sqliteDriverProblem = async (): Promise<string | undefined> => {
   try {
-    const fromSqlite = createRequire(require.resolve("@effect/sql-sqlite-node"))
-    const Database = fromSqlite("better-sqlite3") as new(filename: string) => { close: () => void }
+    const { loadDriver } = await import("./store/sqlite/SqliteDriver.js")
+    const { Database } = loadDriver()
     new Database(":memory:").close()
     return undefined
   } catch (error) {
@@ -71,12 +71,12 @@ const serve = async () => {
   }
   // The store's own rule: only a postgres:// URL selects PostgreSQL; anything else opens SQLite.
   const { isPostgresUrl } = await import("./store/StoreConfig.js")
-  const problem = isPostgresUrl(process.env.DATABASE_URL ?? "") ? undefined : sqliteDriverProblem()
+  const problem = isPostgresUrl(process.env.DATABASE_URL ?? "") ? undefined : await sqliteDriverProblem()
   if (problem !== undefined) {
     process.stderr.write(
       `hookrelay: the SQLite driver is not available (${problem}).\n` +
-        `It is an optional dependency of hookrelay: \`npm install @effect/sql-sqlite-node\` ` +
-        `(its better-sqlite3 needs a prebuilt binary for this platform or a C++ toolchain), ` +
+        `It is an optional dependency of hookrelay: \`npm install better-sqlite3\` ` +
+        `(it needs a prebuilt binary for this platform or a C++ toolchain), ` +
         `or set DATABASE_URL to a postgres:// URL.\n`
     )
     process.exit(1)

@@ -1,5 +1,5 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Config, Effect, Layer, Logger, Option } from "effect"
+import { Cause, Config, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
 import { provision } from "./config/Provisioning.js"
 import { operatorWebhookConfig } from "./delivery/OperatorWebhook.js"
 import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from "./ingest/NodeServer.js"
@@ -21,15 +21,15 @@ import { telemetryConfig } from "./telemetry/TelemetryConfig.js"
  * release in-flight work, and exit 0.
  */
 const serverConfig = Config.all({
-  port: Config.port("PORT").pipe(Config.withDefault(8080)),
-  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-  adminToken: Config.option(Config.redacted("HOOKRELAY_ADMIN_TOKEN")),
-  configFile: Config.option(Config.string("HOOKRELAY_CONFIG")),
+  port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+  adminToken: Config.option(Config.Redacted("HOOKRELAY_ADMIN_TOKEN")),
+  configFile: Config.option(Config.String("HOOKRELAY_CONFIG")),
   keepAliveTimeout: keepAliveTimeoutConfig,
   requestDeadline: requestDeadlineConfig
 })
 
-const Engine = Layer.unwrapEffect(
+const Engine = Layer.unwrap(
   Effect.map(
     Config.all({
       retention: retentionConfig,
@@ -47,7 +47,7 @@ const Engine = Layer.unwrapEffect(
   )
 )
 
-const Main = Layer.unwrapEffect(Effect.gen(function*() {
+const Main = Layer.unwrap(Effect.gen(function*() {
   const config = yield* serverConfig
   const telemetry = yield* telemetryConfig
   const provisioning = Option.match(config.configFile, {
@@ -73,7 +73,15 @@ const Main = Layer.unwrapEffect(Effect.gen(function*() {
   return http.pipe(Layer.provide(Engine), Layer.provide(Telemetry.layer(telemetry)))
 }))
 
-Effect.flatMap(logLevelConfig, (level) => Layer.launch(Main).pipe(Logger.withMinimumLogLevel(level))).pipe(
-  Effect.provide(Logger.json),
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+Effect.flatMap(
+  logLevelConfig,
+  (level) => Layer.launch(Main).pipe(Effect.provideService(References.MinimumLogLevel, level))
+).pipe(
+  // JSON lines, and log lines as events of the current span as before.
+  Effect.provide(Logger.layer([Logger.consoleJson, Logger.tracerLogger])),
+  // A stop by SIGTERM/SIGINT (the main fiber interrupted, nothing else) is a clean exit: 0, not Effect's 130.
+  NodeRuntime.runMain({
+    teardown: (exit, onExit) =>
+      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+  })
 )

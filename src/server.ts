@@ -1,6 +1,6 @@
 /**
  * The hookrelay HTTP server as a layer: mount the Segment-compatible tracking API, the admin API,
- * `/healthz` and `/metrics` on any `@effect/platform` `HttpServer`. It needs the `Relay` service
+ * `/healthz` and `/metrics` on any Effect `HttpServer` (`effect/http`). It needs the `Relay` service
  * (from `hookrelay`'s `layerSqlite` / `layerPg`).
  *
  * @example

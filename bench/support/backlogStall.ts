@@ -40,7 +40,7 @@ const stores = ManagedRuntime.make(
     )
   )
 )
-const withStore = <A>(f: (store: Store["Type"]) => Effect.Effect<A, unknown>) =>
+const withStore = <A>(f: (store: Store["Service"]) => Effect.Effect<A, unknown>) =>
   stores.runPromise(Effect.flatMap(Store, f))
 
 try {
@@ -63,9 +63,9 @@ try {
   )
   const claimMs = performance.now() - claimStarted
 
-  const context = (await stores.runtime()).context
+  const context = await stores.context()
   const dispatcher = ManagedRuntime.make(Dispatcher.layer().pipe(Layer.provide(Layer.succeedContext(context))))
-  await dispatcher.runtime()
+  await dispatcher.context()
   await new Promise((resolve) => setTimeout(resolve, 2000))
   const before = threadTimes()
   const postgresBefore = onPg ? processesMicros("postgres") : 0

@@ -1,6 +1,6 @@
 /**
- * An OTLP/HTTP collector for the telemetry benchmark (`bench/telemetry.ts`): answers every POST to `/v1/traces` and
- * `/v1/metrics` with 200 as soon as its body has arrived, and counts the spans (JSON or protobuf) when asked. The
+ * An OTLP/HTTP collector for the telemetry benchmark (`bench/telemetry.ts`): answers every POST to `/v1/traces`,
+ * `/v1/metrics` and `/v1/logs` with 200 as soon as its body has arrived, and counts the spans (JSON or protobuf) when asked. The
  * bodies are decoded only then, after the measured phase, so that decoding them does not take the cores the server is
  * measured on: a real collector runs on a machine of its own. Plain JavaScript in a process of its own; sends its port
  * to its parent over IPC, answers `{ type: "stats" }` with its counts, and exits when the parent disconnects.
@@ -79,7 +79,7 @@ const server = createServer((request, response) => {
     const body = Buffer.concat(chunks)
     requests += 1
     bytes += body.byteLength
-    // Metrics are not counted.
+    // Metrics and logs are not counted.
     if (request.url === "/v1/traces") {
       pending.push({ body, protobuf: request.headers["content-type"] === "application/x-protobuf" })
     }

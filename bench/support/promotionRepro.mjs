@@ -1,6 +1,7 @@
 /**
- * A repro, not a benchmark: Effect fibers that suspend in `Effect.async` and resume later are promoted to the old
- * generation, while the same work finished synchronously is not. Found while looking for why the server promotes
+ * A repro, not a benchmark: Effect fibers that suspend in `Effect.async` (`Effect.callback` since Effect 4, which this
+ * now runs; the measurements below are Effect 3's) and resume later are promoted to the old generation, while the same
+ * work finished synchronously is not. Found while looking for why the server promotes
  * ~600–750 KB/s at 100 requests/s whatever the route (bench/NOTES.md, "Young-generation survival in delivery").
  *
  *   MODE=plain|sync|async node --min-semi-space-size=4 --max-semi-space-size=4 --trace-gc-nvp \
@@ -40,7 +41,7 @@ createServer((_request, response) => {
   parsed += JSON.parse(text).length
   if (mode === "sync") Effect.runFork(Effect.sync(() => answer(response)))
   else if (mode === "async") {
-    Effect.runFork(Effect.async((resume) => {
+    Effect.runFork(Effect.callback((resume) => {
       answer(response)
       setImmediate(() => resume(Effect.void))
     }))

@@ -65,7 +65,7 @@ const program = Effect.gen(function*() {
   report("no purge", yield* steady(3))
   const purgeStart = performance.now()
   let purgeSeconds = 0
-  const purge = yield* Effect.fork(
+  const purge = yield* Effect.forkChild(
     Effect.tap(
       store.purgeDelivered(1_000),
       () => Effect.sync(() => purgeSeconds = (performance.now() - purgeStart) / 1000)

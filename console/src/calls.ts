@@ -6,7 +6,7 @@ import type { CheckedWires, EndpointName, Route } from "./contract.js"
 import type { Json } from "./types.js"
 
 // The admin calls the console makes (SPEC §7, §10, §11), each named by its endpoint in the contract.
-// The contract is not imported at run time (it would bundle effect and @effect/platform, and its domain
+// The contract is not imported at run time (it would bundle effect, and its domain
 // modules need node:crypto): the types check each call's group, method and JSON, and
 // test/ingest/ConsoleContract.test.ts its path.
 

@@ -1,18 +1,17 @@
-import type { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import type { HttpApi, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import type { AdminContract } from "../../src/ingest/AdminContract.js"
 
 // The admin API's contract (src/ingest/AdminContract.ts) as types: an endpoint's group, method,
 // parameters, body and answer, by the endpoint's name. Types only: nothing of effect is bundled.
 
-type Groups = typeof AdminContract extends HttpApi.HttpApi<infer _Id, infer G, infer _E, infer _R> ? G : never
-type Endpoints = HttpApiGroup.HttpApiGroup.Endpoints<Groups>
-type Endpoint<N extends EndpointName> = HttpApiEndpoint.HttpApiEndpoint.WithName<Endpoints, N>
+type Groups = typeof AdminContract extends HttpApi.HttpApi<infer _Id, infer G> ? G : never
+type Endpoints = HttpApiGroup.Endpoints<Groups>
+type Endpoint<N extends EndpointName> = HttpApiEndpoint.WithIdentifier<Endpoints, N>
 
-export type EndpointName = HttpApiEndpoint.HttpApiEndpoint.Name<Endpoints>
+export type EndpointName = HttpApiEndpoint.Identifier<Endpoints>
 
-type GroupOfIn<N extends EndpointName, G> = G extends HttpApiGroup.HttpApiGroup.Any
-  ? N extends HttpApiEndpoint.HttpApiEndpoint.Name<HttpApiGroup.HttpApiGroup.Endpoints<G>>
-    ? HttpApiGroup.HttpApiGroup.Name<G>
+type GroupOfIn<N extends EndpointName, G> = G extends HttpApiGroup.Constraint
+  ? N extends HttpApiEndpoint.Identifier<HttpApiGroup.Endpoints<G>> ? HttpApiGroup.Identifier<G>
   : never
   : never
 export type GroupOf<N extends EndpointName> = GroupOfIn<N, Groups>
@@ -20,8 +19,8 @@ export type GroupOf<N extends EndpointName> = GroupOfIn<N, Groups>
 export type MethodOf<N extends EndpointName> = Endpoint<N>["method"]
 
 /** Path and query parameters: every one of the contract's is a string on both sides. */
-export type PathOf<N extends EndpointName> = HttpApiEndpoint.HttpApiEndpoint.PathParsed<Endpoint<N>>
-export type QueryOf<N extends EndpointName> = HttpApiEndpoint.HttpApiEndpoint.UrlParams<Endpoint<N>>
+export type PathOf<N extends EndpointName> = HttpApiEndpoint.Params<Endpoint<N>>["Type"]
+export type QueryOf<N extends EndpointName> = HttpApiEndpoint.Query<Endpoint<N>>["Type"]
 
 /** Where a call goes: its endpoint's group, method and path (`/admin/sources/:sourceId`). */
 export interface Route<N extends EndpointName> {
@@ -44,11 +43,13 @@ type BodyOf<W extends Wire> = W extends { readonly body: infer B } ? B : never
  * shapes must equal: another schema on an endpoint, or a transformation that makes a schema's two
  * sides differ, fails to compile where the console declares its wire shapes.
  */
-type Agreeing<N extends EndpointName, W extends Wire> =
-  Same<W["answer"], HttpApiEndpoint.HttpApiEndpoint.Success<Endpoint<N>>> extends true
-    ? Same<BodyOf<W>, HttpApiEndpoint.HttpApiEndpoint.Payload<Endpoint<N>>> extends true ? W
-    : { readonly body: HttpApiEndpoint.HttpApiEndpoint.Payload<Endpoint<N>>; readonly answer: W["answer"] }
-    : { readonly answer: HttpApiEndpoint.HttpApiEndpoint.Success<Endpoint<N>> }
+type SuccessOf<N extends EndpointName> = HttpApiEndpoint.Success<Endpoint<N>>["Type"]
+type PayloadOf<N extends EndpointName> = HttpApiEndpoint.Payload<Endpoint<N>>["Type"]
+
+type Agreeing<N extends EndpointName, W extends Wire> = Same<W["answer"], SuccessOf<N>> extends true
+  ? Same<BodyOf<W>, PayloadOf<N>> extends true ? W
+  : { readonly body: PayloadOf<N>; readonly answer: W["answer"] }
+  : { readonly answer: SuccessOf<N> }
 
 /** The console's wire shapes by endpoint name, each checked against its endpoint. */
 export type CheckedWires<

@@ -8,7 +8,7 @@ import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
 import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
 
 /** A schema's JSON: its Encoded side. */
-export type Json<A extends Schema.Schema.Any> = Schema.Schema.Encoded<A>
+export type Json<A extends Schema.Top> = A["Encoded"]
 
 /** An issue of an error body's `errors`: the field it is about. */
 export type FieldIssue = Json<typeof S.InvalidRequest>["errors"][number]

@@ -1,4 +1,4 @@
-import { Clock, Effect, Either, Exit, Option, Scheduler } from "effect"
+import { Clock, Effect, Exit, Option, Result } from "effect"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import { uuidv7 } from "../domain/MessageId.js"
 import type { AudienceRef, StoredSource, StoreShape } from "../store/Model.js"
@@ -44,13 +44,12 @@ export const defaultReadSize = 5_000
 export const defaultLeaseMillis = 60_000
 
 /**
- * Between chunks, give the event loop a turn: SQLite statements run synchronously, and fibers
- * that only yield to Effect's scheduler resume in microtasks, so without a macrotask here one sync
- * kept every socket, timer and ingest request waiting until it ended (measured: a whole 100 000
- * member sync). A zero-delay timer scheduler for this one yield, not `Effect.sleep`: it is not a
- * delay, and it must not wait for a `TestClock`.
+ * Between chunks, give the event loop a turn: SQLite statements run synchronously, and without a macrotask here one
+ * sync kept every socket, timer and ingest request waiting until it ended (measured: a whole 100 000 member sync).
+ * Effect's scheduler resumes a yielded fiber in a `setImmediate`; not `Effect.sleep`: it is not a delay, and it must
+ * not wait for a `TestClock`.
  */
-export const yieldToEventLoop: Effect.Effect<void> = Effect.withScheduler(Effect.yieldNow(), Scheduler.timer(0))
+export const yieldToEventLoop: Effect.Effect<void> = Effect.yieldNow
 
 export const destinationEnabled = (source: StoredSource): boolean => source.webhooks?.enabled === true
 
@@ -111,18 +110,18 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
     Effect.gen(function*() {
       const name = validateName(audienceName, "audienceName")
       const ids = validateIdList(userIdsInput, "userIds", { max: maxSyncSize, dedupe: false })
-      if (Either.isLeft(name) || Either.isLeft(ids)) {
+      if (Result.isFailure(name) || Result.isFailure(ids)) {
         return yield* new InvalidAdminRequest({
-          errors: [...Either.isLeft(name) ? name.left : [], ...Either.isLeft(ids) ? ids.left : []]
+          errors: [...Result.isFailure(name) ? name.failure : [], ...Result.isFailure(ids) ? ids.failure : []]
         })
       }
-      const { property } = name.right
+      const { property } = name.success
       const source = yield* sourceOf(store, sourceId)
       const enabled = destinationEnabled(source)
       // Sorted: each chunk's rows land in neighbouring primary-key pages (and duplicates collapse).
-      const members = sortedUnique(ids.right)
+      const members = sortedUnique(ids.success)
       const incoming = new Set(members)
-      const ref: AudienceRef = { sourceId: source.id, audience: name.right.name }
+      const ref: AudienceRef = { sourceId: source.id, audience: name.success.name }
 
       const startedAt = yield* Clock.currentTimeMillis
       const owner = uuidv7(startedAt)
@@ -194,7 +193,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
           Clock.currentTimeMillis.pipe(
             Effect.flatMap((now) => store.endAudienceSync(ref, owner, now, Exit.isSuccess(exit))),
             // The lease lapses by itself if it cannot be given back now.
-            Effect.catchAll((error) => Effect.logWarning("could not release an audience sync lease", error.message))
+            Effect.catch((error) => Effect.logWarning("could not release an audience sync lease", error.message))
           )
         )
       )

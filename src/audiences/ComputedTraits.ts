@@ -1,4 +1,4 @@
-import { Clock, Effect, Either } from "effect"
+import { Clock, Effect, Result } from "effect"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
@@ -46,17 +46,17 @@ export const makeComputedTraits = (store: StoreShape, signal: OutboxSignalShape,
     Effect.gen(function*() {
       const name = validateName(traitName, "traitName")
       const values = validateTraitValues(valuesInput, "values")
-      if (Either.isLeft(name) || Either.isLeft(values)) {
+      if (Result.isFailure(name) || Result.isFailure(values)) {
         return yield* new InvalidAdminRequest({
-          errors: [...Either.isLeft(name) ? name.left : [], ...Either.isLeft(values) ? values.left : []]
+          errors: [...Result.isFailure(name) ? name.failure : [], ...Result.isFailure(values) ? values.failure : []]
         })
       }
-      const { property } = name.right
+      const { property } = name.success
       const source = yield* sourceOf(store, sourceId)
       const enabled = destinationEnabled(source)
       let changed = 0
       let cleared = 0
-      for (const chunk of chunks(values.right, chunkSize)) {
+      for (const chunk of chunks(values.success, chunkSize)) {
         const now = yield* Clock.currentTimeMillis
         const result = yield* store.applyTraitChunk({
           sourceId: source.id,
@@ -70,7 +70,7 @@ export const makeComputedTraits = (store: StoreShape, signal: OutboxSignalShape,
         if (result.jobsCreated > 0) yield* signal.notify
         yield* yieldToEventLoop
       }
-      return { property, changed, cleared, unchanged: values.right.length - changed - cleared }
+      return { property, changed, cleared, unchanged: values.success.length - changed - cleared }
     })
 
   return { syncComputedTrait }

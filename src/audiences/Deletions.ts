@@ -1,4 +1,4 @@
-import { Clock, Effect, Either, Option } from "effect"
+import { Clock, Effect, Option, Result } from "effect"
 import { deleteNotificationBody, encodeBody } from "../domain/DeliveredBody.js"
 import { uuidv7 } from "../domain/MessageId.js"
 import type { JobStatus, StoredDeletion, StoredSource, StoreShape } from "../store/Model.js"
@@ -91,35 +91,38 @@ export const makeDeletions = (store: StoreShape, signal: OutboxSignalShape) => {
     Effect.gen(function*() {
       const userId = validateUserId(userIdInput)
       const named = sourceIdsInput === undefined
-        ? Either.right(undefined)
+        ? Result.succeed(undefined)
         : validateIdList(sourceIdsInput, "sourceIds", { max: 10_000, nonEmpty: true })
-      const issues = [...Either.isLeft(userId) ? userId.left : [], ...Either.isLeft(named) ? named.left : []]
-      if (Either.isLeft(userId) || Either.isLeft(named)) return yield* new InvalidAdminRequest({ errors: issues })
+      const issues = [
+        ...Result.isFailure(userId) ? userId.failure : [],
+        ...Result.isFailure(named) ? named.failure : []
+      ]
+      if (Result.isFailure(userId) || Result.isFailure(named)) return yield* new InvalidAdminRequest({ errors: issues })
 
       const sources = yield* store.listSources()
       const byId = new Map(sources.map((source) => [source.id, source]))
       let covered: ReadonlyArray<StoredSource> = sources
-      if (named.right !== undefined) {
-        const unknown = named.right.filter((id) => !byId.has(id))
+      if (named.success !== undefined) {
+        const unknown = named.success.filter((id) => !byId.has(id))
         if (unknown.length > 0) return yield* new UnknownSources({ sourceIds: unknown })
-        covered = named.right.map((id) => byId.get(id)!)
+        covered = named.success.map((id) => byId.get(id)!)
       }
 
       const now = yield* Clock.currentTimeMillis
       const id = uuidv7(now)
-      const body = encodeBody(deleteNotificationBody(userId.right, now))
+      const body = encodeBody(deleteNotificationBody(userId.success, now))
       // The request's id is its notifications' message id: GET /admin/messages/{id} lists them too.
       const recorded = yield* store.recordDeletion({
         id,
-        userId: userId.right,
+        userId: userId.success,
         sourceIds: covered.map((source) => source.id),
-        everySource: named.right === undefined,
+        everySource: named.success === undefined,
         notifications: covered.filter(notified).map((source) => ({ sourceId: source.id, messageId: id, body }))
       }, now)
       if (recorded.notifications.length > 0) yield* signal.notify
       return {
         id,
-        userId: userId.right,
+        userId: userId.success,
         sourceIds: covered.map((source) => source.id),
         createdAt: now,
         jobsRemoved: recorded.jobsRemoved,

@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import { Result } from "effect"
 import type { FieldIssue } from "../domain/Issues.js"
 import { audiencePropertyName } from "./PropertyName.js"
 
@@ -28,10 +28,10 @@ const idProblem = (value: unknown): string | undefined => {
 }
 
 /** A user id: a non-empty string, or a number that becomes its string (as in SPEC §2). */
-export const validateUserId = (value: unknown, path = "userId"): Either.Either<string, ReadonlyArray<FieldIssue>> => {
-  if (typeof value === "number" && Number.isFinite(value)) return Either.right(String(value))
+export const validateUserId = (value: unknown, path = "userId"): Result.Result<string, ReadonlyArray<FieldIssue>> => {
+  if (typeof value === "number" && Number.isFinite(value)) return Result.succeed(String(value))
   const problem = idProblem(value)
-  return problem === undefined ? Either.right(value as string) : Either.left([issue(path, problem)])
+  return problem === undefined ? Result.succeed(value as string) : Result.fail([issue(path, problem)])
 }
 
 /**
@@ -43,20 +43,20 @@ export const validateIdList = (
   value: unknown,
   path: string,
   options: { readonly max: number; readonly nonEmpty?: boolean; readonly dedupe?: boolean }
-): Either.Either<ReadonlyArray<string>, ReadonlyArray<FieldIssue>> => {
-  if (!Array.isArray(value)) return Either.left([issue(path, "must be an array of non-empty strings")])
+): Result.Result<ReadonlyArray<string>, ReadonlyArray<FieldIssue>> => {
+  if (!Array.isArray(value)) return Result.fail([issue(path, "must be an array of non-empty strings")])
   if (value.length > options.max) {
-    return Either.left([issue(path, `must hold at most ${options.max} ids; it holds ${value.length}`)])
+    return Result.fail([issue(path, `must hold at most ${options.max} ids; it holds ${value.length}`)])
   }
-  if (options.nonEmpty === true && value.length === 0) return Either.left([issue(path, "must not be empty")])
+  if (options.nonEmpty === true && value.length === 0) return Result.fail([issue(path, "must not be empty")])
   const issues: Array<FieldIssue> = []
   for (let i = 0; i < value.length && issues.length < maxIssues; i++) {
     const problem = idProblem(value[i])
     if (problem !== undefined) issues.push(issue(`${path}[${i}]`, problem))
   }
-  if (issues.length > 0) return Either.left(issues)
+  if (issues.length > 0) return Result.fail(issues)
   const ids = value as ReadonlyArray<string>
-  return Either.right(options.dedupe === false ? ids : Array.from(new Set(ids)))
+  return Result.succeed(options.dedupe === false ? ids : Array.from(new Set(ids)))
 }
 
 /** A sorted copy of `ids` without duplicates (one sort, no set). */
@@ -74,14 +74,14 @@ export const sortedUnique = (ids: ReadonlyArray<string>): Array<string> => {
 export const validateName = (
   value: unknown,
   path: string
-): Either.Either<{ readonly name: string; readonly property: string }, ReadonlyArray<FieldIssue>> => {
+): Result.Result<{ readonly name: string; readonly property: string }, ReadonlyArray<FieldIssue>> => {
   if (typeof value !== "string" || value.trim().length === 0) {
-    return Either.left([issue(path, "must be a non-empty string")])
+    return Result.fail([issue(path, "must be a non-empty string")])
   }
-  if (value.length > maxNameLength) return Either.left([issue(path, `must be at most ${maxNameLength} characters`)])
+  if (value.length > maxNameLength) return Result.fail([issue(path, `must be at most ${maxNameLength} characters`)])
   const property = audiencePropertyName(value)
-  if (property.length === 0) return Either.left([issue(path, "must contain a letter or a digit")])
-  return Either.right({ name: value, property })
+  if (property.length === 0) return Result.fail([issue(path, "must contain a letter or a digit")])
+  return Result.succeed({ name: value, property })
 }
 
 /** A computed trait's value: a JSON scalar. `null` clears the user's value. */
@@ -94,13 +94,13 @@ export type TraitValue = string | number | boolean | null
 export const validateTraitValues = (
   value: unknown,
   path: string
-): Either.Either<ReadonlyArray<readonly [string, string | null]>, ReadonlyArray<FieldIssue>> => {
+): Result.Result<ReadonlyArray<readonly [string, string | null]>, ReadonlyArray<FieldIssue>> => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return Either.left([issue(path, "must be an object of user id → string, number, boolean or null")])
+    return Result.fail([issue(path, "must be an object of user id → string, number, boolean or null")])
   }
   const entries = Object.entries(value as Record<string, unknown>)
   if (entries.length > maxSyncSize) {
-    return Either.left([issue(path, `must hold at most ${maxSyncSize} users; it holds ${entries.length}`)])
+    return Result.fail([issue(path, `must hold at most ${maxSyncSize} users; it holds ${entries.length}`)])
   }
   const issues: Array<FieldIssue> = []
   const result = new Array<readonly [string, string | null]>(entries.length)
@@ -120,5 +120,5 @@ export const validateTraitValues = (
     }
     result[i] = [userId, raw === null ? null : JSON.stringify(raw)]
   }
-  return issues.length > 0 ? Either.left(issues) : Either.right(result)
+  return issues.length > 0 ? Result.fail(issues) : Result.succeed(result)
 }

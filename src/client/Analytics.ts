@@ -1,10 +1,11 @@
 export type { AnalyticsShape } from "./AnalyticsShape.js"
 export type { CallError } from "./ClientErrors.js"
-import * as ConfigError from "effect/ConfigError"
+import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { AnalyticsShape } from "./AnalyticsShape.js"
 import { Engine, makeEngine } from "./ClientEngine.js"
@@ -25,10 +26,10 @@ import {
  * with `ClientClosed`. A refused call fails with a typed `CallError` and is reported as a
  * `Refused` outcome (`onOutcome`, `outcomes`).
  */
-export class Analytics extends Context.Tag("hookrelay/client/Analytics")<Analytics, AnalyticsShape>() {}
+export class Analytics extends Context.Service<Analytics, AnalyticsShape>()("hookrelay/client/Analytics") {}
 
 const resolve = (options: AnalyticsOptions): Effect.Effect<ResolvedOptions, InvalidOptions> =>
-  Either.match(resolveOptions(options), { onLeft: Effect.fail, onRight: Effect.succeed })
+  Result.match(resolveOptions(options), { onFailure: Effect.fail, onSuccess: Effect.succeed })
 
 /**
  * Builds the service over the `Transport` in context; its background work lives in the current
@@ -41,15 +42,15 @@ export const make = (
 
 /** The service over a `Transport` you provide (tests, or your own HTTP stack). */
 export const layerWithoutTransport = (options: AnalyticsOptions): Layer.Layer<Analytics, InvalidOptions, Transport> =>
-  Layer.scoped(Analytics, make(options))
+  Layer.effect(Analytics, make(options))
 
 /** The engine over its own node:http connection pool (`maxInFlight` keep-alive connections). */
 export const engineLayer = (options: ResolvedOptions): Layer.Layer<Engine> =>
-  Layer.scoped(Engine, makeEngine(options)).pipe(Layer.provide(layerNodeHttp({ connections: options.maxInFlight })))
+  Layer.effect(Engine, makeEngine(options)).pipe(Layer.provide(layerNodeHttp({ connections: options.maxInFlight })))
 
 /** The service, sending with its own node:http connection pool (`maxInFlight` keep-alive connections). */
 export const layer = (options: AnalyticsOptions): Layer.Layer<Analytics, InvalidOptions> =>
-  Layer.unwrapEffect(
+  Layer.unwrap(
     Effect.map(resolve(options), (resolved) =>
       Layer.effect(
         Analytics,
@@ -68,13 +69,13 @@ export const layer = (options: AnalyticsOptions): Layer.Layer<Analytics, Invalid
  */
 export const layerConfig = (
   overrides: Partial<AnalyticsOptions> = {}
-): Layer.Layer<Analytics, InvalidOptions | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(optionsConfig, (fromEnvironment): Layer.Layer<Analytics, InvalidOptions | ConfigError.ConfigError> => {
-      const writeKey = overrides.writeKey ?? fromEnvironment.writeKey
-      if (writeKey === undefined) {
-        return Layer.fail(ConfigError.MissingData([environmentVariables.writeKey], "the write key is required"))
-      }
+): Layer.Layer<Analytics, InvalidOptions | Config.ConfigError> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const fromEnvironment = yield* optionsConfig
+      // Without a write key, the required variable's own `ConfigError` names it.
+      const writeKey = overrides.writeKey ?? fromEnvironment.writeKey ??
+        Redacted.value(yield* Config.Redacted(environmentVariables.writeKey))
       return layer({ ...fromEnvironment, ...overrides, writeKey })
     })
   )

@@ -1,6 +1,7 @@
-import * as Channel from "effect/Channel"
-import * as Chunk from "effect/Chunk"
+import type * as Arr from "effect/Array"
 import type * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
 import * as Sink from "effect/Sink"
 import type { BodyPool } from "./BodyPool.js"
 import type { OutgoingMessage } from "./Outcome.js"
@@ -84,36 +85,37 @@ export const writeBatchBody = (batch: Batch, slabs: Slabs, pool: BodyPool): Batc
  * flush request arrives (`flush()` or the timer), or before a message that would take the request
  * body past `maxRequestBytes` (that message starts the next batch: it is handed back as a leftover).
  *
- * `Sink.foldWeighted` would do for the bytes, but it only ends on an element that overflows, so a
- * batch of exactly `flushAt` messages would wait for the next message or the timer.
+ * Effect's folding sinks (`Sink.fold`) decide once an element is folded in: the message that takes
+ * the body past `maxRequestBytes` would already be in the batch, and a flush request ends it as it stands.
  */
 export const batchSink = (flushAt: number, maxRequestBytes: number): Sink.Sink<Batch, Item, Item> =>
-  Sink.fromChannel(Channel.suspend(() => {
+  Sink.fromTransform((upstream) => {
     const batch: Batch = { messages: [], flushRequests: [], bodyBytes: envelopeBytes }
-    const finish = (leftovers: Chunk.Chunk<Item>) =>
-      Chunk.isEmpty(leftovers)
-        ? Channel.succeed(batch)
-        : Channel.zipRight(Channel.write(leftovers), Channel.succeed(batch))
-    const loop: Channel.Channel<Chunk.Chunk<Item>, Chunk.Chunk<Item>, never, never, Batch, unknown> = Channel.readWith({
-      onInput: (input: Chunk.Chunk<Item>) => {
-        for (let index = 0; index < input.length; index++) {
-          const item = Chunk.unsafeGet(input, index)
-          if (item instanceof FlushRequest) {
-            if (item.done !== undefined) batch.flushRequests.push(item)
-            return finish(Chunk.drop(input, index + 1))
-          }
-          const cost = batch.messages.length === 0 ? item.bytes : item.bytes + 1
-          if (batch.messages.length > 0 && batch.bodyBytes + cost > maxRequestBytes) {
-            return finish(Chunk.drop(input, index))
-          }
-          batch.messages.push(item)
-          batch.bodyBytes += cost
-          if (batch.messages.length >= flushAt) return finish(Chunk.drop(input, index + 1))
+    const finish = (input: Arr.NonEmptyReadonlyArray<Item>, from: number): Effect.Effect<Sink.End<Batch, Item>> =>
+      Effect.succeed(
+        from < input.length ? [batch, input.slice(from) as unknown as Arr.NonEmptyReadonlyArray<Item>] : [batch]
+      )
+    const fold = (input: Arr.NonEmptyReadonlyArray<Item>): Effect.Effect<Sink.End<Batch, Item>> => {
+      for (let index = 0; index < input.length; index++) {
+        const item = input[index]!
+        if (item instanceof FlushRequest) {
+          if (item.done !== undefined) batch.flushRequests.push(item)
+          return finish(input, index + 1)
         }
-        return loop
-      },
-      onFailure: (error: never) => Channel.fail(error),
-      onDone: () => Channel.succeed(batch)
-    })
+        const cost = batch.messages.length === 0 ? item.bytes : item.bytes + 1
+        if (batch.messages.length > 0 && batch.bodyBytes + cost > maxRequestBytes) return finish(input, index)
+        batch.messages.push(item)
+        batch.bodyBytes += cost
+        if (batch.messages.length >= flushAt) return finish(input, index + 1)
+      }
+      return loop
+    }
+    // The end of the input ends the batch as it is.
+    const ended: Effect.Effect<Sink.End<Batch, Item>> = Effect.succeed([batch])
+    const next = Pull.catchDone(upstream, () => Effect.succeed(undefined))
+    const loop: Effect.Effect<Sink.End<Batch, Item>> = Effect.flatMap(
+      next,
+      (input) => input === undefined ? ended : fold(input)
+    )
     return loop
-  }))
+  })

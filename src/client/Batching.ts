@@ -5,18 +5,20 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import { maxRequestBytes } from "../domain/Limits.js"
 import { type Batch, type BatchBody, batchSink, type Item, timerFlush, writeBatchBody } from "./Batcher.js"
 import type { BodyPool } from "./BodyPool.js"
 import { End } from "./End.js"
 import type { ResolvedOptions } from "./Options.js"
+import type { RingQueue } from "./RingQueue.js"
 import type { RoomWaiters } from "./RoomWaiters.js"
 import type { QueuedMessage, Slabs } from "./Slabs.js"
 
 /** What the batching fibers work on: the engine's queue, its waiting calls and its buffers. */
 export interface BatchingParts {
-  readonly queue: Queue.Queue<Item | End>
+  readonly queue: RingQueue<Item | End>
   readonly waiters: RoomWaiters<QueuedMessage>
   readonly slabs: Slabs
   readonly bodies: BodyPool
@@ -28,7 +30,7 @@ const isItem = (item: Item | End): item is Item => item !== End
 
 interface Senders {
   /** One permit per sender, held from a batch's body until its outcome. */
-  readonly inFlight: Effect.Semaphore
+  readonly inFlight: Semaphore.Semaphore
   readonly handOff: Queue.Queue<BatchBody>
   /** Completes once nothing is in flight. */
   readonly allSent: Effect.Effect<void>
@@ -43,10 +45,10 @@ const forkSenders = (
   { bodies, sendBatch }: BatchingParts
 ): Effect.Effect<Senders, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const inFlight = yield* Effect.makeSemaphore(options.maxInFlight)
+    const inFlight = yield* Semaphore.make(options.maxInFlight)
     const handOff = yield* Queue.unbounded<BatchBody>()
     const done = (body: BatchBody) =>
-      Effect.zipRight(Effect.sync(() => bodies.release(body.storage)), inFlight.release(1))
+      Effect.andThen(Effect.sync(() => bodies.release(body.storage)), inFlight.release(1))
     const sender = Effect.forever(
       Effect.flatMap(Queue.take(handOff), (body) => Effect.ensuring(sendBatch(body), done(body)))
     )
@@ -61,27 +63,27 @@ const forkSenders = (
 export const forkBatching = (
   options: ResolvedOptions,
   parts: BatchingParts
-): Effect.Effect<Fiber.RuntimeFiber<void>, never, Scope.Scope> =>
+): Effect.Effect<Fiber.Fiber<void>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { bodies, clock, queue, slabs, waiters } = parts
     const { allSent, handOff, inFlight } = yield* forkSenders(options, parts)
 
     // The flush timer: `flushAfter` after the last batch, it puts a flush request in the queue.
     const flushAfterMillis = Duration.toMillis(options.flushAfter)
-    let lastFlush = clock.unsafeCurrentTimeMillis()
+    let lastFlush = clock.currentTimeMillisUnsafe()
     yield* Effect.forkScoped(Effect.forever(Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       const due = lastFlush + flushAfterMillis
       if (now < due) return Effect.sleep(Duration.millis(due - now))
       lastFlush = now
-      queue.unsafeOffer(timerFlush) // a full queue makes full batches anyway
+      queue.offerUnsafe(timerFlush) // a full queue makes full batches anyway
       return Effect.void
     })))
 
     const dispatch = (batch: Batch): Effect.Effect<void> =>
       Effect.gen(function*() {
         if (batch.messages.length > 0) {
-          lastFlush = clock.unsafeCurrentTimeMillis()
+          lastFlush = clock.currentTimeMillisUnsafe()
           yield* inFlight.take(1)
           yield* Queue.offer(handOff, writeBatchBody(batch, slabs, bodies))
         }
@@ -98,11 +100,11 @@ export const forkBatching = (
     const refuseWaiting = () => {
       for (const item of waiters.refuseAll()) slabs.release(item)
     }
-    return yield* Stream.fromQueue(queue, { maxChunkSize: options.flushAt }).pipe(
+    return yield* Stream.fromPull(Effect.succeed(queue.takeUpTo(options.flushAt))).pipe(
       Stream.takeWhile(isItem),
       Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
       Stream.runForEach(dispatch),
-      Effect.zipRight(allSent),
+      Effect.andThen(allSent),
       Effect.ensuring(Effect.sync(refuseWaiting)),
       Effect.forkScoped
     )

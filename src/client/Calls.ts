@@ -1,4 +1,4 @@
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
 import { maxMessageBytes } from "../domain/Limits.js"
 import { copyFields, copyWith } from "../domain/Merge.js"
@@ -101,7 +101,7 @@ export interface Prepared {
 export const messageOf = (prepared: Prepared): OutgoingMessage => JSON.parse(prepared.json) as OutgoingMessage
 
 const invalid = (type: MessageType, path: string, message: string) =>
-  Either.left(new InvalidMessage({ type, path, issues: [{ path, message }] }))
+  Result.fail(new InvalidMessage({ type, path, issues: [{ path, message }] }))
 
 const commonFields = ["type", "userId", "anonymousId", "context", "integrations", "timestamp", "messageId"]
 
@@ -157,9 +157,9 @@ const sameJson = (a: unknown, b: unknown): boolean => {
 /** A page's `traits` become its `properties` (the delivered page carries `properties` only). */
 const pageTraitsAsProperties = (
   input: Record<string, unknown>
-): Either.Either<Record<string, unknown>, InvalidMessage> => {
+): Result.Result<Record<string, unknown>, InvalidMessage> => {
   const traits = input.traits
-  if (traits === undefined || traits === null) return Either.right(input)
+  if (traits === undefined || traits === null) return Result.succeed(input)
   if (!isJsonObject(traits)) return invalid("page", "traits", "must be an object")
   const properties = input.properties
   if (properties !== undefined && properties !== null && !sameJson(traits, properties)) {
@@ -172,7 +172,7 @@ const pageTraitsAsProperties = (
   const moved = copyFields(input)
   delete moved.traits
   moved.properties = traits
-  return Either.right(moved)
+  return Result.succeed(moved)
 }
 
 /**
@@ -184,7 +184,7 @@ export const prepareMessage = (
   type: MessageType,
   params: unknown,
   now: number
-): Either.Either<Prepared, InvalidMessage | MessageTooLarge> => {
+): Result.Result<Prepared, InvalidMessage | MessageTooLarge> => {
   try {
     return prepare(type, params, now)
   } catch (error) {
@@ -197,22 +197,22 @@ const prepare = (
   type: MessageType,
   params: unknown,
   now: number
-): Either.Either<Prepared, InvalidMessage | MessageTooLarge> => {
+): Result.Result<Prepared, InvalidMessage | MessageTooLarge> => {
   if (!isJsonObject(params)) return invalid(type, "", "must be an object of the call's fields")
   let input: Record<string, unknown> = params
   if (type === "page") {
     const moved = pageTraitsAsProperties(input)
-    if (Either.isLeft(moved)) return Either.left(moved.left)
-    input = moved.right
+    if (Result.isFailure(moved)) return Result.fail(moved.failure)
+    input = moved.success
   }
   if (input.timestamp instanceof Date) {
     if (Number.isNaN(input.timestamp.getTime())) return invalid(type, "timestamp", "must be a valid date")
     input = copyWith(input, "timestamp", input.timestamp.toISOString())
   }
   const decoded = decodeMessage(input, type)
-  if (Either.isLeft(decoded)) {
-    const issues = decoded.left
-    return Either.left(new InvalidMessage({ type, path: issues[0]?.path ?? "", issues }))
+  if (Result.isFailure(decoded)) {
+    const issues = decoded.failure
+    return Result.fail(new InvalidMessage({ type, path: issues[0]?.path ?? "", issues }))
   }
   const unknown = unknownField(type, input)
   if (unknown !== undefined) {
@@ -221,7 +221,7 @@ const prepare = (
   // `decodeMessage` returns a new top-level object (it copies its input before decoding), so it is
   // stamped in place: spreading it into yet another object costs memory on the hot path (measured:
   // V8 promotes far more to the old generation). `context` is copied: it may be the caller's.
-  const stamped = decoded.right as { messageId?: string; timestamp?: string; context?: object }
+  const stamped = decoded.success as { messageId?: string; timestamp?: string; context?: object }
   const messageId = stamped.messageId ??= randomUUID()
   stamped.timestamp ??= formatTimestamp(now)
   stamped.context = copyWith(stamped.context ?? {}, "library", library)
@@ -233,9 +233,9 @@ const prepare = (
   }
   const bytes = Buffer.byteLength(json, "utf8")
   if (bytes > maxMessageBytes) {
-    return Either.left(
+    return Result.fail(
       new MessageTooLarge({ type, messageId, path: largestField(stamped), size: bytes, limit: maxMessageBytes })
     )
   }
-  return Either.right({ type, messageId, json, bytes })
+  return Result.succeed({ type, messageId, json, bytes })
 }

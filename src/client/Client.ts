@@ -1,7 +1,10 @@
 import * as Clock from "effect/Clock"
-import type * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import * as Scope from "effect/Scope"
 import type { MessageType } from "../domain/Message.js"
 import { engineLayer } from "./Analytics.js"
 import type {
@@ -57,7 +60,7 @@ export interface Client {
   readonly close: () => Promise<void>
 }
 
-/** A call or flush made before the runtime had started, in the order made. */
+/** A call or flush made before the engine had started, in the order made. */
 interface Parked {
   readonly run: (built: EngineShape) => Promise<void>
   readonly resolve: () => void
@@ -76,40 +79,43 @@ const handled = (promise: Promise<void>): Promise<void> => {
 const rejected = (error: CallError): Promise<void> => handled(Promise.reject(error))
 
 /**
- * Creates a {@link Client}. Throws `InvalidOptions` at once when an option is wrong. One
- * `ManagedRuntime` runs the client for its whole life. A call runs no fiber: it is validated,
- * stamped and queued synchronously; until the runtime has started, calls and flushes wait in
- * order in a list that the start empties into the queue before anything else; a call that must
- * wait for room (`overflow: "backpressure"`) waits on a Promise.
+ * Creates a {@link Client}. Throws `InvalidOptions` at once when an option is wrong. The engine's
+ * layer is built in a scope of the client's own, which `close()` closes. A call runs no fiber: it
+ * is validated, stamped and queued synchronously; until the engine has started, calls and flushes
+ * wait in order in a list that the start empties into the queue before anything else; a call that
+ * must wait for room (`overflow: "backpressure"`) waits on a Promise.
  */
 export const createClient = (options: AnalyticsOptions): Client => {
   const checked = resolveOptions(options)
-  if (Either.isLeft(checked)) throw checked.left
-  const onOutcome = checked.right.onOutcome
-  const runtime = ManagedRuntime.make(engineLayer(checked.right))
-  // The clock the engine uses (the runtime provides Effect's default services).
-  const clock = Clock.make()
+  if (Result.isFailure(checked)) throw checked.failure
+  const onOutcome = checked.success.onOutcome
+  // Effects run at the edge on Effect's default services, each in a fiber that closing the scope does
+  // not interrupt (a `ManagedRuntime` would: a flush made before `close()` must end with its batches).
+  const scope = Scope.makeUnsafe()
+  // The clock the engine uses (Effect's default services).
+  const clock = Clock.Clock.defaultValue()
   let engine: EngineShape | undefined
   let parked: Array<Parked> = []
   let closing: Promise<void> | undefined
 
-  const started = runtime.runPromise(Engine).then((built) => {
+  const started = Effect.runPromise(Layer.buildWithScope(engineLayer(checked.success), scope)).then((context) => {
+    const built = Context.get(context, Engine)
     engine = built
     const waiting = parked
     parked = []
     for (const entry of waiting) entry.run(built).then(entry.resolve, entry.reject)
   })
   // A failed start (a defect: building the engine cannot fail) rejects every parked call with its
-  // reason; `close` still disposes the runtime.
+  // reason; `close` still closes the scope.
   started.catch((error) => {
     const waiting = parked
     parked = []
     for (const entry of waiting) entry.reject(error)
   })
 
-  // Logging (`DEBUG=analytics`) runs on the runtime, which is gone once `close()` was called.
+  // Logging (`DEBUG=analytics`) stops once `close()` was called.
   const logged = (built: EngineShape, log: Effect.Effect<void>) => {
-    if (built.debug && closing === undefined) runtime.runFork(log)
+    if (built.debug && closing === undefined) Effect.runFork(log)
   }
 
   const offer = (built: EngineShape, prepared: Prepared): Promise<void> => {
@@ -133,21 +139,21 @@ export const createClient = (options: AnalyticsOptions): Client => {
     return rejected(error)
   }
 
-  /** Until the runtime has started: keeps `run`'s place in the order of calls. */
+  /** Until the engine has started: keeps `run`'s place in the order of calls. */
   const park = (run: (built: EngineShape) => Promise<void>): Promise<void> =>
     handled(new Promise<void>((resolve, reject) => parked.push({ run, resolve, reject })))
 
   const call = <P extends object>(type: MessageType) => (params: P): Promise<void> => {
     if (closing !== undefined) return refuse(type, new ClientClosed())
     // Validated and stamped now: the message is what the caller passed at the time of the call.
-    const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
-    if (Either.isLeft(prepared)) return refuse(type, prepared.left)
-    if (engine !== undefined) return offer(engine, prepared.right)
-    return park((built) => offer(built, prepared.right))
+    const prepared = prepareMessage(type, params, clock.currentTimeMillisUnsafe())
+    if (Result.isFailure(prepared)) return refuse(type, prepared.failure)
+    if (engine !== undefined) return offer(engine, prepared.success)
+    return park((built) => offer(built, prepared.success))
   }
 
   // The engine's flush fails only once it is closed, and then everything before it has its outcome.
-  const flushOn = (built: EngineShape): Promise<void> => runtime.runPromiseExit(built.analytics.flush).then(ignore)
+  const flushOn = (built: EngineShape): Promise<void> => Effect.runPromiseExit(built.analytics.flush).then(ignore)
 
   return {
     identify: call<IdentifyParams>("identify"),
@@ -162,9 +168,9 @@ export const createClient = (options: AnalyticsOptions): Client => {
       return park(flushOn)
     },
     close: () => {
-      // Disposing the runtime closes the engine, which sends everything queued first; the start
-      // has emptied the parked calls into the queue by then.
-      const dispose = () => runtime.dispose()
+      // Closing the scope closes the engine, which sends everything queued first; the start has
+      // emptied the parked calls into the queue by then.
+      const dispose = () => Effect.runPromise(Scope.close(scope, Exit.void))
       closing ??= handled(started.then(dispose, dispose).then(ignore, ignore))
       return closing
     }

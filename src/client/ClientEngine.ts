@@ -1,10 +1,9 @@
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
-import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { MessageType } from "../domain/Message.js"
@@ -66,18 +65,18 @@ export interface EngineShape {
   readonly debug: boolean
 }
 
-export class Engine extends Context.Tag("hookrelay/client/Engine")<Engine, EngineShape>() {}
+export class Engine extends Context.Service<Engine, EngineShape>()("hookrelay/client/Engine") {}
 
 /** Builds the engine over the `Transport` in context; closing the scope closes the client. */
 export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape, never, Transport | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const debug = yield* Effect.orElseSucceed(debugEnabled, () => false)
     const log = makeDebugLog(debug)
     // The queue calls the waiters back when a take makes room; the waiters offer into the queue.
     const queue = yield* boundedRing<Item | End>(options.maxQueueSize, () => waiters.onRoom())
-    const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.unsafeOffer(item))
+    const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.offerUnsafe(item))
     const slabs = makeSlabs()
     const bodies = makeBodyPool(options.maxInFlight)
     const outcomes = yield* makeClientOutcomes(options, debug, log)
@@ -93,10 +92,10 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     // they are not released (it may have been queued at that very moment): the slab is then not
     // reused, and the garbage collector frees it.
     const offerWhenRoom = (prepared: Prepared, item: QueuedMessage): Effect.Effect<void, ClientClosed> =>
-      Effect.flatMap(Queue.offer(queue, item), (accepted) => {
+      Effect.flatMap(queue.offer(item), (accepted) => {
         if (accepted) return queued(prepared).log
         slabs.release(item)
-        return Effect.zipRight(refuseNow(prepared.type, new ClientClosed()).log, closed)
+        return Effect.andThen(refuseNow(prepared.type, new ClientClosed()).log, closed)
       })
 
     const waitForRoom = (prepared: Prepared, item: QueuedMessage): Promise<void> =>
@@ -110,7 +109,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       if (state !== "open") return refuseNow(prepared.type, new ClientClosed())
       const item = slabs.store(prepared)
       // Behind calls already waiting for room, a message waits too: calls keep their order.
-      if (!waiters.waiting() && queue.unsafeOffer(item)) return queued(prepared)
+      if (!waiters.waiting() && queue.offerUnsafe(item)) return queued(prepared)
       if (options.overflow === "drop") {
         slabs.release(item)
         return dropped(prepared)
@@ -121,9 +120,9 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
 
     const enqueue = (type: MessageType) => (params: object): Effect.Effect<void, CallError> =>
       Effect.suspend(() => {
-        if (state !== "open") return Effect.zipRight(refuseNow(type, new ClientClosed()).log, closed)
-        const prepared = prepareMessage(type, params, clock.unsafeCurrentTimeMillis())
-        const enqueued = Either.isLeft(prepared) ? refuseNow(type, prepared.left) : offerNow(prepared.right)
+        if (state !== "open") return Effect.andThen(refuseNow(type, new ClientClosed()).log, closed)
+        const prepared = prepareMessage(type, params, clock.currentTimeMillisUnsafe())
+        const enqueued = Result.isFailure(prepared) ? refuseNow(type, prepared.failure) : offerNow(prepared.success)
         switch (enqueued._tag) {
           case "Queued":
           case "Dropped":
@@ -131,7 +130,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
           case "Wait":
             return enqueued.wait
           case "Refused":
-            return Effect.zipRight(enqueued.log, Effect.fail(enqueued.error))
+            return Effect.andThen(enqueued.log, Effect.fail(enqueued.error))
         }
       })
 
@@ -140,12 +139,12 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const consumerEnded = Effect.asVoid(Fiber.await(consumer))
     const flush: Effect.Effect<void, ClientClosed> = Effect.suspend(() => {
       if (state !== "open") return closed
-      const done = Deferred.unsafeMake<void>(FiberId.none)
+      const done = Deferred.makeUnsafe<void>()
       const request = new FlushRequest(done)
       // At once when there is room, so that the request has its place among the calls around it.
-      const offered = !waiters.waiting() && queue.unsafeOffer(request)
-      const placed = offered ? Effect.void : Effect.zipRight(waiters.drained, Queue.offer(queue, request))
-      return Effect.raceFirst(Effect.zipRight(placed, Deferred.await(done)), consumerEnded)
+      const offered = !waiters.waiting() && queue.offerUnsafe(request)
+      const placed = offered ? Effect.void : Effect.andThen(waiters.drained, queue.offer(request))
+      return Effect.raceFirst(Effect.andThen(placed, Deferred.await(done)), consumerEnded)
     })
 
     // Graceful close: the end marker goes behind everything already queued, the batcher sends its
@@ -157,9 +156,9 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         // Calls waiting for room were accepted: they go in before the end marker (or are refused if
         // the batcher has ended).
         yield* waiters.drained
-        yield* Effect.raceFirst(Queue.offer(queue, End), Fiber.await(consumer))
+        yield* Effect.raceFirst(queue.offer(End), Fiber.await(consumer))
         yield* Fiber.await(consumer)
-        yield* Queue.shutdown(queue)
+        yield* queue.shutdown
         state = "closed"
         yield* outcomes.end
         yield* log("closed")
@@ -175,7 +174,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         group: enqueue("group"),
         alias: enqueue("alias"),
         flush,
-        outcomes: Stream.unwrapScoped(outcomes.subscribe),
+        outcomes: Stream.unwrap(outcomes.subscribe),
         subscribe: outcomes.subscribe
       },
       offerNow,

@@ -51,7 +51,7 @@ export const makeClientOutcomes = (
     // fiber and after close too (the hub has ended then: only `onOutcome` hears it).
     const reportNow = (outcome: Outcome): unknown => {
       const thrown = notifyOutcome(options.onOutcome, outcome)
-      if (!ended) hub.unsafeOffer(outcome)
+      if (!ended) PubSub.publishUnsafe(hub, outcome)
       return thrown
     }
     const logThrown = (thrown: unknown): Effect.Effect<void> =>
@@ -63,7 +63,7 @@ export const makeClientOutcomes = (
       return {
         _tag: "Refused",
         error,
-        log: debug ? Effect.zipRight(log(`refused ${type}: ${error.message}`), logThrown(thrown)) : Effect.void
+        log: debug ? Effect.andThen(log(`refused ${type}: ${error.message}`), logThrown(thrown)) : Effect.void
       }
     }
 
@@ -76,7 +76,7 @@ export const makeClientOutcomes = (
       return {
         _tag: "Dropped",
         log: debug
-          ? Effect.zipRight(
+          ? Effect.andThen(
             log(`queue full (${options.maxQueueSize} messages): dropped ${prepared.type} ${prepared.messageId}`),
             logThrown(thrown)
           )
@@ -91,8 +91,8 @@ export const makeClientOutcomes = (
           Effect.sync(() => subscribers++),
           () => Effect.sync(() => subscribers--)
         ).pipe(
-          Effect.zipRight(Stream.fromPubSub(hub, { scoped: true })),
-          Effect.map((stream) => Stream.takeWhile(stream, isOutcome))
+          Effect.andThen(PubSub.subscribe(hub)),
+          Effect.map((subscription) => Stream.takeWhile(Stream.fromSubscription(subscription), isOutcome))
         )
     )
 

@@ -1,4 +1,5 @@
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type { SendError } from "./ClientErrors.js"
 
@@ -38,16 +39,18 @@ export const parseRetryAfter = (header: string | undefined, now: number): number
  * `maxRetries` times, only after a retryable error; a server's `Retry-After` replaces the backoff
  * delay of that retry.
  */
-export const retrySchedule = (maxRetries: number): Schedule.Schedule<unknown, SendError> =>
-  Schedule.exponential(initialBackoff, 2).pipe(
-    Schedule.jittered,
-    Schedule.union(Schedule.spaced(maxBackoff)),
-    Schedule.intersect(Schedule.recurs(maxRetries)),
-    Schedule.intersect(Schedule.identity<SendError>()),
-    Schedule.whileInput((error: SendError) => isRetryable(error)),
-    Schedule.modifyDelay(([, error], delay) =>
-      error._tag === "HttpError" && error.retryAfterMillis !== undefined
-        ? Duration.millis(error.retryAfterMillis)
-        : delay
+export const retrySchedule = (maxRetries: number): Schedule.Schedule<Duration.Duration, SendError> =>
+  Schedule.max([
+    Schedule.min([Schedule.jittered(Schedule.exponential(initialBackoff, 2)), Schedule.spaced(maxBackoff)]),
+    Schedule.recurs(maxRetries)
+  ]).pipe(
+    Schedule.setInputType<SendError>(),
+    Schedule.while(({ input }) => isRetryable(input)),
+    Schedule.modifyDelay(({ duration, input }) =>
+      Effect.succeed(
+        input._tag === "HttpError" && input.retryAfterMillis !== undefined
+          ? Duration.millis(input.retryAfterMillis)
+          : duration
+      )
     )
   )

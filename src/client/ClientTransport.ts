@@ -44,7 +44,7 @@ export interface TransportShape {
  * How batches reach the server. `layerNodeHttp` is the real one; tests provide their own layer
  * (`Layer.succeed(Transport, { send })`) to script answers and drive time with `TestClock`.
  */
-export class Transport extends Context.Tag("hookrelay/client/Transport")<Transport, TransportShape>() {}
+export class Transport extends Context.Service<Transport, TransportShape>()("hookrelay/client/Transport") {}
 
 /** Options of the node:http transport. */
 export interface HttpTransportOptions {
@@ -139,16 +139,16 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
     const deadlinesFor = (timeout: Duration.Duration): Effect.Effect<Deadlines> => {
       const known = deadlinesByMillis.get(Duration.toMillis(timeout))
       if (known !== undefined) return Effect.succeed(known)
-      return Effect.tap(
-        Scope.extend(makeDeadlines(timeout), scope),
-        (made) => deadlinesByMillis.set(made.timeoutMillis, made)
-      )
+      return Effect.map(Scope.provide(makeDeadlines(timeout), scope), (made) => {
+        deadlinesByMillis.set(made.timeoutMillis, made)
+        return made
+      })
     }
 
     const post = (request: TransportRequest, deadlines: Deadlines | undefined) =>
-      // Interruption destroys the request through the returned finalizer: Effect.async's `signal`
+      // Interruption destroys the request through the returned finalizer: Effect.callback's `signal`
       // would cost an AbortController per request.
-      Effect.async<TransportResponse, TransportError | RequestTimeout>((answer) => {
+      Effect.callback<TransportResponse, TransportError | RequestTimeout>((answer) => {
         let answered = false
         let cancelDeadline: (() => void) | undefined
         const resume = (result: Effect.Effect<TransportResponse, TransportError | RequestTimeout>) => {
@@ -225,4 +225,4 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
 
 /** The node:http transport as a layer. */
 export const layerNodeHttp = (options: HttpTransportOptions = {}): Layer.Layer<Transport> =>
-  Layer.scoped(Transport, makeNodeHttp(options))
+  Layer.effect(Transport, makeNodeHttp(options))

@@ -1,3 +1,4 @@
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -21,10 +22,10 @@ interface Entry {
   onExpiry: (() => void) | undefined
 }
 
-export const makeDeadlines = (timeout: Duration.DurationInput): Effect.Effect<Deadlines, never, Scope.Scope> =>
+export const makeDeadlines = (timeout: Duration.Input): Effect.Effect<Deadlines, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const clock = yield* Effect.clock
-    const timeoutMillis = Duration.toMillis(timeout)
+    const clock = yield* Clock.Clock
+    const timeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(timeout))
     let entries: Array<Entry> = []
     let head = 0
     let idle: Deferred.Deferred<void> | undefined
@@ -48,9 +49,9 @@ export const makeDeadlines = (timeout: Duration.DurationInput): Effect.Effect<De
     }
 
     const tick: Effect.Effect<void> = Effect.suspend(() => {
-      expire(clock.unsafeCurrentTimeMillis())
+      expire(clock.currentTimeMillisUnsafe())
       if (head < entries.length) {
-        return Effect.sleep(Duration.millis(entries[head]!.at - clock.unsafeCurrentTimeMillis()))
+        return Effect.sleep(Duration.millis(entries[head]!.at - clock.currentTimeMillisUnsafe()))
       }
       return Effect.flatMap(Deferred.make<void>(), (wake) => {
         idle = wake
@@ -60,10 +61,10 @@ export const makeDeadlines = (timeout: Duration.DurationInput): Effect.Effect<De
     yield* Effect.forkScoped(Effect.forever(tick))
 
     const start = (onExpiry: () => void): () => void => {
-      const entry: Entry = { at: clock.unsafeCurrentTimeMillis() + timeoutMillis, onExpiry }
+      const entry: Entry = { at: clock.currentTimeMillisUnsafe() + timeoutMillis, onExpiry }
       entries.push(entry)
       if (idle !== undefined) {
-        Deferred.unsafeDone(idle, Effect.void)
+        Deferred.doneUnsafe(idle, Effect.void)
         idle = undefined
       }
       return () => {

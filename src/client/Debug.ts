@@ -1,13 +1,12 @@
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 
 /**
  * Whether `DEBUG` (read through `Config`, so from the environment by default) asks for the
  * client's log: it contains `analytics` (`DEBUG=analytics`, `DEBUG=app,analytics`) or is `*`.
  */
-export const debugEnabled: Config.Config<boolean> = Config.string("DEBUG").pipe(
+export const debugEnabled: Config.Config<boolean> = Config.String("DEBUG").pipe(
   Config.withDefault(""),
   Config.map((value) => value.includes("analytics") || value.split(/[\s,]+/).includes("*"))
 )
@@ -21,6 +20,6 @@ export const makeDebugLog = (enabled: boolean): DebugLog =>
     ? (message) =>
       Effect.logDebug(message).pipe(
         Effect.annotateLogs("module", "analytics"),
-        Logger.withMinimumLogLevel(LogLevel.Debug)
+        Effect.provideService(References.MinimumLogLevel, "Debug")
       )
     : () => Effect.void

@@ -1,9 +1,10 @@
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaParser from "effect/SchemaParser"
 import { type FieldIssue, issuesFromParseError } from "../domain/Issues.js"
 import { maxBatchMessages } from "../domain/Limits.js"
 import { WebhookUrl, WriteKey } from "../domain/Settings.js"
@@ -24,7 +25,7 @@ export interface AnalyticsOptions {
   /** Alias of `flushAt` (the name other Segment libraries use). Give one or the other. */
   readonly size?: number | undefined
   /** Send what is queued when this much time has passed since the last batch: milliseconds or a `Duration` ("5 seconds"). Default 5 s. */
-  readonly flushAfter?: Duration.DurationInput | undefined
+  readonly flushAfter?: Duration.Input | undefined
   /** At most this many messages wait in the queue. Default 10 000. */
   readonly maxQueueSize?: number | undefined
   /**
@@ -36,7 +37,7 @@ export interface AnalyticsOptions {
   /** Retries of a batch after a 5xx, 429, timeout or network error (0 to 20). Default 3: at most 4 attempts. */
   readonly maxRetries?: number | undefined
   /** Time allowed for one request, from its start to its answer's end: milliseconds or a `Duration`. Default 10 s. */
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly timeout?: Duration.Input | undefined
   /** Batches being sent at the same time (1 to 64). Default 4. */
   readonly maxInFlight?: number | undefined
   /**
@@ -77,75 +78,94 @@ export const defaults = {
 
 const digits = /^\d+$/
 
-/** Milliseconds as a number (or a string of digits, as environment variables hold them), or anything `Duration.decode` reads. */
+/** Milliseconds as a number (or a string of digits, as environment variables hold them), or anything `Duration.fromInput` reads. */
 const toDuration = (input: unknown): Duration.Duration | undefined => {
   if (typeof input === "number") return Number.isFinite(input) ? Duration.millis(input) : undefined
   if (typeof input === "string" && digits.test(input.trim())) return Duration.millis(Number(input.trim()))
-  return Option.getOrUndefined(Duration.decodeUnknown(input))
+  if (input === undefined || input === null) return undefined
+  return Option.getOrUndefined(Duration.fromInput(input as Duration.Input))
 }
 
-const PositiveDuration = Schema.Unknown.pipe(
-  Schema.filter((input) => {
-    const duration = toDuration(input)
-    return (duration !== undefined && Duration.toMillis(duration) >= 1) ||
-      "must be a duration of at least 1 millisecond (milliseconds, or a string such as \"5 seconds\")"
-  })
-)
+const positiveDurationMessage =
+  "must be a duration of at least 1 millisecond (milliseconds, or a string such as \"5 seconds\")"
+
+const PositiveDuration = Schema.Unknown.check(Schema.makeFilter((input) => {
+  const duration = toDuration(input)
+  return (duration !== undefined && Duration.toMillis(duration) >= 1) || positiveDurationMessage
+}))
+
+// An option's own message stands for every way its value can be wrong (not a number, not an
+// integer, out of range), as the one rule the caller has to follow.
+const withMessage = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, message: string) => {
+  const is = Schema.is(schema)
+  return Schema.Unknown.annotate({ message }).pipe(
+    Schema.refine((input): input is S["Type"] => is(input), { message })
+  )
+}
 
 const intBetween = (min: number, max: number) =>
-  Schema.Number.pipe(
-    Schema.filter((value) =>
-      (Number.isInteger(value) && value >= min && value <= max) || `must be an integer from ${min} to ${max}`
-    )
-  ).annotations({ message: () => `must be an integer from ${min} to ${max}` })
+  withMessage(
+    Schema.Number.check(Schema.makeFilter((value: number) => Number.isInteger(value) && value >= min && value <= max)),
+    `must be an integer from ${min} to ${max}`
+  )
 
-const optional = <A, I>(schema: Schema.Schema<A, I, never>) => Schema.optional(schema)
+const optional = Schema.optionalKey
 
 const OptionsSchema = Schema.Struct({
-  writeKey: WriteKey.annotations({ message: () => "is required: a non-empty string without white space or ':'" }),
+  writeKey: withMessage(WriteKey, "is required: a non-empty string without white space or ':'"),
   endpoint: optional(WebhookUrl),
   flushAt: optional(intBetween(1, maxBatchMessages)),
   size: optional(intBetween(1, maxBatchMessages)),
   flushAfter: optional(PositiveDuration),
   maxQueueSize: optional(intBetween(1, 10_000_000)),
-  overflow: optional(
-    Schema.Literal("drop", "backpressure").annotations({
-      message: () => "must be \"drop\" or \"backpressure\""
-    })
-  ),
+  overflow: optional(withMessage(Schema.Literals(["drop", "backpressure"]), "must be \"drop\" or \"backpressure\"")),
   maxRetries: optional(intBetween(0, 20)),
   timeout: optional(PositiveDuration),
   maxInFlight: optional(intBetween(1, 64)),
   onOutcome: optional(
     Schema.declare((input: unknown): input is (outcome: Outcome) => void => typeof input === "function", {
-      message: () => "must be a function"
+      message: "must be a function"
     })
   )
 })
 
 // Unknown keys are refused: `flushInterval` or `host` (analytics-node's names) would otherwise be
 // ignored without a word.
-const decodeOptions = Schema.decodeUnknownEither(OptionsSchema, { errors: "all", onExcessProperty: "error" })
+const decodeOptions = SchemaParser.decodeUnknownResult(OptionsSchema, {
+  errors: "all",
+  reportInput: true,
+  onExcessProperty: "error"
+})
 
-// An optional option is `X | undefined`: a bad value fails both members; say it once, as X's rule.
+// One issue per option: the first is its rule.
 const firstPerPath = (issues: ReadonlyArray<FieldIssue>): ReadonlyArray<FieldIssue> =>
   issues.filter((issue, index) => issues.findIndex((other) => other.path === issue.path) === index)
+
+// An option given as `undefined` (the interface allows it) is one left out; an unknown key is kept, to be refused.
+const withoutUndefined = (input: unknown): unknown => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return input
+  const present: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(input)) {
+    if (value !== undefined || !Object.hasOwn(OptionsSchema.fields, key)) present[key] = value
+  }
+  return present
+}
 
 const withoutTrailingSlashes = (url: string): string => url.replace(/\/+$/, "")
 
 /** Checks the options and applies the defaults. */
-export const resolveOptions = (input: unknown): Either.Either<ResolvedOptions, InvalidOptions> => {
-  const decoded = decodeOptions(input)
-  if (Either.isLeft(decoded)) {
-    return Either.left(new InvalidOptions({ issues: firstPerPath(issuesFromParseError(decoded.left)) }))
+export const resolveOptions = (input: unknown): Result.Result<ResolvedOptions, InvalidOptions> => {
+  const decoded = decodeOptions(withoutUndefined(input))
+  if (Result.isFailure(decoded)) {
+    return Result.fail(new InvalidOptions({ issues: firstPerPath(issuesFromParseError(decoded.failure)) }))
   }
-  const options = decoded.right
+  const options = decoded.success
   if (options.flushAt !== undefined && options.size !== undefined && options.flushAt !== options.size) {
     const issue: FieldIssue = { path: "size", message: "is an alias of flushAt: give one of them, not both" }
-    return Either.left(new InvalidOptions({ issues: [issue] }))
+    return Result.fail(new InvalidOptions({ issues: [issue] }))
   }
   const endpoint = withoutTrailingSlashes(options.endpoint ?? defaults.endpoint)
-  return Either.right({
+  return Result.succeed({
     writeKey: options.writeKey,
     endpoint,
     batchUrl: `${endpoint}/v1/batch`,
@@ -176,17 +196,17 @@ export const environmentVariables = {
   maxInFlight: "HOOKRELAY_MAX_IN_FLIGHT"
 } as const
 
-const optionalString = (name: string) => Config.option(Config.string(name))
-const optionalInteger = (name: string) => Config.option(Config.integer(name))
+const optionalString = (name: string) => Config.option(Config.String(name))
+const optionalInteger = (name: string) => Config.option(Config.Int(name))
 
 /** The options found in the environment (see {@link environmentVariables}); absent variables are left out. */
 export const optionsConfig: Config.Config<Partial<AnalyticsOptions>> = Config.all({
-  writeKey: Config.option(Config.redacted(environmentVariables.writeKey)),
+  writeKey: Config.option(Config.Redacted(environmentVariables.writeKey)),
   endpoint: optionalString(environmentVariables.endpoint),
   flushAt: optionalInteger(environmentVariables.flushAt),
   flushAfter: optionalString(environmentVariables.flushAfter),
   maxQueueSize: optionalInteger(environmentVariables.maxQueueSize),
-  overflow: Config.option(Config.literal("drop", "backpressure")(environmentVariables.overflow)),
+  overflow: Config.option(Config.Literals(["drop", "backpressure"], environmentVariables.overflow)),
   maxRetries: optionalInteger(environmentVariables.maxRetries),
   timeout: optionalString(environmentVariables.timeout),
   maxInFlight: optionalInteger(environmentVariables.maxInFlight)

@@ -56,7 +56,7 @@ export const makeRoomWaiters = <A>(offer: (item: A) => boolean): RoomWaiters<A> 
       scheduled = true
       queueMicrotask(queueWhatFits)
     },
-    drained: Effect.async<void>((resume) => {
+    drained: Effect.callback<void>((resume) => {
       if (waiters.length === 0) return resume(Effect.void)
       onDrained.push(() => resume(Effect.void))
     }),

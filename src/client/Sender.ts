@@ -35,11 +35,11 @@ export const makeSender = (
   }
   const schedule = retrySchedule(options.maxRetries)
   const timeoutMillis = Duration.toMillis(options.timeout)
-  const onTimeout = () => new RequestTimeout({ timeoutMillis })
+  const orElse = () => Effect.fail(new RequestTimeout({ timeoutMillis }))
   const sendWithin = (request: TransportRequest): Effect.Effect<TransportResponse, SendError> =>
     transport.sendWithin !== undefined
       ? transport.sendWithin(request, options.timeout)
-      : transport.send(request).pipe(Effect.timeoutFail({ duration: options.timeout, onTimeout }))
+      : transport.send(request).pipe(Effect.timeoutOrElse({ duration: options.timeout, orElse }))
 
   return (batch: BatchBody): Effect.Effect<void> => {
     const count = batch.count
@@ -66,15 +66,15 @@ export const makeSender = (
     })
     const messages = () => batch.messages()
     return log(`flushing ${count} messages (${batch.bytes.length} bytes)`).pipe(
-      Effect.zipRight(Effect.retry(attempt, schedule)),
+      Effect.andThen(Effect.retry(attempt, schedule)),
       Effect.matchEffect({
         onSuccess: () =>
-          Effect.zipRight(
+          Effect.andThen(
             log(`batch of ${count} messages delivered (${attempts} attempts)`),
             outcomes.observed() ? outcomes.report(Outcome.Success({ messages: messages(), attempts })) : Effect.void
           ),
         onFailure: (error) =>
-          Effect.zipRight(
+          Effect.andThen(
             log(`batch of ${count} messages failed after ${attempts} attempts: ${error.message}`),
             outcomes.observed()
               ? outcomes.report(Outcome.Failure({

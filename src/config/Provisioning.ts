@@ -1,4 +1,4 @@
-import { Data, Effect, Either, Schema } from "effect"
+import { Data, Effect, Result, Schema } from "effect"
 import { readFile } from "node:fs/promises"
 import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
@@ -30,12 +30,12 @@ export const readProvisioningFile = (path: string): Effect.Effect<ProvisioningFi
       try: () => JSON.parse(text) as unknown,
       catch: () => new InvalidConfigFile({ path, problems: ["is not valid JSON"] })
     })
-    return yield* Either.match(decodeFile(json), {
-      onLeft: (issues) =>
+    return yield* Result.match(decodeFile(json), {
+      onFailure: (issues) =>
         Effect.fail(
           new InvalidConfigFile({ path, problems: issues.map((issue) => `${issue.path}: ${issue.message}`) })
         ),
-      onRight: Effect.succeed
+      onSuccess: Effect.succeed
     })
   })
 
@@ -51,10 +51,10 @@ export const checkProvisioningFile = (path: string, file: ProvisioningFile): Eff
     const egress = yield* currentEgressPolicy
     const checks = yield* Effect.forEach(
       file.sources,
-      (source, index) => Effect.either(checkSource(egress, source, `sources[${index}].`)),
+      (source, index) => Effect.result(checkSource(egress, source, `sources[${index}].`)),
       { concurrency: "unbounded" }
     )
-    const errors = checks.flatMap((check) => Either.isLeft(check) ? check.left.errors : [])
+    const errors = checks.flatMap((check) => Result.isFailure(check) ? check.failure.errors : [])
     if (errors.length > 0) return yield* Effect.fail(refused(path, new BlockedEndpoints({ errors })))
   })
 

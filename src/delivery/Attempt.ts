@@ -197,10 +197,10 @@ const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: numbe
 const recorded = (input: AttemptInput, result: Settled): Effect.Effect<AttemptOutcome> => {
   const done = Effect.as(recordAttempt(input, result.record), result.outcome)
   if (result.timeout !== undefined) {
-    return Effect.zipRight(logFailure(input, `delivery attempt timed out: ${result.timeout.message}`), done)
+    return Effect.andThen(logFailure(input, `delivery attempt timed out: ${result.timeout.message}`), done)
   }
   return result.outcome._tag === "Permanent"
-    ? Effect.zipRight(logFailure(input, `delivery attempt failed permanently: ${result.outcome.reason}`), done)
+    ? Effect.andThen(logFailure(input, `delivery attempt failed permanently: ${result.outcome.reason}`), done)
     : done
 }
 
@@ -215,11 +215,11 @@ const cutOff = (
   finishedAt: number,
   cause: Cause.Cause<TransportFailure>
 ): Effect.Effect<AttemptOutcome> => {
-  const failure = Cause.failureOption(cause)
+  const failure = Cause.findErrorOption(cause)
   if (failure._tag === "Some") return recorded(input, failedWith(input, startedAt, finishedAt, failure.value))
   const other = cause as Cause.Cause<never>
-  if (!Cause.isInterrupted(other)) return Effect.failCause(other)
-  return Effect.zipRight(recordAttempt(input, abortedRecord(input, startedAt, finishedAt)), Effect.failCause(other))
+  if (!Cause.hasInterrupts(other)) return Effect.failCause(other)
+  return Effect.andThen(recordAttempt(input, abortedRecord(input, startedAt, finishedAt)), Effect.failCause(other))
 }
 
 /**
@@ -254,25 +254,25 @@ export const attemptWith = (
   Effect.uninterruptibleMask((restore) => {
     const run = (): Effect.Effect<AttemptOutcome> => {
       const current = input()
-      const startedAt = services.clock.unsafeCurrentTimeMillis()
+      const startedAt = services.clock.currentTimeMillisUnsafe()
       const { start } = services.transport
       let started: Started | undefined
       const request = start === undefined
         ? services.transport.post(current.endpoint.request)
-        : Effect.async<TransportResponse, TransportFailure>((resume) => {
+        : Effect.callback<TransportResponse, TransportFailure>((resume) => {
           started = start(current.endpoint.request, resume)
         })
       return Effect.matchCauseEffect(restore(request), {
         onSuccess: (response) => {
           permits?.giveBack()
-          const finishedAt = services.clock.unsafeCurrentTimeMillis()
+          const finishedAt = services.clock.currentTimeMillisUnsafe()
           return recorded(current, answeredWith(current, startedAt, finishedAt, response))
         },
         onFailure: (cause) => {
           // Interrupted while in flight: abort the request (a started one has no interruption hook of its own).
           started?.cancel()
           permits?.giveBack()
-          return cutOff(current, startedAt, services.clock.unsafeCurrentTimeMillis(), cause)
+          return cutOff(current, startedAt, services.clock.currentTimeMillisUnsafe(), cause)
         }
       })
     }

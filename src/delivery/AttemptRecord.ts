@@ -6,7 +6,7 @@ import type { Effect } from "effect"
  * (another URL succeeded first, or shutdown). An aborted request may still have reached the receiver, so it is
  * recorded like any other (SPEC §4: every attempt is recorded).
  */
-export const RecordedOutcome = Schema.Literal("Success", "Retryable", "Permanent", "Aborted")
+export const RecordedOutcome = Schema.Literals(["Success", "Retryable", "Permanent", "Aborted"])
 export type RecordedOutcome = typeof RecordedOutcome.Type
 
 /** One delivery attempt, as the store keeps it (SPEC §4). A Schema so the store and the admin API can reuse it. */

@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect, Schedule, ScheduleDecision, ScheduleIntervals as Intervals } from "effect"
+import { Cause, Duration, Effect, Pull, Schedule } from "effect"
 import { signingSecret } from "../domain/Settings.js"
 import type { WebhookSettings } from "../domain/Settings.js"
 import { signsSegment } from "../domain/Signing.js"
@@ -48,7 +48,7 @@ export interface DeliverOptions {
    * `Pending`, and when no URL succeeds the job ends `Deferred` instead of holding a fiber for minutes. Default:
    * infinity (always wait inline).
    */
-  readonly maxInlineDelay?: Duration.DurationInput | undefined
+  readonly maxInlineDelay?: Duration.Input | undefined
   /** Backoff and window overrides; SPEC §4's values by default. */
   readonly policy?: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts"> | undefined
   /**
@@ -98,8 +98,8 @@ const withOutcome = (lastOutcome: AttemptOutcome | undefined) => lastOutcome ===
 /**
  * One URL: attempt, then retry under `retryPolicy` until a success (the fiber's success), a permanent failure or the
  * end of the window (`Retired`), or a wait longer than `maxInlineDelay` (`Pending`) — the latter two as failures, so
- * that `raceAll` keeps waiting for the other URLs. The schedule decides every retry: its driver sleeps on Clock until
- * the planned instant, and when it stops, the instant it had planned (if any) tells a deferral from the window's end.
+ * that `raceAll` keeps waiting for the other URLs. The schedule decides every retry: its step plans the next instant,
+ * on Clock, and a stop (the window's end) or a planned wait past `maxInlineDelay` (a deferral) ends the run.
  * Reads the clock when called: built where the URL's run starts.
  */
 const runEndpoint = (
@@ -124,7 +124,7 @@ const runEndpoint = (
       jobId: context.job.jobId,
       messageId: context.job.messageId,
       // Standard Webhooks: a timestamp (and signatures) of this attempt's own time, the same webhook-id every time.
-      endpoint: context.stamp === undefined ? endpoint : context.stamp(endpoint, clock.unsafeCurrentTimeMillis()),
+      endpoint: context.stamp === undefined ? endpoint : context.stamp(endpoint, clock.currentTimeMillisUnsafe()),
       attemptNumber: attempts,
       record: context.record,
       trace: undefined
@@ -162,27 +162,34 @@ const runEndpoint = (
     return attempt
   })
 
-  // Built at the first retryable failure: most deliveries succeed at once and never need it.
-  const schedule = () =>
-    retryPolicy({ ...context.policy, firstAttemptAt: context.firstAttemptAt, priorAttempts: attempts - 1 }).pipe(
-      Schedule.onDecision((_, decision) =>
-        Effect.sync(() => {
-          plannedAt = ScheduleDecision.isDone(decision) ? undefined : Intervals.start(decision.intervals)
-        })
-      ),
-      Schedule.whileOutput((delay) => Duration.toMillis(delay) <= context.maxInlineMillis)
-    )
-
-  // Effect.retry's loop, entered with the failure already in hand (the first attempt is not repeated).
+  // Effect.retry's loop, entered with the failure already in hand (the first attempt is not repeated). The schedule
+  // is built at the first retryable failure: most deliveries succeed at once and never need it.
   const retrying = (first: Retryable) =>
-    Effect.flatMap(Schedule.driver(schedule()), (driver) => {
-      const next = (failed: Retryable): Effect.Effect<Delivered, Pending | Retired> =>
-        Effect.matchEffect(driver.next(failed), {
-          onFailure: stopped,
-          onSuccess: () => Effect.flatMap(once, (outcome) => decide(outcome, next))
-        })
-      return next(first)
-    })
+    Effect.flatMap(
+      Schedule.toStep(
+        retryPolicy({ ...context.policy, firstAttemptAt: context.firstAttemptAt, priorAttempts: attempts - 1 })
+      ),
+      (step) => {
+        const next = (failed: Retryable): Effect.Effect<Delivered, Pending | Retired> =>
+          Effect.suspend(() => {
+            const now = clock.currentTimeMillisUnsafe()
+            return Pull.matchEffect(step(now, failed), {
+              onSuccess: ([, delay]) => {
+                const millis = Duration.toMillis(delay)
+                plannedAt = now + millis
+                if (millis > context.maxInlineMillis) return stopped()
+                return Effect.andThen(Effect.sleep(delay), Effect.flatMap(once, (outcome) => decide(outcome, next)))
+              },
+              onDone: () => {
+                plannedAt = undefined
+                return stopped()
+              },
+              onFailure: Effect.failCause
+            })
+          })
+        return next(first)
+      }
+    )
 
   // How an attempt's outcome ends the URL's run, or goes on retrying.
   const decide = (
@@ -203,12 +210,12 @@ const runEndpoint = (
 
   // A resumed URL starts at the time its schedule had planned; the window is checked against the planned start,
   // not the timer's punctuality (SPEC §4: no attempt after first + 4 h).
-  const now = clock.unsafeCurrentTimeMillis()
+  const now = clock.currentTimeMillisUnsafe()
   const startAt = Math.max(now, prior?.nextAttemptAt ?? 0)
   if (startAt > context.lastStart) return Effect.fail(retire("out-of-window"))
   if (startAt - now > context.maxInlineMillis) return Effect.fail(pending(startAt))
   const run = Effect.flatMap(once, (outcome) => decide(outcome, retrying))
-  return startAt > now ? Effect.zipRight(Effect.sleep(startAt - now), run) : run
+  return startAt > now ? Effect.andThen(Effect.sleep(startAt - now), run) : run
 }
 
 const jobContext = (
@@ -223,7 +230,7 @@ const jobContext = (
     job,
     firstAttemptAt,
     lastStart: deadline(firstAttemptAt, options.policy?.window),
-    maxInlineMillis: Duration.toMillis(Duration.decode(options.maxInlineDelay ?? Duration.infinity)),
+    maxInlineMillis: Duration.toMillis(Duration.fromInputUnsafe(options.maxInlineDelay ?? Duration.infinity)),
     record: options.recordAttempt ?? noRecord,
     policy: options.policy,
     gate: options.gate,
@@ -277,7 +284,7 @@ export const deliverWith = (
   job: DeliveryJob,
   options: DeliverOptions = {}
 ): Effect.Effect<DeliveryResult, AllEndpointsFailed> => {
-  const context = jobContext(services, job, options, services.clock.unsafeCurrentTimeMillis())
+  const context = jobContext(services, job, options, services.clock.currentTimeMillisUnsafe())
   const signature = signsSegment(job.settings) ? signatureFor(signingSecret(job.settings), job.body) : undefined
   const priorStates = job.endpointStates ?? []
 
@@ -286,7 +293,7 @@ export const deliverWith = (
     const endpoint = job.settings.endpoints[0]!
     const prior = priorStates.find((state) => state.url === endpoint.url)
     if (prior?._tag === "Retired") return conclude(context, [prior])
-    return Effect.catchAll(
+    return Effect.catch(
       runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior),
       (state) => conclude(context, [state])
     )
@@ -312,11 +319,11 @@ export const deliverWith = (
   if (runs.length === 0) return conclude(context, states as Array<EndpointState>)
   const race = runs.length === 1 ? runs[0]! : Effect.raceAll(runs)
   return race.pipe(
-    Effect.catchAllCause((cause) =>
+    Effect.catchCause((cause) =>
       // Every run failed with its state: decide. Anything else (a defect) is not ours to turn into a state.
       states.every((state) => state !== undefined)
         ? conclude(context, states)
-        : Effect.failCause(Cause.stripFailures(cause))
+        : Effect.failCause(Cause.fromReasons(cause.reasons.filter((reason) => !Cause.isFailReason(reason))))
     )
   )
 }

@@ -17,5 +17,5 @@ export interface DeliveryTracingShape {
 }
 
 export class DeliveryTracing
-  extends Context.Tag("hookrelay/DeliveryTracing")<DeliveryTracing, DeliveryTracingShape>()
+  extends Context.Service<DeliveryTracing, DeliveryTracingShape>()("hookrelay/DeliveryTracing")
 {}

@@ -1,4 +1,4 @@
-import { Effect, FiberSet, Layer, Option } from "effect"
+import { Clock, Effect, FiberSet, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { OutboxSignal } from "../store/OutboxSignal.js"
 import { Store } from "../store/Store.js"
@@ -39,7 +39,7 @@ export const make = (options: DispatcherOptions = {}) =>
     const store = tracing === undefined ? yield* Store : tracing.store(yield* Store)
     const signal = yield* OutboxSignal
     const outcomes = yield* DeliveryOutcomes
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const transport = yield* Transport
     // The engine's guards, shared with the health queries; a dispatcher on its own keeps its own.
     const sharedGuards = yield* Effect.serviceOption(EndpointGuards.EndpointGuards)
@@ -126,4 +126,4 @@ export const layer = (options: DispatcherOptions = {}): Layer.Layer<
   never,
   never,
   Store | Transport | OutboxSignal | DeliveryOutcomes
-> => Layer.scopedDiscard(start(options))
+> => Layer.effectDiscard(start(options))

@@ -75,7 +75,7 @@ export class EndpointGuard {
   tryPass(): boolean {
     if (this.state !== "closed") return false
     if (this.interval === 0) return true
-    const now = this.clock.unsafeCurrentTimeMillis()
+    const now = this.clock.currentTimeMillisUnsafe()
     if (now < this.nextFreeAt) return false
     this.nextFreeAt = now + this.interval
     return true
@@ -84,7 +84,7 @@ export class EndpointGuard {
   /** Waits until the attempt may go, or the job's window (`lastStart`, epoch ms) ends. Interruptible. */
   pass(lastStart: number): Effect.Effect<Pass> {
     const step = (): Effect.Effect<Pass> => {
-      const now = this.clock.unsafeCurrentTimeMillis()
+      const now = this.clock.currentTimeMillisUnsafe()
       if (this.state === "disabled") return Effect.succeed("disabled")
       if (this.state === "closed") {
         if (this.interval === 0) return Effect.succeed("go")
@@ -100,14 +100,14 @@ export class EndpointGuard {
         return Effect.succeed("probe")
       }
       const until = this.state === "open" ? Math.min(this.nextProbeAt, lastStart + 1) : lastStart + 1
-      return Effect.zipRight(this.wait(until - now), Effect.suspend(step))
+      return Effect.andThen(this.wait(until - now), Effect.suspend(step))
     }
     return Effect.suspend(step)
   }
 
   /** Sleeps `millis`, or less when the circuit's state changes. */
   private wait(millis: number): Effect.Effect<void> {
-    const woken = Effect.async<void>((resume) => {
+    const woken = Effect.callback<void>((resume) => {
       const waker = () => resume(Effect.void)
       this.wakers.push(waker)
       return Effect.sync(() => {
@@ -126,7 +126,7 @@ export class EndpointGuard {
 
   /** An attempt's outcome; `probe`: it was the open circuit's probe. */
   report(outcome: AttemptOutcome, probe: boolean): void {
-    const now = this.clock.unsafeCurrentTimeMillis()
+    const now = this.clock.currentTimeMillisUnsafe()
     if (outcome._tag === "Success") {
       this.lastSuccessAt = now
       this.failingSince = undefined
@@ -168,7 +168,7 @@ export class EndpointGuard {
   probeAborted(): void {
     if (this.state !== "probing") return
     this.state = "open"
-    this.nextProbeAt = this.clock.unsafeCurrentTimeMillis()
+    this.nextProbeAt = this.clock.currentTimeMillisUnsafe()
     this.wakeAll()
   }
 
@@ -185,7 +185,7 @@ export class EndpointGuard {
   disable(reason: string): void {
     if (this.state === "disabled") return
     this.state = "disabled"
-    this.emit({ type: "endpoint.disabled", url: this.url, at: this.clock.unsafeCurrentTimeMillis(), reason })
+    this.emit({ type: "endpoint.disabled", url: this.url, at: this.clock.currentTimeMillisUnsafe(), reason })
     this.wakeAll()
   }
 

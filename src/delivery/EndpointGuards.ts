@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Latch, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import type { Endpoint } from "../domain/Settings.js"
 import { setEndpointGauges } from "../metrics/EndpointGauges.js"
@@ -11,9 +11,9 @@ import type { GuardEvent, GuardSnapshot } from "./EndpointGuard.js"
  * Where the endpoint events go besides the log (the operator webhook). Optional: without it they are only logged.
  * Must not block: it is called from the events' own fiber, never from a delivery.
  */
-export class GuardEventSink extends Context.Tag("hookrelay/delivery/GuardEventSink")<GuardEventSink, {
+export class GuardEventSink extends Context.Service<GuardEventSink, {
   readonly publish: (event: GuardEvent & { readonly sourceIds: ReadonlyArray<string> }) => Effect.Effect<void>
-}>() {}
+}>()("hookrelay/delivery/GuardEventSink") {}
 
 export interface EndpointGuardsShape {
   /** The URL's guard (made on first use); the dispatcher's endpoint actors hold it. */
@@ -33,16 +33,15 @@ export interface EndpointGuardsShape {
  * of a PostgreSQL deployment keeps its own), disabled URLs are in the store, read again every `refresh` so that a URL
  * disabled or enabled elsewhere is seen here. Events are logged at warn and handed to the `GuardEventSink`.
  */
-export class EndpointGuards extends Context.Tag("hookrelay/delivery/EndpointGuards")<
-  EndpointGuards,
-  EndpointGuardsShape
->() {}
+export class EndpointGuards extends Context.Service<EndpointGuards, EndpointGuardsShape>()(
+  "hookrelay/delivery/EndpointGuards"
+) {}
 
 const refreshEvery = Duration.seconds(2)
 
 export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope> = Effect.gen(function*() {
   const store = yield* Store
-  const clock = yield* Effect.clock
+  const clock = yield* Clock.Clock
   const sink = yield* Effect.serviceOption(GuardEventSink)
   const guards = new Map<string, EndpointGuard>()
   const sources = new Map<string, Set<string>>()
@@ -51,13 +50,13 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
   let events: Array<GuardEvent> = []
   // Disabled here and not yet written: a refresh must not enable them again.
   const unwritten = new Set<string>()
-  const eventsWaiting = yield* Effect.makeLatch(false)
+  const eventsWaiting = yield* Latch.make(false)
   let disabled = new Set<string>()
 
   const emit = (event: GuardEvent): void => {
     if (event.type === "endpoint.disabled") unwritten.add(event.url)
     events.push(event)
-    eventsWaiting.unsafeOpen()
+    eventsWaiting.openUnsafe()
   }
 
   const guardFor = (url: string): EndpointGuard => {
@@ -88,7 +87,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
       )
       if (event.type === "endpoint.disabled") {
         yield* store.disableEndpoint(event.url, event.at, event.reason).pipe(
-          Effect.catchAll((error) => Effect.logError("could not record a disabled endpoint", error))
+          Effect.catch((error) => Effect.logError("could not record a disabled endpoint", error))
         )
         unwritten.delete(event.url)
         disabled.add(event.url)
@@ -118,12 +117,12 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
         if (guard !== undefined) setEndpointGauges(sourceId, index, guard.state, guard.consecutiveFailures)
       })
     }
-  }).pipe(Effect.catchAll(() => Effect.void))
+  }).pipe(Effect.catch(() => Effect.void))
 
   yield* refresh
   // Interruptible again: the dispatcher builds these inside its uninterruptible acquisition.
   yield* Effect.forkScoped(Effect.interruptible(drain))
-  yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.zipRight(Effect.sleep(refreshEvery), refresh))))
+  yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.andThen(Effect.sleep(refreshEvery), refresh))))
 
   return {
     guardFor,
@@ -131,8 +130,8 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
     snapshot: (url) => guards.get(url)?.snapshot(),
     disable: (url, reason) =>
       Effect.suspend(() => {
-        const now = clock.unsafeCurrentTimeMillis()
-        return Effect.zipRight(
+        const now = clock.currentTimeMillisUnsafe()
+        return Effect.andThen(
           store.disableEndpoint(url, now, reason),
           Effect.sync(() => {
             disabled.add(url)
@@ -150,4 +149,4 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
   }
 })
 
-export const layer: Layer.Layer<EndpointGuards, never, Store> = Layer.scoped(EndpointGuards, make)
+export const layer: Layer.Layer<EndpointGuards, never, Store> = Layer.effect(EndpointGuards, make)

@@ -48,7 +48,7 @@ export type TransportExit = Exit.Exit<TransportResponse, TransportFailure>
 const headerValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
   typeof value === "string" ? value : value?.[0]
 
-/** The code we give an unparsable answer when undici's `HTTPParserError` carries none (undici 7 often leaves it unset). */
+/** The code we give an unparsable answer when undici's `HTTPParserError` carries none (undici often leaves it unset). */
 const invalidResponseCode = "HPE_INVALID_RESPONSE"
 
 /** `err.code`, looking through `cause` and AggregateError (several addresses tried) when the top error has none. */

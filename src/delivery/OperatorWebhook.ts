@@ -1,4 +1,4 @@
-import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
+import { Config, ConfigProvider, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { isAbsoluteHttpUrl } from "../domain/Settings.js"
@@ -26,7 +26,7 @@ export interface OperatorEvent {
 const queueBound = 1024
 const rollUpEvery = Duration.minutes(1)
 // A few tries, spaced: an operator endpoint that is down loses the event (it was logged at warn).
-const sendRetries = Schedule.intersect(Schedule.exponential("1 second"), Schedule.recurs(3))
+const sendRetries = Schedule.exponential("1 second").pipe(Schedule.upTo({ times: 3 }))
 
 /**
  * The operator webhook: endpoint events (through `GuardEventSink`) and dead letters rolled up to at most one
@@ -68,7 +68,7 @@ export const make = (
         )
         yield* answer.pipe(
           Effect.retry(sendRetries),
-          Effect.catchAll(() => Effect.logWarning(`the operator webhook did not take ${event.type}`))
+          Effect.catch(() => Effect.logWarning(`the operator webhook did not take ${event.type}`))
         )
       })
 
@@ -110,25 +110,23 @@ export const layer = (options: OperatorWebhookOptions): Layer.Layer<
   GuardEventSink,
   never,
   Transport | DeliveryOutcomes
-> => Layer.scoped(GuardEventSink, make(options))
+> => Layer.effect(GuardEventSink, make(options))
+
+/** A refused setting, named in the message. */
+const invalid = (name: string, message: string) =>
+  Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message: `${name}: ${message}` })))
 
 /** `HOOKRELAY_OPERATOR_WEBHOOK` and `HOOKRELAY_OPERATOR_WEBHOOK_SECRET` (a `whsec_` secret), both or neither. */
 export const operatorWebhookConfig: Config.Config<Option.Option<OperatorWebhookOptions>> = Config.all({
-  url: Config.option(Config.string("HOOKRELAY_OPERATOR_WEBHOOK")),
-  secret: Config.option(Config.redacted("HOOKRELAY_OPERATOR_WEBHOOK_SECRET"))
+  url: Config.option(Config.String("HOOKRELAY_OPERATOR_WEBHOOK")),
+  secret: Config.option(Config.Redacted("HOOKRELAY_OPERATOR_WEBHOOK_SECRET"))
 }).pipe(
-  Config.mapOrFail(({ secret, url }) => {
-    if (Option.isNone(url)) return Either.right(Option.none())
-    if (!isAbsoluteHttpUrl(url.value)) {
-      return Either.left(ConfigError.InvalidData(["HOOKRELAY_OPERATOR_WEBHOOK"], "must be an http: or https: URL"))
-    }
-    if (Option.isNone(secret)) {
-      return Either.left(ConfigError.MissingData(["HOOKRELAY_OPERATOR_WEBHOOK_SECRET"], "is required with a webhook"))
-    }
+  Config.mapEffect(({ secret, url }) => {
+    if (Option.isNone(url)) return Effect.succeed(Option.none())
+    if (!isAbsoluteHttpUrl(url.value)) return invalid("HOOKRELAY_OPERATOR_WEBHOOK", "must be an http: or https: URL")
+    if (Option.isNone(secret)) return invalid("HOOKRELAY_OPERATOR_WEBHOOK_SECRET", "is required with a webhook")
     const key = decodeSecret(Redacted.value(secret.value))
-    if (typeof key === "string") {
-      return Either.left(ConfigError.InvalidData(["HOOKRELAY_OPERATOR_WEBHOOK_SECRET"], key))
-    }
-    return Either.right(Option.some({ url: url.value, secret: secret.value }))
+    if (typeof key === "string") return invalid("HOOKRELAY_OPERATOR_WEBHOOK_SECRET", key)
+    return Effect.succeed(Option.some({ url: url.value, secret: secret.value }))
   })
 )

@@ -32,7 +32,7 @@ export const defaultSweepInterval = Duration.seconds(10)
 
 export const make = (
   poolOptions: Pool.Options,
-  sweepInterval: Duration.DurationInput = defaultSweepInterval
+  sweepInterval: Duration.Input = defaultSweepInterval
 ): Effect.Effect<OriginPools, never, Scope.Scope> =>
   Effect.gen(function*() {
     const entries = new Map<string, Entry>()
@@ -51,7 +51,7 @@ export const make = (
         }
       }
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(sweepInterval), sweep)))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(sweepInterval), sweep)))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() =>
         Promise.all(Array.from(entries.values(), (entry) => entry.pool.destroy().catch(() => undefined)))

@@ -12,10 +12,9 @@ export interface DeliveryOutcomesShape {
   readonly stream: Stream.Stream<DeliveryOutcome>
 }
 
-export class DeliveryOutcomes extends Context.Tag("hookrelay/DeliveryOutcomes")<
-  DeliveryOutcomes,
-  DeliveryOutcomesShape
->() {}
+export class DeliveryOutcomes extends Context.Service<DeliveryOutcomes, DeliveryOutcomesShape>()(
+  "hookrelay/DeliveryOutcomes"
+) {}
 
 export const make = (capacity = 16_384) =>
   Effect.map(PubSub.sliding<DeliveryOutcome>(capacity), (pubsub) =>

@@ -21,15 +21,15 @@ export interface RetryPolicyOptions {
    * deferral). The first delay is then `initialDelay × factor^priorAttempts`: the backoff continues where it stopped.
    */
   readonly priorAttempts?: number | undefined
-  readonly initialDelay?: Duration.DurationInput | undefined
+  readonly initialDelay?: Duration.Input | undefined
   readonly factor?: number | undefined
-  readonly maxDelay?: Duration.DurationInput | undefined
-  readonly window?: Duration.DurationInput | undefined
+  readonly maxDelay?: Duration.Input | undefined
+  readonly window?: Duration.Input | undefined
 }
 
 /** The last moment (epoch ms) an attempt may start: first attempt + window. */
-export const deadline = (firstAttemptAt: number, window: Duration.DurationInput = deliveryWindow): number =>
-  firstAttemptAt + Duration.toMillis(Duration.decode(window))
+export const deadline = (firstAttemptAt: number, window: Duration.Input = deliveryWindow): number =>
+  firstAttemptAt + Duration.toMillis(Duration.fromInputUnsafe(window))
 
 /**
  * The retry schedule of one URL. Its input is the failed attempt (a `Retryable` outcome); its output is the delay
@@ -43,27 +43,30 @@ export const deadline = (firstAttemptAt: number, window: Duration.DurationInput 
  */
 export const retryPolicy = (options: RetryPolicyOptions): Schedule.Schedule<Duration.Duration, RetryInput> => {
   const factor = options.factor ?? backoffFactor
-  const cap = Duration.toMillis(Duration.decode(options.maxDelay ?? maxDelay))
+  const cap = Duration.fromInputUnsafe(options.maxDelay ?? maxDelay)
+  const capMillis = Duration.toMillis(cap)
   const start = Duration.times(
-    Duration.decode(options.initialDelay ?? initialDelay),
+    Duration.fromInputUnsafe(options.initialDelay ?? initialDelay),
     // Past 2^30 s every delay is the cap anyway; bounding the exponent keeps the numbers finite.
     Math.pow(factor, Math.min(options.priorAttempts ?? 0, 30))
   )
   const lastStart = deadline(options.firstAttemptAt, options.window ?? deliveryWindow)
-  const backoff = Schedule.exponential(start, factor).pipe(
-    Schedule.union(Schedule.spaced(Duration.millis(cap))),
+  return Schedule.exponential(start, factor).pipe(
+    Schedule.setInputType<RetryInput>(),
+    Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, cap))),
     Schedule.jittered,
     // Whole milliseconds (TestClock instants stay integers), and the cap again: jitter may have pushed it to 12 min.
-    Schedule.modifyDelay((_, delay) => Duration.millis(Math.min(Math.round(Duration.toMillis(delay)), cap)))
-  )
-  return backoff.pipe(
-    Schedule.intersect(Schedule.identity<RetryInput>()),
-    Schedule.modifyDelay(([, input], delay) =>
-      input.retryAfter === undefined ? delay : Duration.max(input.retryAfter, minRetryAfter)
+    Schedule.modifyDelay(({ duration }) =>
+      Effect.succeed(Duration.millis(Math.min(Math.round(Duration.toMillis(duration)), capMillis)))
     ),
-    Schedule.delays,
-    Schedule.checkEffect((_, delay) =>
-      Effect.map(Clock.currentTimeMillis, (now) => now + Duration.toMillis(delay) <= lastStart)
-    )
+    Schedule.modifyDelay(({ duration, input }) =>
+      Effect.succeed(input.retryAfter === undefined ? duration : Duration.max(input.retryAfter, minRetryAfter))
+    ),
+    // The deadline, checked against Clock at each decision.
+    Schedule.while(({ duration }) =>
+      Effect.map(Clock.currentTimeMillis, (now) => now + Duration.toMillis(duration) <= lastStart)
+    ),
+    // Its output is the delay it chose.
+    Schedule.map(({ duration }) => duration)
   )
 }

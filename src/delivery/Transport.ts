@@ -1,4 +1,4 @@
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, Runtime } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Latch, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { createSecureContext, rootCertificates } from "node:tls"
@@ -16,7 +16,8 @@ export type { TransportExit, TransportFailure, TransportRequest, TransportRespon
 
 /**
  * Our HTTP client for deliveries: one POST, a 5 s deadline covering headers and body, and a bounded body read.
- * It is a service of its own (not @effect/platform's HttpClient) because this is the hot path: see STYLE.md "HTTP".
+ * It is a service of its own (not `effect/http`'s HttpClient) because this is the hot path: one object per request,
+ * no stream.
  */
 
 export interface TransportShape {
@@ -35,7 +36,7 @@ export interface Started {
   cancel(): void
 }
 
-export class Transport extends Context.Tag("hookrelay/delivery/Transport")<Transport, TransportShape>() {}
+export class Transport extends Context.Service<Transport, TransportShape>()("hookrelay/delivery/Transport") {}
 
 export interface TransportOptions {
   /**
@@ -44,9 +45,9 @@ export interface TransportOptions {
    */
   readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> | undefined
   /** Deadline for the whole answer, headers and body. Default 5 s (SPEC §4). */
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly timeout?: Duration.Input | undefined
   /** Granularity of the deadline ticker: a timeout fires at most this late. Default 25 ms. */
-  readonly deadlineResolution?: Duration.DurationInput | undefined
+  readonly deadlineResolution?: Duration.Input | undefined
   /** Body bytes read before the connection is dropped. Default 64 KB (SPEC §8). */
   readonly maxBodyBytes?: number | undefined
   /** Body bytes kept as the response snippet. Default 1 KB (SPEC §4). */
@@ -54,7 +55,7 @@ export interface TransportOptions {
   /** Connections per origin (undici `connections`). Default: unlimited; the dispatcher bounds concurrency. */
   readonly connections?: number | undefined
   /** Idle keep-alive time of a pooled connection. Default 4 s (undici's). */
-  readonly keepAliveTimeout?: Duration.DurationInput | undefined
+  readonly keepAliveTimeout?: Duration.Input | undefined
   /**
    * Allow connections to loopback, private, link-local and other internal addresses (SPEC §8). Default: the
    * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS` setting, false when unset. Used by `make` / `layer`; `layerWithPolicy` takes the
@@ -85,7 +86,7 @@ type LookupCallback = (
 
 /** A failed guarded look-up as the error `net.connect` reports: `code` is what attempt classification reads. */
 const lookupError = (cause: Cause.Cause<EgressPolicy.BlockedAddress | ResolveError>): Error => {
-  const failure = Cause.failureOption(cause)
+  const failure = Cause.findErrorOption(cause)
   if (Option.isNone(failure)) {
     return Object.assign(new Error(`DNS lookup failed: ${Cause.pretty(cause)}`), { code: "ENOTFOUND" })
   }
@@ -106,10 +107,9 @@ const guardedConnector = (
   policy: EgressPolicy.EgressPolicyShape,
   tlsOptions: buildConnector.BuildOptions
 ): buildConnector.connector => {
-  // The look-up needs no service of the context (the policy closes over its resolver): the default runtime runs it.
-  const run = Runtime.runCallback(Runtime.defaultRuntime)
   const lookup = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    run(policy.resolve(hostname), {
+    // The look-up needs no service of the context (the policy closes over its resolver): run on its own.
+    Effect.runCallback(policy.resolve(hostname), {
       onExit: (exit) => {
         if (Exit.isFailure(exit)) return callback(lookupError(exit.cause), [])
         const family = options.family === 4 || options.family === 6 ? options.family : 0
@@ -126,7 +126,8 @@ const guardedConnector = (
       }
     })
   }
-  const connect = buildConnector({ ...tlsOptions, lookup } as buildConnector.BuildOptions)
+  // HTTP/1.1 only, as the pools: undici 8 offers h2 in ALPN unless told not to.
+  const connect = buildConnector({ ...tlsOptions, allowH2: false, lookup } as buildConnector.BuildOptions)
   return (options, callback) => {
     const blocked = policy.checkLiteral(options.hostname)
     if (blocked === undefined) return connect(options, callback)
@@ -168,21 +169,23 @@ export const makeWithPolicy = (
 ): Effect.Effect<TransportShape, never, Scope.Scope | EgressPolicy.EgressPolicy> =>
   Effect.gen(function*() {
     const limits: Limits = {
-      timeout: Duration.decode(options.timeout ?? defaultTimeout),
+      timeout: Duration.fromInputUnsafe(options.timeout ?? defaultTimeout),
       maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
       snippetBytes: options.snippetBytes ?? defaultSnippetBytes
     }
     const timeoutMillis = Duration.toMillis(limits.timeout)
-    const resolutionMillis = Duration.toMillis(Duration.decode(options.deadlineResolution ?? "25 millis"))
-    const clock = yield* Effect.clock
+    const resolutionMillis = Duration.toMillis(Duration.fromInputUnsafe(options.deadlineResolution ?? "25 millis"))
+    const clock = yield* Clock.Clock
     const policy = yield* EgressPolicy.EgressPolicy
     const refusedLiteral = policy.allowPrivateNetworks ? undefined : literalVerdicts(policy)
 
     const pools = yield* OriginPools.make({
       pipelining: 1,
+      // undici 8 negotiates HTTP/2 by default (and holds an https pool's requests until ALPN answers): keep 1.1.
+      allowH2: false,
       ...(options.connections !== undefined && { connections: options.connections }),
       ...(options.keepAliveTimeout !== undefined &&
-        { keepAliveTimeout: Duration.toMillis(Duration.decode(options.keepAliveTimeout)) }),
+        { keepAliveTimeout: Duration.toMillis(Duration.fromInputUnsafe(options.keepAliveTimeout)) }),
       connect: guardedConnector(policy, {
         rejectUnauthorized: true,
         ...(options.ca !== undefined && { secureContext: secureContextWith(options.ca) })
@@ -190,15 +193,15 @@ export const makeWithPolicy = (
     })
 
     const inFlight = new Slots<InFlight>()
-    const wake = yield* Effect.makeLatch(false)
+    const wake = yield* Latch.make(false)
 
     const tick: Effect.Effect<void> = Effect.suspend(() => {
       if (inFlight.size === 0) {
         // Closed and awaited in one synchronous step: a post that lands after this opens it again.
-        wake.unsafeClose()
+        wake.closeUnsafe()
         return wake.await
       }
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       let next = Infinity
       for (const request of inFlight.values()) {
         if (request.deadline <= now) request.expire()
@@ -215,8 +218,8 @@ export const makeWithPolicy = (
     }
 
     const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): Started => {
-      const entry = new InFlight(clock.unsafeCurrentTimeMillis() + timeoutMillis, limits, inFlight, onExit)
-      if (inFlight.size === 1) wake.unsafeOpen()
+      const entry = new InFlight(clock.currentTimeMillisUnsafe() + timeoutMillis, limits, inFlight, onExit)
+      if (inFlight.size === 1) wake.openUnsafe()
       // dispatch reports synchronous failures (destroyed pool, invalid argument) through onResponseError.
       pools.dispatch({
         origin: request.origin,
@@ -231,7 +234,7 @@ export const makeWithPolicy = (
     const post = (request: TransportRequest): Effect.Effect<TransportResponse, TransportFailure> => {
       const refused = refusal(request)
       if (refused !== undefined) return Effect.fail(refused)
-      return Effect.async<TransportResponse, TransportFailure>((resume) => {
+      return Effect.callback<TransportResponse, TransportFailure>((resume) => {
         const entry = dispatch(request, resume)
         return Effect.sync(() => entry.cancel())
       })
@@ -255,12 +258,12 @@ export const make = (options: TransportOptions = {}): Effect.Effect<TransportSha
   )
 
 /** The live transport as a layer. Tests add `ca` to trust a test certificate. */
-export const layer = (options: TransportOptions = {}): Layer.Layer<Transport> => Layer.scoped(Transport, make(options))
+export const layer = (options: TransportOptions = {}): Layer.Layer<Transport> => Layer.effect(Transport, make(options))
 
 /** The live transport over the `EgressPolicy` in context (the engine shares one with the save-time check). */
 export const layerWithPolicy = (
   options: TransportOptions = {}
-): Layer.Layer<Transport, never, EgressPolicy.EgressPolicy> => Layer.scoped(Transport, makeWithPolicy(options))
+): Layer.Layer<Transport, never, EgressPolicy.EgressPolicy> => Layer.effect(Transport, makeWithPolicy(options))
 
 /**
  * A transport from a function: tests script answers (and delays, on TestClock) per request without sockets.

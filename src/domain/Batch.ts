@@ -1,4 +1,4 @@
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { InvalidMessages, type MessageIssue, MessageTooLarge, TooManyMessages } from "./IngestErrors.js"
 import { maxBatchMessages, maxMessageBytes, maxNestingDepth } from "./Limits.js"
 import { decodeMessage, isJsonObject, type JsonObject, type Message, type MessageType } from "./Message.js"
@@ -26,9 +26,9 @@ export const validateBatch = (
   defaults: BatchDefaults = {},
   expectedType?: MessageType,
   sizeBound?: number
-): Either.Either<ReadonlyArray<Message>, BatchError> => {
+): Result.Result<ReadonlyArray<Message>, BatchError> => {
   if (items.length > maxBatchMessages) {
-    return Either.left(new TooManyMessages({ count: items.length, limit: maxBatchMessages }))
+    return Result.fail(new TooManyMessages({ count: items.length, limit: maxBatchMessages }))
   }
   const single = expectedType !== undefined
   const measure = sizeBound === undefined || sizeBound > maxMessageBytes
@@ -46,13 +46,13 @@ export const validateBatch = (
     }
     const size = measure ? jsonByteLength(merged) : 0
     if (size > maxMessageBytes) {
-      return Either.left(
+      return Result.fail(
         new MessageTooLarge(single ? { size, limit: maxMessageBytes } : { index, size, limit: maxMessageBytes })
       )
     }
     const decoded = decodeMessage(merged, expectedType)
-    if (Either.isRight(decoded)) messages.push(decoded.right)
-    else for (const issue of decoded.left) errors.push(single ? issue : { index, ...issue })
+    if (Result.isSuccess(decoded)) messages.push(decoded.success)
+    else for (const issue of decoded.failure) errors.push(single ? issue : { index, ...issue })
   }
-  return errors.length > 0 ? Either.left(new InvalidMessages({ errors })) : Either.right(messages)
+  return errors.length > 0 ? Result.fail(new InvalidMessages({ errors })) : Result.succeed(messages)
 }

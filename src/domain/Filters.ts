@@ -21,29 +21,33 @@ export const maxPropertyValueBytes = 4096
 const conditionNames = ["type", "event", "properties"] as const
 const ruleFields = ["if", "then"] as const
 
-/** Each listed key must be one of `known`: a misspelt condition (`evnt`) must not silently widen a rule. */
-const onlyKnownKeys = (known: ReadonlyArray<string>, what: string) => (value: object) => {
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key)) return { path: [key], message: `is not ${what}: use ${known.join(", ")}` }
-  }
-  return true
-}
+/**
+ * Each listed key must be one of `known`: a misspelt condition (`evnt`) must not silently widen a rule. Its refusal
+ * is the only one: the checks after it would only repeat it (a rule of a misspelt condition has no condition left).
+ */
+const onlyKnownKeys = (known: ReadonlyArray<string>, what: string) =>
+  Schema.makeFilter((value: object) => {
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) return { path: [key], issue: `is not ${what}: use ${known.join(", ")}` }
+    }
+    return true
+  }).abort()
 
-const list = <A, I>(item: Schema.Schema<A, I, never>) =>
-  Schema.Array(item).pipe(
-    Schema.filter((items) =>
+const list = <S extends Schema.Top>(item: S) =>
+  Schema.Array(item).check(
+    Schema.makeFilter((items) =>
       (items.length >= 1 && items.length <= maxConditionValues) ||
       `must hold 1 to ${maxConditionValues} values (got ${items.length})`
     )
   )
 
-// Not `Schema.Literal(...)`: a union of literals reports one issue per member instead of one clear one.
-const FilterType = Schema.String.annotations({ message: () => "must be a string" }).pipe(
-  Schema.filter(isMessageType, { message: () => `must be one of ${messageTypes.join(", ")}` })
+// A string, then one of the types: a value that is not a string is told so, a misspelt type the names to use.
+const FilterType = Schema.String.annotate({ message: "must be a string" }).check(
+  Schema.makeFilter(isMessageType, { message: `must be one of ${messageTypes.join(", ")}` })
 )
 
-const FilterEvent = Schema.String.annotations({ message: () => "must be a string" }).pipe(
-  Schema.filter((event) =>
+const FilterEvent = Schema.String.annotate({ message: "must be a string" }).check(
+  Schema.makeFilter((event) =>
     (event.length >= 1 && event.length <= maxEventLength) || `must be 1 to ${maxEventLength} characters`
   )
 )
@@ -68,42 +72,51 @@ const valueProblem = (value: unknown): string | undefined => {
 }
 
 // A Record's key schema silently skips keys that fail it, so paths are checked on the whole record.
-const PropertyConditions = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
-  Schema.filter((conditions) => {
+const PropertyConditions = Schema.Record(Schema.String, Schema.Unknown).check(
+  Schema.makeFilter((conditions) => {
     const paths = Object.keys(conditions)
     if (paths.length < 1 || paths.length > maxPropertyConditions) {
       return `must hold 1 to ${maxPropertyConditions} property paths (got ${paths.length})`
     }
     for (const path of paths) {
       const problem = pathProblem(path) ?? valueProblem(conditions[path])
-      if (problem !== undefined) return { path: [path], message: problem }
+      if (problem !== undefined) return { path: [path], issue: problem }
     }
     return true
   })
 )
 
+// Other keys are decoded too (not dropped), so that `onlyKnownKeys` sees and refuses them.
+const otherKeys = [Schema.Record(Schema.String, Schema.Unknown)] as const
+
 /** The `if` of a rule: every condition given must hold. */
-export const FilterCondition = Schema.Struct({
-  type: Schema.optionalWith(list(FilterType), { exact: true }),
-  event: Schema.optionalWith(list(FilterEvent), { exact: true }),
-  properties: Schema.optionalWith(PropertyConditions, { exact: true })
-}).pipe(
-  Schema.filter(onlyKnownKeys(conditionNames, "a condition")),
-  Schema.filter((condition) =>
+export const FilterCondition = Schema.StructWithRest(
+  Schema.Struct({
+    type: Schema.optionalKey(list(FilterType)),
+    event: Schema.optionalKey(list(FilterEvent)),
+    properties: Schema.optionalKey(PropertyConditions)
+  }),
+  otherKeys
+).check(
+  onlyKnownKeys(conditionNames, "a condition"),
+  Schema.makeFilter((condition) =>
     conditionNames.some((name) => condition[name] !== undefined) ||
     "must hold at least one condition (type, event or properties); to deliver nothing, set enabled to false"
   )
 )
 export type FilterCondition = typeof FilterCondition.Type
 
-export const FilterRule = Schema.Struct({
-  if: FilterCondition,
-  then: Schema.Literal("drop").annotations({ message: () => "must be \"drop\"" })
-}).pipe(Schema.filter(onlyKnownKeys(ruleFields, "a rule field")))
+export const FilterRule = Schema.StructWithRest(
+  Schema.Struct({
+    if: FilterCondition,
+    then: Schema.Literal("drop").annotate({ message: "must be \"drop\"" })
+  }),
+  otherKeys
+).check(onlyKnownKeys(ruleFields, "a rule field"))
 export type FilterRule = typeof FilterRule.Type
 
-export const Filters = Schema.Array(FilterRule).pipe(
-  Schema.filter((rules) =>
+export const Filters = Schema.Array(FilterRule).check(
+  Schema.makeFilter((rules) =>
     rules.length <= maxFilterRules || `must hold at most ${maxFilterRules} rules (got ${rules.length})`
   )
 )

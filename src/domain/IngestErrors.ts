@@ -2,7 +2,7 @@ import * as Schema from "effect/Schema"
 
 /** One refused field of one message; `index` is the message's position in a batch. */
 export const MessageIssue = Schema.Struct({
-  index: Schema.optionalWith(Schema.Number, { exact: true }),
+  index: Schema.optionalKey(Schema.Number),
   path: Schema.String,
   message: Schema.String
 })
@@ -21,7 +21,7 @@ export class InvalidMessages extends Schema.TaggedError<InvalidMessages>()("Inva
 
 /** One message's JSON is over the per-message limit (HTTP 413). */
 export class MessageTooLarge extends Schema.TaggedError<MessageTooLarge>()("MessageTooLarge", {
-  index: Schema.optionalWith(Schema.Number, { exact: true }),
+  index: Schema.optionalKey(Schema.Number),
   size: Schema.Number,
   limit: Schema.Number
 }) {
@@ -44,7 +44,7 @@ export class TooManyMessages extends Schema.TaggedError<TooManyMessages>()("TooM
 
 /** No source has this id (library callers) or write key (HTTP 401). */
 export class UnknownSource extends Schema.TaggedError<UnknownSource>()("UnknownSource", {
-  sourceId: Schema.optionalWith(Schema.String, { exact: true })
+  sourceId: Schema.optionalKey(Schema.String)
 }) {
   override get message() {
     return this.sourceId === undefined ? "unknown write key" : `unknown source ${this.sourceId}`

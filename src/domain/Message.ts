@@ -1,43 +1,44 @@
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type { FieldIssue } from "./Issues.js"
+import * as SchemaTransformation from "effect/SchemaTransformation"
+import { decodeWithIssues, type FieldIssue } from "./Issues.js"
 import { maxMessageIdLength } from "./Limits.js"
 import { copyWith } from "./Merge.js"
-import { structDecoder } from "./StructDecoder.js"
 import { IsoTimestamp } from "./Timestamp.js"
 
 export const messageTypes = ["identify", "track", "page", "screen", "group", "alias"] as const
-export const MessageType = Schema.Literal(...messageTypes)
+export const MessageType = Schema.Literals(messageTypes)
 export type MessageType = typeof MessageType.Type
 
 export const isMessageType = (value: unknown): value is MessageType =>
   typeof value === "string" && (messageTypes as ReadonlyArray<string>).includes(value)
 
 /** A user, group or alias identifier: a non-empty string, or a number that becomes its string (SPEC §2). */
-export const Identifier = Schema.transform(
-  Schema.Union(
-    Schema.String.pipe(Schema.minLength(1, { message: () => "must be a non-empty string" })),
-    Schema.Finite
-  ).annotations({ message: () => "must be a non-empty string or a number" }),
-  Schema.String,
-  { strict: true, decode: (value) => String(value), encode: (value) => value }
+export const Identifier = Schema.Union([
+  Schema.String.check(Schema.isMinLength(1, { message: "must be a non-empty string" })),
+  Schema.Finite
+]).annotate({ message: "must be a non-empty string or a number" }).pipe(
+  Schema.decodeTo(
+    Schema.String,
+    SchemaTransformation.transform({ decode: (value) => String(value), encode: (value) => value })
+  )
 )
 
 export type JsonObject = { readonly [key: string]: unknown }
 
 // Declared, not `Schema.Record(String, Unknown)`: a Record walks and copies every key of every
 // `properties`/`context` object, the largest part of a message, to check values that can be anything.
-export const JsonObject: Schema.Schema<JsonObject> = Schema.declare(
+export const JsonObject = Schema.declare(
   (input: unknown): input is JsonObject => typeof input === "object" && input !== null && !Array.isArray(input),
-  { identifier: "JsonObject", message: () => "must be an object" }
+  { identifier: "JsonObject", message: "must be an object" }
 )
 
-const MessageId = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "must be a non-empty string" }),
-  Schema.maxLength(maxMessageIdLength, { message: () => `must be at most ${maxMessageIdLength} characters` })
+const MessageId = Schema.String.check(
+  Schema.isMinLength(1, { message: "must be a non-empty string" }),
+  Schema.isMaxLength(maxMessageIdLength, { message: `must be at most ${maxMessageIdLength} characters` })
 )
 
-const optional = <A, I>(schema: Schema.Schema<A, I, never>) => Schema.optionalWith(schema, { exact: true })
+const optional = Schema.optionalKey
 
 const commonFields = {
   messageId: optional(MessageId),
@@ -50,96 +51,100 @@ const commonFields = {
   integrations: optional(JsonObject)
 }
 
-const hasIdentity = (message: { readonly userId?: string; readonly anonymousId?: string }) =>
+const hasIdentity = Schema.makeFilter((message: { readonly userId?: string; readonly anonymousId?: string }) =>
   message.userId !== undefined || message.anonymousId !== undefined ||
-  { path: ["userId"], message: "userId or anonymousId is required" }
+  { path: ["userId"], issue: "userId or anonymousId is required" }
+)
 
-const EventName = Schema.String.pipe(Schema.minLength(1, { message: () => "must be a non-empty string" }))
-  .annotations({ message: () => "must be a non-empty string" })
+const EventName = Schema.String.check(Schema.isMinLength(1, { message: "must be a non-empty string" }))
 
-const OptionalText = optional(Schema.String.annotations({ message: () => "must be a string" }))
+const OptionalText = optional(Schema.String.annotate({ message: "must be a string" }))
 
-export const Identify = Schema.Struct({
+/** Fields a message may carry beyond the known ones (`_metadata`, `channel`, …): kept as received. */
+const Extra = [Schema.Record(Schema.String, Schema.Unknown)] as const
+
+/** A message schema: its known fields, any others kept as they came, then its own rules. */
+const messageSchema = <const Fields extends Schema.Struct.Fields>(fields: Fields) =>
+  Schema.StructWithRest(Schema.Struct(fields), Extra)
+
+export const Identify = messageSchema({
   type: Schema.Literal("identify"),
   ...commonFields,
   traits: optional(JsonObject)
-}).pipe(Schema.filter(hasIdentity))
+}).check(hasIdentity)
 
-export const Track = Schema.Struct({
+export const Track = messageSchema({
   type: Schema.Literal("track"),
   ...commonFields,
   event: EventName,
   properties: optional(JsonObject)
-}).pipe(Schema.filter(hasIdentity))
+}).check(hasIdentity)
 
-export const Page = Schema.Struct({
+export const Page = messageSchema({
   type: Schema.Literal("page"),
   ...commonFields,
   name: OptionalText,
   category: OptionalText,
   properties: optional(JsonObject)
-}).pipe(Schema.filter(hasIdentity))
+}).check(hasIdentity)
 
-export const Screen = Schema.Struct({
+export const Screen = messageSchema({
   type: Schema.Literal("screen"),
   ...commonFields,
   name: OptionalText,
   category: OptionalText,
   properties: optional(JsonObject)
-}).pipe(Schema.filter(hasIdentity))
+}).check(hasIdentity)
 
-export const Group = Schema.Struct({
+export const Group = messageSchema({
   type: Schema.Literal("group"),
   ...commonFields,
   groupId: Identifier,
   traits: optional(JsonObject)
-}).pipe(Schema.filter(hasIdentity))
+}).check(hasIdentity)
 
-export const Alias = Schema.Struct({
+export const Alias = messageSchema({
   type: Schema.Literal("alias"),
   ...commonFields,
   previousId: Identifier
-}).pipe(
-  Schema.filter((message) =>
-    message.userId !== undefined || { path: ["userId"], message: "userId is required for alias" }
+}).check(
+  Schema.makeFilter((alias) =>
+    alias.userId !== undefined || { path: ["userId"], issue: "userId is required for alias" }
   )
 )
 
-/** Fields a message may carry beyond the known ones (`_metadata`, `channel`, …): kept as received. */
-type Extra = { readonly [key: string]: unknown }
-
-export type Identify = typeof Identify.Type & Extra
-export type Track = typeof Track.Type & Extra
-export type Page = typeof Page.Type & Extra
-export type Screen = typeof Screen.Type & Extra
-export type Group = typeof Group.Type & Extra
-export type Alias = typeof Alias.Type & Extra
+export type Identify = typeof Identify.Type
+export type Track = typeof Track.Type
+export type Page = typeof Page.Type
+export type Screen = typeof Screen.Type
+export type Group = typeof Group.Type
+export type Alias = typeof Alias.Type
 /** A validated tracking message of one of the six types (SPEC §2). */
 export type Message = Identify | Track | Page | Screen | Group | Alias
 
 const decoders: {
-  readonly [T in MessageType]: (input: Record<string, unknown>) => Either.Either<Message, ReadonlyArray<FieldIssue>>
+  readonly [T in MessageType]: (input: Record<string, unknown>) => Result.Result<Message, ReadonlyArray<FieldIssue>>
 } = {
-  identify: structDecoder(Identify),
-  track: structDecoder(Track),
-  page: structDecoder(Page),
-  screen: structDecoder(Screen),
-  group: structDecoder(Group),
-  alias: structDecoder(Alias)
+  identify: decodeWithIssues(Identify),
+  track: decodeWithIssues(Track),
+  page: decodeWithIssues(Page),
+  screen: decodeWithIssues(Screen),
+  group: decodeWithIssues(Group),
+  alias: decodeWithIssues(Alias)
 }
 
 // Clients send `null` (analytics.js: `userId: null`) or `undefined` for fields they do not know:
-// both count as absent, so that "optional" means one thing to every client.
+// both count as absent, so that "optional" means one thing to every client. A message is its own fields: Schema
+// would read a field the object only inherits, so an object of another prototype is read as a copy of its own.
 const withoutAbsentValues = (input: Record<string, unknown>): Record<string, unknown> => {
-  let absent = false
+  const prototype: unknown = Object.getPrototypeOf(input)
+  let copy = prototype !== Object.prototype && prototype !== null
   for (const key in input) {
+    if (copy) break
     const value = input[key]
-    if (value === null || value === undefined) {
-      absent = true
-      break
-    }
+    copy = value === null || value === undefined
   }
-  if (!absent) return input
+  if (!copy) return input
   const present: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(input)) {
     if (value !== null && value !== undefined) present[key] = value
@@ -157,24 +162,23 @@ export const isJsonObject = (value: unknown): value is Record<string, unknown> =
 export const decodeMessage = (
   input: unknown,
   expectedType?: MessageType
-): Either.Either<Message, ReadonlyArray<FieldIssue>> => {
-  if (!isJsonObject(input)) return Either.left([{ path: "", message: "must be a JSON object" }])
-  // JSON.parse keeps a `__proto__` key as data, but Schema's "preserve" decoding copies it by
-  // assignment, which makes it the decoded message's prototype: its fields were then seen by the
-  // checks (a `userId` there passed "userId or anonymousId is required") and dropped from the JSON.
+): Result.Result<Message, ReadonlyArray<FieldIssue>> => {
+  if (!isJsonObject(input)) return Result.fail([{ path: "", message: "must be a JSON object" }])
+  // JSON.parse keeps a `__proto__` key as data; copied by assignment it becomes an object's prototype, whose fields
+  // the checks would then see (a `userId` there passed "userId or anonymousId is required"). Refused outright.
   if (Object.prototype.hasOwnProperty.call(input, "__proto__")) {
-    return Either.left([{ path: "__proto__", message: "is not allowed" }])
+    return Result.fail([{ path: "__proto__", message: "is not allowed" }])
   }
   const message = withoutAbsentValues(input)
   const declared = message.type
   if (expectedType !== undefined) {
     if (declared !== undefined && declared !== expectedType) {
-      return Either.left([{ path: "type", message: `must be "${expectedType}" on this endpoint` }])
+      return Result.fail([{ path: "type", message: `must be "${expectedType}" on this endpoint` }])
     }
     return decoders[expectedType](declared === undefined ? copyWith(message, "type", expectedType) : message)
   }
   if (!isMessageType(declared)) {
-    return Either.left([{ path: "type", message: `must be one of ${messageTypes.join(", ")}` }])
+    return Result.fail([{ path: "type", message: `must be one of ${messageTypes.join(", ")}` }])
   }
   return decoders[declared](message)
 }

@@ -26,8 +26,8 @@ const headerNameProblem = (name: string): string | undefined => {
   return undefined
 }
 
-export const HeaderValue = Schema.String.pipe(
-  Schema.filter((value) => !forbiddenInHeaderValue.test(value) || "must not contain CR, LF or NUL characters")
+export const HeaderValue = Schema.String.check(
+  Schema.makeFilter((value) => !forbiddenInHeaderValue.test(value) || "must not contain CR, LF or NUL characters")
 )
 
 /** An absolute `http:` or `https:` URL with a host: what a webhook (or the operator webhook) may be. */
@@ -37,16 +37,16 @@ export const isAbsoluteHttpUrl = (value: string): boolean => {
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
 }
 
-export const WebhookUrl = Schema.String.pipe(
-  Schema.filter((value) => isAbsoluteHttpUrl(value) || "must be an absolute http: or https: URL")
+export const WebhookUrl = Schema.String.check(
+  Schema.makeFilter((value) => isAbsoluteHttpUrl(value) || "must be an absolute http: or https: URL")
 )
 
 // A Record's key schema silently skips keys that fail it, so header names are checked on the whole record.
-export const StaticHeaders = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
-  Schema.filter((headers) => {
+export const StaticHeaders = Schema.Record(Schema.String, HeaderValue).check(
+  Schema.makeFilter((headers) => {
     for (const name of Object.keys(headers)) {
       const problem = headerNameProblem(name)
-      if (problem !== undefined) return { path: [name], message: problem }
+      if (problem !== undefined) return { path: [name], issue: problem }
     }
     return true
   })
@@ -54,31 +54,32 @@ export const StaticHeaders = Schema.Record({ key: Schema.String, value: HeaderVa
 
 /** When a URL's circuit opens and when a URL that never succeeds is disabled (defaults: 10 failures, 72 hours). */
 export const CircuitSettings = Schema.Struct({
-  failureThreshold: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_000)), { exact: true }),
-  disableAfterHours: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(8760)), {
-    exact: true
-  })
+  // A number that is not whole is refused as such, not also as out of range.
+  failureThreshold: Schema.optionalKey(
+    Schema.Number.check(Schema.isInt().abort(), Schema.isBetween({ minimum: 1, maximum: 10_000 }))
+  ),
+  disableAfterHours: Schema.optionalKey(Schema.Number.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(8760)))
 })
 export type CircuitSettings = typeof CircuitSettings.Type
 
 /** At most `perSecond` attempts a second on the URL, evenly spaced; jobs over the rate wait. */
 export const RateLimit = Schema.Struct({
-  perSecond: Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100_000))
+  perSecond: Schema.Number.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(100_000))
 })
 export type RateLimit = typeof RateLimit.Type
 
 export const Endpoint = Schema.Struct({
   url: WebhookUrl,
-  headers: Schema.optionalWith(StaticHeaders, { exact: true }),
-  circuit: Schema.optionalWith(CircuitSettings, { exact: true }),
-  rateLimit: Schema.optionalWith(RateLimit, { exact: true })
+  headers: Schema.optionalKey(StaticHeaders),
+  circuit: Schema.optionalKey(CircuitSettings),
+  rateLimit: Schema.optionalKey(RateLimit)
 })
 export type Endpoint = typeof Endpoint.Type
 
 export const maxEndpoints = 5
 
-export const Endpoints = Schema.Array(Endpoint).pipe(
-  Schema.filter((endpoints) =>
+export const Endpoints = Schema.Array(Endpoint).check(
+  Schema.makeFilter((endpoints) =>
     (endpoints.length >= 1 && endpoints.length <= maxEndpoints) ||
     `must hold 1 to ${maxEndpoints} endpoints (got ${endpoints.length})`
   )
@@ -87,16 +88,16 @@ export const Endpoints = Schema.Array(Endpoint).pipe(
 /** The webhook destination of one source (SPEC §1). */
 export const WebhookSettings = Schema.Struct({
   enabled: Schema.Boolean,
-  sharedSecret: Schema.optionalWith(Schema.String, { exact: true }),
+  sharedSecret: Schema.optionalKey(Schema.String),
   endpoints: Endpoints,
   /** Rules that keep matching messages from being delivered (SPEC §10). */
-  filters: Schema.optionalWith(Filters, { exact: true }),
+  filters: Schema.optionalKey(Filters),
   /** Standard Webhooks signing, rotation and asymmetric keys (docs/SIGNING.md). */
   ...signingFields
-}).pipe(
-  Schema.filter((settings) =>
+}).check(
+  Schema.makeFilter((settings) =>
     settings.asymmetric !== true || signsStandard(settings) ||
-    { path: ["asymmetric"], message: "needs signing \"standard\" or \"both\"" }
+    { path: ["asymmetric"], issue: "needs signing \"standard\" or \"both\"" }
   )
 )
 export type WebhookSettings = typeof WebhookSettings.Type
@@ -105,22 +106,23 @@ export type WebhookSettings = typeof WebhookSettings.Type
 export const signingSecret = (settings: Pick<WebhookSettings, "sharedSecret">): string | undefined =>
   settings.sharedSecret === undefined || settings.sharedSecret === "" ? undefined : settings.sharedSecret
 
-export const SourceId = Schema.String.pipe(
-  Schema.filter((id) =>
+export const SourceId = Schema.String.check(
+  Schema.makeFilter((id) =>
     /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(id) ||
     "must be 1 to 128 characters of letters, digits, '_', '.' or '-', starting with a letter or digit"
   )
 )
 
-export const WriteKey = Schema.String.pipe(
-  Schema.filter((key) => (key.length >= 1 && key.length <= 256) || "must be 1 to 256 characters"),
-  Schema.filter((key) => !/[\s:]/.test(key) || "must not contain white space or ':'")
+// One refusal at a time: the characters are checked on a key of the right length.
+export const WriteKey = Schema.String.check(
+  Schema.makeFilter((key: string) => (key.length >= 1 && key.length <= 256) || "must be 1 to 256 characters").abort(),
+  Schema.makeFilter((key: string) => !/[\s:]/.test(key) || "must not contain white space or ':'")
 )
 
 /** A source as configured by the operator (admin API body and `HOOKRELAY_CONFIG` entries). */
 export const SourceConfig = Schema.Struct({
   id: SourceId,
   writeKey: WriteKey,
-  webhooks: Schema.optionalWith(WebhookSettings, { exact: true })
+  webhooks: Schema.optionalKey(WebhookSettings)
 })
 export type SourceConfig = typeof SourceConfig.Type

@@ -6,8 +6,8 @@ import type { KeyObject } from "node:crypto"
  * How a source's deliveries are signed: `segment` is SPEC §4's `X-Signature` (the default), `standard` the Standard
  * Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), `both` sends both.
  */
-export const SigningScheme = Schema.Literal("segment", "standard", "both").annotations({
-  message: () => ({ message: "must be \"segment\", \"standard\" or \"both\"", override: true })
+export const SigningScheme = Schema.Literals(["segment", "standard", "both"]).annotate({
+  message: "must be \"segment\", \"standard\" or \"both\""
 })
 export type SigningScheme = typeof SigningScheme.Type
 
@@ -62,22 +62,22 @@ export const publicKeyOf = (key: KeyObject): string =>
 const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/
 
 /** An instant as ISO 8601 with a time zone (`2026-01-31T12:00:00Z`). */
-export const IsoTime = Schema.String.pipe(
-  Schema.filter((value) =>
+export const IsoTime = Schema.String.check(
+  Schema.makeFilter((value) =>
     (isoTime.test(value) && !Number.isNaN(Date.parse(value))) ||
     "must be an ISO 8601 time with a time zone, such as 2026-01-31T12:00:00Z"
   )
 )
 
-export const WebhookSecret = Schema.String.pipe(
-  Schema.filter((secret) => {
+export const WebhookSecret = Schema.String.check(
+  Schema.makeFilter((secret) => {
     const key = decodeSecret(secret)
     return typeof key !== "string" || key
   })
 )
 
-export const SigningKey = Schema.String.pipe(
-  Schema.filter((key) => {
+export const SigningKey = Schema.String.check(
+  Schema.makeFilter((key) => {
     const decoded = decodePrivateKey(key)
     return typeof decoded !== "string" || decoded
   })
@@ -89,26 +89,26 @@ export const SigningKey = Schema.String.pipe(
  */
 export const SigningSecret = Schema.Struct({
   secret: WebhookSecret,
-  expiresAt: Schema.optionalWith(IsoTime, { exact: true }),
-  id: Schema.optionalWith(Schema.String, { exact: true }),
-  createdAt: Schema.optionalWith(IsoTime, { exact: true })
+  expiresAt: Schema.optionalKey(IsoTime),
+  id: Schema.optionalKey(Schema.String),
+  createdAt: Schema.optionalKey(IsoTime)
 })
 export type SigningSecret = typeof SigningSecret.Type
 
-export const SigningSecrets = Schema.Array(SigningSecret).pipe(
-  Schema.filter((secrets) =>
+export const SigningSecrets = Schema.Array(SigningSecret).check(
+  Schema.makeFilter((secrets) =>
     secrets.length <= maxSigningSecrets || `must hold at most ${maxSigningSecrets} secrets (got ${secrets.length})`
   )
 )
 
 /** The signing fields of a source's webhook settings (`WebhookSettings` spreads them). */
 export const signingFields = {
-  signing: Schema.optionalWith(SigningScheme, { exact: true }),
-  signingSecrets: Schema.optionalWith(SigningSecrets, { exact: true }),
+  signing: Schema.optionalKey(SigningScheme),
+  signingSecrets: Schema.optionalKey(SigningSecrets),
   /** Adds a `v1a` (ed25519) signature; hookrelay keeps the private key, receivers get its `whpk_` public key. */
-  asymmetric: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  asymmetric: Schema.optionalKey(Schema.Boolean),
   /** The `whsk_` private key of `asymmetric`: generated on save when not given. */
-  signingKey: Schema.optionalWith(SigningKey, { exact: true })
+  signingKey: Schema.optionalKey(SigningKey)
 }
 
 export interface SigningSettings {

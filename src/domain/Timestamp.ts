@@ -110,6 +110,6 @@ export const formatTimestamp = (epochMillis: number): string => {
 }
 
 /** A string that parses as an ISO 8601 date-time (kept as given; normalized when delivered). */
-export const IsoTimestamp = Schema.String.pipe(
-  Schema.filter((value) => parseIso8601(value) !== undefined || "must be an ISO 8601 date-time")
+export const IsoTimestamp = Schema.String.check(
+  Schema.makeFilter((value) => parseIso8601(value) !== undefined || "must be an ISO 8601 date-time")
 )

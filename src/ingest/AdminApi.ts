@@ -1,5 +1,6 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { type Duration, Effect, Either, type Option, type Redacted, Schema } from "effect"
+import { type Duration, Effect, Layer, type Option, type Redacted, Result, Schema } from "effect"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
@@ -8,14 +9,15 @@ import { version } from "../domain/Version.js"
 import type { BlockedEndpoints } from "../network/EgressPolicy.js"
 import { defaultSearchLimit, defaultUsageDays, Relay } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
-import { requireAdmin } from "./AdminAuth.js"
+import { adminAuthentication, queryDecoding } from "./AdminAuth.js"
 import { adminBodyText, parseAdminJson, readAdminJson } from "./AdminBody.js"
-import { openApiDocument } from "./AdminContract.js"
-import { endpointRoutes } from "./AdminEndpointRoutes.js"
+import { AdminContract, openApiDocument } from "./AdminContract.js"
+import { endpointHandlers } from "./AdminEndpointRoutes.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Sec from "./AdminSecretSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
 import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
+import { audienceHandlers, deletionHandlers } from "./AudienceRoutes.js"
 import { errorResponse } from "./ErrorBody.js"
 import { rotatedView } from "./SigningViews.js"
 import { storeUnavailableResponse } from "./StoreUnavailable.js"
@@ -24,7 +26,7 @@ const decodeSource = decodeWithIssues(SourceConfig)
 
 const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
 
-const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 
 /** An answer whose body is typed by the contract's schema for it (`AdminSchemas`). */
 const answer = <A>(body: A, status = 200) => json(body, status)
@@ -55,56 +57,56 @@ const putSource = Effect.gen(function*() {
   const relay = yield* Relay
   const sourceId = yield* param("sourceId")
   const body = yield* readAdminJson
-  if (Either.isLeft(body)) return body.left
-  const input = typeof body.right === "object" && body.right !== null && !Array.isArray(body.right)
-    ? { ...body.right, id: sourceId }
-    : body.right
+  if (Result.isFailure(body)) return body.failure
+  const input = typeof body.success === "object" && body.success !== null && !Array.isArray(body.success)
+    ? { ...body.success, id: sourceId }
+    : body.success
   const decoded = decodeSource(input)
-  if (Either.isLeft(decoded)) {
+  if (Result.isFailure(decoded)) {
     return errorResponse(
       400,
       "invalid_settings",
-      decoded.left.map((i) => `${i.path}: ${i.message}`).join("; "),
-      decoded.left
+      decoded.failure.map((i) => `${i.path}: ${i.message}`).join("; "),
+      decoded.failure
     )
   }
-  return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.putSource(decoded.right)))
+  return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.putSource(decoded.success)))
 })
 
 /** `POST /admin/sources/{id}/secrets/rotate`: an empty body takes the default `keepOldFor`. */
 const rotateSecret = Effect.gen(function*() {
   const relay = yield* Relay
   const sourceId = yield* param("sourceId")
-  const body = Either.flatMap(
+  const body = Result.flatMap(
     yield* adminBodyText,
-    (text): Either.Either<unknown, HttpServerResponse.HttpServerResponse> =>
-      text.trim() === "" ? Either.right({}) : parseAdminJson(text)
+    (text): Result.Result<unknown, HttpServerResponse.HttpServerResponse> =>
+      text.trim() === "" ? Result.succeed({}) : parseAdminJson(text)
   )
-  if (Either.isLeft(body)) return body.left
-  const input: unknown = body.right
+  if (Result.isFailure(body)) return body.failure
+  const input: unknown = body.success
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     return errorResponse(400, "invalid_request", "the body must be a JSON object", [
       { path: "", message: "must be an object" }
     ])
   }
-  const rotated = yield* relay.rotateSecret(sourceId, (input as { keepOldFor?: Duration.DurationInput }).keepOldFor)
+  const rotated = yield* relay.rotateSecret(sourceId, (input as { keepOldFor?: Duration.Input }).keepOldFor)
   return answer<typeof Sec.RotatedSecretView.Type>(rotatedView(rotated))
 })
 
-const LimitParam = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
+const LimitParam = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
 
 const deadLetters = Effect.gen(function*() {
   const relay = yield* Relay
   const params = yield* HttpServerRequest.ParsedSearchParams
   const sourceId = typeof params.sourceId === "string" && params.sourceId !== "" ? params.sourceId : undefined
   const limitInput = typeof params.limit === "string" ? params.limit : "100"
-  const limit = Schema.decodeUnknownEither(LimitParam)(limitInput)
-  if (Either.isLeft(limit)) {
+  const limit = Schema.decodeUnknownResult(LimitParam)(limitInput)
+  if (Result.isFailure(limit)) {
     return errorResponse(400, "invalid_request", "limit must be a whole number from 1 to 1000", [
       { path: "limit", message: "must be a whole number from 1 to 1000" }
     ])
   }
-  const jobs = yield* relay.deadLetters({ sourceId, limit: limit.right })
+  const jobs = yield* relay.deadLetters({ sourceId, limit: limit.success })
   return answer<typeof S.DeadLetters.Type>({ deadLetters: jobs.map(jobView) })
 })
 
@@ -150,55 +152,60 @@ const sourceMessages = Effect.gen(function*() {
   return answer<typeof S.MessageList.Type>({ messages: messages.map(messageView) })
 })
 
-/** The admin API (SPEC §7, §11, §12), every route behind the bearer token; `AdminContract` describes it. */
-export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
-  const guard = requireAdmin(adminToken)
-  const route = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, AdminFailure, R>) =>
-    guard(Effect.catchAll(handler, failureResponse))
-  return HttpRouter.empty.pipe(
-    HttpRouter.get(
-      "/admin/sources",
-      route(
-        Effect.map(
-          Effect.flatMap(Relay, (relay) => relay.listSources),
-          (list) => answer<typeof Src.SourceList.Type>({ sources: list.map(sourceView) })
-        )
-      )
-    ),
-    HttpRouter.put("/admin/sources/:sourceId", route(putSource)),
-    HttpRouter.get(
-      "/admin/sources/:sourceId",
-      route(Effect.gen(function*() {
+const handled = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, AdminFailure, R>) => () =>
+  Effect.catch(handler, failureResponse)
+
+const sourceParam = param("sourceId")
+
+const sources = HttpApiBuilder.group(AdminContract, "sources", (handlers) =>
+  handlers
+    .handleRaw(
+      "listSources",
+      handled(Effect.gen(function*() {
         const relay = yield* Relay
-        return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.getSource(yield* param("sourceId"))))
+        return answer<typeof Src.SourceList.Type>({ sources: (yield* relay.listSources).map(sourceView) })
       }))
-    ),
-    HttpRouter.del(
-      "/admin/sources/:sourceId",
-      route(Effect.gen(function*() {
+    )
+    .handleRaw("putSource", handled(putSource))
+    .handleRaw(
+      "getSource",
+      handled(Effect.gen(function*() {
         const relay = yield* Relay
-        yield* relay.deleteSource(yield* param("sourceId"))
+        return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.getSource(yield* sourceParam)))
+      }))
+    )
+    .handleRaw(
+      "deleteSource",
+      handled(Effect.gen(function*() {
+        const relay = yield* Relay
+        yield* relay.deleteSource(yield* sourceParam)
         return HttpServerResponse.empty({ status: 204 })
       }))
-    ),
-    HttpRouter.post("/admin/sources/:sourceId/secrets/rotate", route(rotateSecret)),
-    HttpRouter.get("/admin/sources/:sourceId/usage", route(usage)),
-    HttpRouter.get("/admin/sources/:sourceId/messages", route(sourceMessages)),
-    HttpRouter.get("/admin/messages", route(searchMessages)),
-    HttpRouter.get(
-      "/admin/messages/:messageId",
-      route(Effect.gen(function*() {
+    )
+    .handleRaw("rotateSecret", handled(rotateSecret))
+    .handleRaw("sourceUsage", handled(usage))
+    .handleRaw("sourceMessages", handled(sourceMessages)))
+
+const messages = HttpApiBuilder.group(AdminContract, "messages", (handlers) =>
+  handlers
+    .handleRaw("searchMessages", handled(searchMessages))
+    .handleRaw(
+      "getMessage",
+      handled(Effect.gen(function*() {
         const relay = yield* Relay
         const messageId = yield* param("messageId")
         const jobs = yield* relay.messageJobs(messageId)
         if (jobs.length === 0) return errorResponse(404, "not_found", `no jobs for message ${messageId}`)
         return answer<typeof S.MessageJobs.Type>({ messageId, jobs: jobs.map(jobWithAttemptsView) })
       }))
-    ),
-    HttpRouter.get("/admin/dead-letters", route(deadLetters)),
-    HttpRouter.post(
-      "/admin/dead-letters/:jobId/replay",
-      route(Effect.gen(function*() {
+    ))
+
+const deadLetterHandlers = HttpApiBuilder.group(AdminContract, "deadLetters", (handlers) =>
+  handlers
+    .handleRaw("listDeadLetters", handled(deadLetters))
+    .handleRaw(
+      "replayDeadLetter",
+      handled(Effect.gen(function*() {
         const relay = yield* Relay
         const jobId = yield* param("jobId")
         const replayed = yield* relay.replayDeadLetter(jobId)
@@ -206,14 +213,33 @@ export const adminRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
           ? answer<typeof S.Replayed.Type>({ success: true, jobId, status: "pending" }, 202)
           : errorResponse(404, "not_found", `job ${jobId} is not a dead letter`)
       }))
-    ),
-    HttpRouter.get(
-      "/admin/backlog",
-      route(
+    ))
+
+const operations = HttpApiBuilder.group(AdminContract, "operations", (handlers) =>
+  handlers
+    .handleRaw(
+      "backlog",
+      handled(
         Effect.map(Effect.flatMap(Relay, (relay) => relay.backlog), (backlog) => answer<typeof S.Backlog.Type>(backlog))
       )
-    ),
-    HttpRouter.get("/admin/openapi.json", route(Effect.sync(() => json(openApiDocument(version))))),
-    endpointRoutes(route)
+    )
+    .handleRaw("openApi", handled(Effect.sync(() => json(openApiDocument(version))))))
+
+/**
+ * The admin API (SPEC §5–§7, §11, §12), served from its contract: `AdminContract` names every route, and its bearer
+ * middleware guards each. The handlers are raw: they read their own bodies and query parameters (size limits, bodies
+ * that are not JSON, every failing field named) and answer with hookrelay's error bodies.
+ */
+export const adminApi = (adminToken: Option.Option<Redacted.Redacted>) =>
+  HttpApiBuilder.layer(AdminContract).pipe(
+    Layer.provide([
+      sources,
+      messages,
+      deadLetterHandlers,
+      operations,
+      endpointHandlers(handled),
+      deletionHandlers,
+      audienceHandlers
+    ]),
+    Layer.provide([adminAuthentication(adminToken), queryDecoding, HttpServer.layerServices])
   )
-}

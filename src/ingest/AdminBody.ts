@@ -1,5 +1,5 @@
-import { HttpIncomingMessage, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Effect, Either, Option } from "effect"
+import { ByteSize, Effect, Result } from "effect"
+import { HttpIncomingMessage, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { errorResponse } from "./ErrorBody.js"
 
 /** The most an admin request's body may hold: settings and recovery filters are small. */
@@ -9,7 +9,7 @@ export const maxAdminBodyBytes = 256 * 1024
  * How far a body is read before the connection is given up on. Reading past `maxAdminBodyBytes` lets the 413 reach a
  * client that is still sending (a server that stops reading resets the connection under it), and memory stays bounded.
  */
-const maxReadBytes = 8 * 1024 * 1024
+const maxReadBytes = ByteSize.bytes(8 * 1024 * 1024)
 
 const tooLarge = errorResponse(413, "payload_too_large", `the body is over ${maxAdminBodyBytes / 1024} KB`)
 
@@ -18,26 +18,26 @@ const tooLarge = errorResponse(413, "payload_too_large", `the body is over ${max
  * within `maxReadBytes`. The read is cached per request, so every read of it has this bound.
  */
 export const adminBodyText: Effect.Effect<
-  Either.Either<string, HttpServerResponse.HttpServerResponse>,
+  Result.Result<string, HttpServerResponse.HttpServerResponse>,
   never,
   HttpServerRequest.HttpServerRequest
 > = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
   request.text.pipe(
-    HttpIncomingMessage.withMaxBodySize(Option.some(maxReadBytes)),
-    Effect.map(Either.liftPredicate((text) => text.length <= maxAdminBodyBytes, () => tooLarge)),
-    Effect.orElseSucceed(() => Either.left(tooLarge))
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, maxReadBytes),
+    Effect.map((text) => text.length <= maxAdminBodyBytes ? Result.succeed(text) : Result.fail(tooLarge)),
+    Effect.orElseSucceed(() => Result.fail(tooLarge))
   ))
 
 /** The body's JSON, or the 400 answer saying it is not JSON. */
-export const parseAdminJson = (text: string): Either.Either<unknown, HttpServerResponse.HttpServerResponse> => {
+export const parseAdminJson = (text: string): Result.Result<unknown, HttpServerResponse.HttpServerResponse> => {
   try {
-    return Either.right(JSON.parse(text) as unknown)
+    return Result.succeed(JSON.parse(text) as unknown)
   } catch {
-    return Either.left(
+    return Result.fail(
       errorResponse(400, "invalid_json", "the body must be JSON", [{ path: "", message: "is not valid JSON" }])
     )
   }
 }
 
 /** `adminBodyText`, then `parseAdminJson`. */
-export const readAdminJson = Effect.map(adminBodyText, Either.flatMap(parseAdminJson))
+export const readAdminJson = Effect.map(adminBodyText, Result.flatMap(parseAdminJson))

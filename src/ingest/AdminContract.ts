@@ -1,3 +1,4 @@
+import { Schema } from "effect"
 import {
   HttpApi,
   HttpApiEndpoint,
@@ -6,8 +7,7 @@ import {
   HttpApiSchema,
   HttpApiSecurity,
   OpenApi
-} from "@effect/platform"
-import { Schema, SchemaAST } from "effect"
+} from "effect/http-api"
 import { endpointsGroup } from "./AdminEndpointSchemas.js"
 import * as S from "./AdminSchemas.js"
 import * as Sec from "./AdminSecretSchemas.js"
@@ -15,166 +15,153 @@ import * as Src from "./AdminSourceSchemas.js"
 
 /**
  * The admin API as a contract (SPEC §5–§7, §11): every route with its path, query, body, answers
- * and errors. `/admin/openapi.json` is generated from it, and the tests check that the router
- * serves exactly these routes and that their answers decode with these schemas. The routes keep
- * their own decoding (`AdminApi`, `AudienceRoutes`): their error bodies name the field the way
- * every hookrelay endpoint does, which the contract describes as `errors`.
+ * and errors. `HttpApiBuilder` serves exactly these routes behind `AdminAuthentication`, and
+ * `/admin/openapi.json` is generated from it; the tests check that the answers decode with these
+ * schemas. The handlers keep their own body decoding (`AdminApi`, `AdminEndpointRoutes`,
+ * `AudienceRoutes`): size limits, compressed syncs, and error bodies that name every failing field
+ * the way every hookrelay endpoint does, which the contract describes as `errors`.
  */
 
 /** The bearer token of HOOKRELAY_ADMIN_TOKEN; without one configured, every admin route is 404. */
-export class AdminAuthentication extends HttpApiMiddleware.Tag<AdminAuthentication>()("AdminAuthentication", {
-  failure: Schema.Union(S.Unauthorized, S.AdminDisabled),
+export class AdminAuthentication extends HttpApiMiddleware.Service<AdminAuthentication>()("AdminAuthentication", {
+  error: [S.Unauthorized, S.AdminDisabled],
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
-const SourcePath = Schema.Struct({ sourceId: Schema.String })
-const Limit = Schema.optional(
-  Schema.String.annotations({ description: "a whole number; default 100, at most 1000" })
-)
+const SourcePath = { sourceId: Schema.String }
+const Limit = Schema.optional(S.QueryValue.annotate({ description: "a whole number; default 100, at most 1000" }))
+
+/** The errors of a route, and the one every route can meet: a store that is down. */
+const errors = <const E extends ReadonlyArray<Schema.Top>>(...list: E) => [...list, S.StoreUnavailable] as const
 
 const sources = HttpApiGroup.make("sources")
-  .add(HttpApiEndpoint.get("listSources", "/admin/sources").addSuccess(Src.SourceList))
+  .add(HttpApiEndpoint.get("listSources", "/admin/sources", { success: Src.SourceList, error: errors() }))
   .add(
-    HttpApiEndpoint.put("putSource", "/admin/sources/:sourceId")
-      .setPath(SourcePath)
-      .setPayload(Src.SourceSettings)
-      .addSuccess(Src.SourceView)
-      .addError(S.InvalidRequest)
-      .addError(S.Conflict)
-      .addError(S.PayloadTooLarge)
-      .annotate(OpenApi.Description, "Creates or replaces a source; secrets are masked in the answer.")
+    HttpApiEndpoint.put("putSource", "/admin/sources/:sourceId", {
+      params: SourcePath,
+      payload: Src.SourceSettings,
+      success: Src.SourceView,
+      error: errors(S.InvalidRequest, S.Conflict, S.PayloadTooLarge)
+    }).annotate(OpenApi.Description, "Creates or replaces a source; secrets are masked in the answer.")
   )
   .add(
-    HttpApiEndpoint.get("getSource", "/admin/sources/:sourceId").setPath(SourcePath).addSuccess(Src.SourceView)
-      .addError(S.NotFound)
+    HttpApiEndpoint.get("getSource", "/admin/sources/:sourceId", {
+      params: SourcePath,
+      success: Src.SourceView,
+      error: errors(S.NotFound)
+    })
   )
   .add(
-    HttpApiEndpoint.del("deleteSource", "/admin/sources/:sourceId").setPath(SourcePath)
-      .addSuccess(HttpApiSchema.NoContent)
-      .addError(S.NotFound)
+    HttpApiEndpoint.delete("deleteSource", "/admin/sources/:sourceId", {
+      params: SourcePath,
+      success: HttpApiSchema.NoContent,
+      error: errors(S.NotFound)
+    })
   )
   .add(
-    HttpApiEndpoint.post("rotateSecret", "/admin/sources/:sourceId/secrets/rotate")
-      .setPath(SourcePath)
-      .setPayload(Sec.RotateSecretInput)
-      .addSuccess(Sec.RotatedSecretView)
-      .addError(S.InvalidRequest)
-      .addError(S.NotFound)
-      .annotate(OpenApi.Description, "A new Standard Webhooks secret (shown once); the previous ones expire later.")
+    HttpApiEndpoint.post("rotateSecret", "/admin/sources/:sourceId/secrets/rotate", {
+      params: SourcePath,
+      payload: Sec.RotateSecretInput,
+      success: Sec.RotatedSecretView,
+      error: errors(S.InvalidRequest, S.NotFound)
+    }).annotate(OpenApi.Description, "A new Standard Webhooks secret (shown once); the previous ones expire later.")
   )
   .add(
-    HttpApiEndpoint.get("sourceUsage", "/admin/sources/:sourceId/usage")
-      .setPath(SourcePath)
-      .setUrlParams(Schema.Struct({
-        days: Schema.optional(Schema.String.annotations({ description: "a whole number of days; default 30" }))
-      }))
-      .addSuccess(S.UsageView)
-      .addError(S.InvalidRequest)
-      .addError(S.NotFound)
+    HttpApiEndpoint.get("sourceUsage", "/admin/sources/:sourceId/usage", {
+      params: SourcePath,
+      query: {
+        days: Schema.optional(S.QueryValue.annotate({ description: "a whole number of days; default 30" }))
+      },
+      success: S.UsageView,
+      error: errors(S.InvalidRequest, S.NotFound)
+    }).middleware(S.QueryDecoding)
   )
   .add(
-    HttpApiEndpoint.get("sourceMessages", "/admin/sources/:sourceId/messages")
-      .setPath(SourcePath)
-      .setUrlParams(Schema.Struct({ limit: Limit }))
-      .addSuccess(S.MessageList)
-      .addError(S.InvalidRequest)
-      .addError(S.NotFound)
+    HttpApiEndpoint.get("sourceMessages", "/admin/sources/:sourceId/messages", {
+      params: SourcePath,
+      query: { limit: Limit },
+      success: S.MessageList,
+      error: errors(S.InvalidRequest, S.NotFound)
+    }).middleware(S.QueryDecoding)
   )
 
 const messages = HttpApiGroup.make("messages")
   .add(
-    HttpApiEndpoint.get("searchMessages", "/admin/messages")
-      .setUrlParams(Schema.Struct({
-        userId: Schema.optional(Schema.String),
-        sourceId: Schema.optional(Schema.String),
-        limit: Limit
-      }))
-      .addSuccess(S.MessageList)
-      .addError(S.InvalidRequest)
+    HttpApiEndpoint.get("searchMessages", "/admin/messages", {
+      query: { userId: Schema.optional(S.QueryValue), sourceId: Schema.optional(S.QueryValue), limit: Limit },
+      success: S.MessageList,
+      error: errors(S.InvalidRequest)
+    }).middleware(S.QueryDecoding)
   )
   .add(
-    HttpApiEndpoint.get("getMessage", "/admin/messages/:messageId")
-      .setPath(Schema.Struct({ messageId: Schema.String }))
-      .addSuccess(S.MessageJobs)
-      .addError(S.NotFound)
-      .annotate(OpenApi.Description, "The message's jobs with their status and attempts.")
+    HttpApiEndpoint.get("getMessage", "/admin/messages/:messageId", {
+      params: { messageId: Schema.String },
+      success: S.MessageJobs,
+      error: errors(S.NotFound)
+    }).annotate(OpenApi.Description, "The message's jobs with their status and attempts.")
   )
 
 const deadLetters = HttpApiGroup.make("deadLetters")
   .add(
-    HttpApiEndpoint.get("listDeadLetters", "/admin/dead-letters")
-      .setUrlParams(Schema.Struct({ sourceId: Schema.optional(Schema.String), limit: Limit }))
-      .addSuccess(S.DeadLetters)
-      .addError(S.InvalidRequest)
+    HttpApiEndpoint.get("listDeadLetters", "/admin/dead-letters", {
+      query: { sourceId: Schema.optional(S.QueryValue), limit: Limit },
+      success: S.DeadLetters,
+      error: errors(S.InvalidRequest)
+    }).middleware(S.QueryDecoding)
   )
   .add(
-    HttpApiEndpoint.post("replayDeadLetter", "/admin/dead-letters/:jobId/replay")
-      .setPath(Schema.Struct({ jobId: Schema.String }))
-      .addSuccess(S.Replayed)
-      .addError(S.NotFound)
+    HttpApiEndpoint.post("replayDeadLetter", "/admin/dead-letters/:jobId/replay", {
+      params: { jobId: Schema.String },
+      success: S.Replayed,
+      error: errors(S.NotFound)
+    })
   )
 
 const operations = HttpApiGroup.make("operations")
-  .add(HttpApiEndpoint.get("backlog", "/admin/backlog").addSuccess(S.Backlog))
+  .add(HttpApiEndpoint.get("backlog", "/admin/backlog", { success: S.Backlog, error: errors() }))
   .add(
-    HttpApiEndpoint.get("openApi", "/admin/openapi.json")
-      .addSuccess(Schema.Object.annotations({ description: "this document" }))
-      .annotate(OpenApi.Description, "The admin API's OpenAPI 3.1 document.")
+    HttpApiEndpoint.get("openApi", "/admin/openapi.json", {
+      success: Schema.ObjectKeyword.annotate({ description: "this document" }),
+      error: errors()
+    }).annotate(OpenApi.Description, "The admin API's OpenAPI 3.1 document.")
   )
 
 const deletions = HttpApiGroup.make("deletions")
   .add(
-    HttpApiEndpoint.post("createDeletion", "/admin/deletions")
-      .setPayload(S.DeletionInput)
-      .addSuccess(S.DeletionCreated)
-      .addError(S.InvalidRequest)
-      .addError(S.PayloadTooLarge)
-      .addError(S.UnsupportedEncoding)
-      .annotate(OpenApi.Description, "Deletes a user's undelivered jobs and notifies the sources (SPEC §5).")
+    HttpApiEndpoint.post("createDeletion", "/admin/deletions", {
+      payload: S.DeletionInput,
+      success: S.DeletionCreated,
+      error: errors(S.InvalidRequest, S.PayloadTooLarge, S.UnsupportedEncoding)
+    }).annotate(OpenApi.Description, "Deletes a user's undelivered jobs and notifies the sources (SPEC §5).")
   )
   .add(
-    HttpApiEndpoint.get("getDeletion", "/admin/deletions/:deletionId")
-      .setPath(Schema.Struct({ deletionId: Schema.String }))
-      .addSuccess(S.DeletionView)
-      .addError(S.NotFound)
+    HttpApiEndpoint.get("getDeletion", "/admin/deletions/:deletionId", {
+      params: { deletionId: Schema.String },
+      success: S.DeletionView,
+      error: errors(S.NotFound)
+    })
   )
 
 const audiences = HttpApiGroup.make("audiences")
   .add(
-    HttpApiEndpoint.put("syncAudience", "/admin/sources/:sourceId/audiences/:audienceName")
-      .setPath(Schema.Struct({ sourceId: Schema.String, audienceName: Schema.String }))
-      .setPayload(S.AudienceMembers)
-      .addSuccess(S.AudienceSynced)
-      .addError(S.InvalidRequest)
-      .addError(S.NotFound)
-      .addError(S.Conflict)
-      .addError(S.PayloadTooLarge)
-      .addError(S.UnsupportedEncoding)
-      .annotate(OpenApi.Description, "Replaces an audience's members (SPEC §6).")
+    HttpApiEndpoint.put("syncAudience", "/admin/sources/:sourceId/audiences/:audienceName", {
+      params: { sourceId: Schema.String, audienceName: Schema.String },
+      payload: S.AudienceMembers,
+      success: S.AudienceSynced,
+      error: errors(S.InvalidRequest, S.NotFound, S.Conflict, S.PayloadTooLarge, S.UnsupportedEncoding)
+    }).annotate(OpenApi.Description, "Replaces an audience's members (SPEC §6).")
   )
   .add(
-    HttpApiEndpoint.put("syncTrait", "/admin/sources/:sourceId/traits/:traitName")
-      .setPath(Schema.Struct({ sourceId: Schema.String, traitName: Schema.String }))
-      .setPayload(S.TraitValues)
-      .addSuccess(S.TraitSynced)
-      .addError(S.InvalidRequest)
-      .addError(S.NotFound)
-      .addError(S.Conflict)
-      .addError(S.PayloadTooLarge)
-      .addError(S.UnsupportedEncoding)
-      .annotate(OpenApi.Description, "Replaces a computed trait's values (SPEC §6).")
+    HttpApiEndpoint.put("syncTrait", "/admin/sources/:sourceId/traits/:traitName", {
+      params: { sourceId: Schema.String, traitName: Schema.String },
+      payload: S.TraitValues,
+      success: S.TraitSynced,
+      error: errors(S.InvalidRequest, S.NotFound, S.Conflict, S.PayloadTooLarge, S.UnsupportedEncoding)
+    }).annotate(OpenApi.Description, "Replaces a computed trait's values (SPEC §6).")
   )
 
 export const AdminContract = HttpApi.make("hookrelay-admin")
-  .add(sources)
-  .add(messages)
-  .add(deadLetters)
-  .add(operations)
-  .add(deletions)
-  .add(audiences)
-  .add(endpointsGroup)
-  // Every route can meet a store that is down.
-  .addError(S.StoreUnavailable)
+  .add(sources, messages, deadLetters, operations, deletions, audiences, endpointsGroup)
   .middleware(AdminAuthentication)
   .annotate(OpenApi.Title, "hookrelay admin API")
   .annotate(
@@ -183,75 +170,12 @@ export const AdminContract = HttpApi.make("hookrelay-admin")
       "Every route needs `Authorization: Bearer <HOOKRELAY_ADMIN_TOKEN>`."
   )
 
-/**
- * What `OpenApi.fromApi` writes for routes served by `HttpApiBuilder`, not true of these: its own
- * decode error (the routes answer `InvalidRequest`), and an empty `security` on each operation,
- * which in OpenAPI would lift the document's bearer requirement; and the repeated `$id`s below.
- */
-const descriptionId = SchemaAST.DescriptionAnnotationId
-
-interface SchemaJson {
-  readonly $ref?: string
-  readonly anyOf?: ReadonlyArray<SchemaJson>
-}
-interface ResponseJson {
-  readonly description?: string
-  readonly content?: { readonly [mediaType: string]: { readonly schema?: SchemaJson } }
-}
-interface OperationJson {
-  readonly security: ReadonlyArray<unknown>
-  readonly responses: { readonly [status: string]: ResponseJson }
-}
-
-const servedAsRouted = (generated: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
-  const decodeError = "#/components/schemas/HttpApiDecodeError"
-  const paths = Object.fromEntries(
-    Object.entries(generated.paths).map(([path, item]) => [
-      path,
-      Object.fromEntries(
-        Object.entries(item as { readonly [method: string]: OperationJson }).map(([method, operation]) => {
-          const { security, ...rest } = operation
-          const responses = Object.fromEntries(
-            Object.entries(rest.responses).flatMap(
-              ([status, response]): Array<readonly [string, unknown]> => {
-                const schema = response.content?.["application/json"]?.schema
-                if (schema?.$ref === decodeError) return []
-                const anyOf = schema?.anyOf?.filter((s) => s.$ref !== decodeError)
-                if (schema === undefined || anyOf === undefined || anyOf.length === schema.anyOf?.length) {
-                  return [[status, response]]
-                }
-                const kept = anyOf.length === 1 ? anyOf[0] : { ...schema, anyOf }
-                const description = status === "400"
-                  ? S.InvalidRequest.ast.annotations[descriptionId]
-                  : response.description
-                return [[status, { ...response, description, content: { "application/json": { schema: kept } } }]]
-              }
-            )
-          )
-          return [method, { ...rest, ...(security.length > 0 && { security }), responses }]
-        })
-      )
-    ])
-  )
-  const { HttpApiDecodeError: _, Issue: __, PropertyKey: ___, ...schemas } = generated.components.schemas
-  const document = {
-    ...generated,
-    paths: paths,
-    components: { ...generated.components, schemas }
-  }
-  // Schema.Unknown and Schema.Object come out with the same `$id` wherever they occur: an id given twice, which
-  // makes the document invalid. Without it such a schema means what it should (any value, any object).
-  return JSON.parse(
-    JSON.stringify(document, (key, value: unknown) => (key === "$id" ? undefined : value))
-  ) as OpenApi.OpenAPISpec
-}
-
 let document: OpenApi.OpenAPISpec | undefined
 
 /** The OpenAPI 3.1 document of the admin API (generated once), for the package's `version`. */
 export const openApiDocument = (version: string): OpenApi.OpenAPISpec => {
   if (document === undefined) {
-    const generated = servedAsRouted(OpenApi.fromApi(AdminContract))
+    const generated = OpenApi.fromApi(AdminContract)
     document = { ...generated, info: { ...generated.info, version } }
   }
   return document

@@ -1,18 +1,20 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import type { EndpointHealth, StoreError } from "../relay/Relay.js"
 import { Relay } from "../relay/Relay.js"
 import { readAdminJson } from "./AdminBody.js"
+import { AdminContract } from "./AdminContract.js"
 import * as E from "./AdminEndpointSchemas.js"
 import { errorResponse } from "./ErrorBody.js"
 
 type Failure = UnknownSource | InvalidAdminRequest | StoreError
-type Route = <R>(
+type Handled = <R>(
   handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Failure, R>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R | HttpServerRequest.HttpServerRequest>
+) => () => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
 
 const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 
@@ -30,7 +32,7 @@ const invalid = (issues: ReadonlyArray<{ readonly path: string; readonly message
 
 /** The JSON body decoded by `schema`, or the 413 or 400 answer (naming the field). */
 const body = <A, I>(decode: ReturnType<typeof decodeWithIssues<A, I>>) =>
-  Effect.map(readAdminJson, Either.flatMap((parsed) => Either.mapLeft(decode(parsed), invalid)))
+  Effect.map(readAdminJson, Result.flatMap((parsed) => Result.mapError(decode(parsed), invalid)))
 
 const decodeUrl = decodeWithIssues(E.EndpointUrl)
 const decodeRecovery = decodeWithIssues(E.RecoveryInput)
@@ -42,30 +44,30 @@ const recovery = (action: "replay" | "purge") =>
   Effect.gen(function*() {
     const relay = yield* Relay
     const input = yield* body(decodeRecovery)
-    if (Either.isLeft(input)) return input.left
+    if (Result.isFailure(input)) return input.failure
     const request = {
-      sourceId: input.right.sourceId,
-      url: input.right.url,
-      since: time(input.right.since),
-      until: time(input.right.until),
-      dryRun: input.right.dryRun ?? false
+      sourceId: input.success.sourceId,
+      url: input.success.url,
+      since: time(input.success.since),
+      until: time(input.success.until),
+      dryRun: input.success.dryRun ?? false
     }
     const result = action === "replay"
       ? yield* relay.replayDeadLetters(request)
       : yield* relay.purgeDeadLetters(request)
-    return HttpServerResponse.unsafeJson(result satisfies typeof E.RecoveryView.Type)
+    return HttpServerResponse.jsonUnsafe(result satisfies typeof E.RecoveryView.Type)
   })
 
 const change = (state: "enabled" | "disabled") =>
   Effect.gen(function*() {
     const relay = yield* Relay
     const input = yield* body(decodeUrl)
-    if (Either.isLeft(input)) return input.left
-    const { url } = input.right
+    if (Result.isFailure(input)) return input.failure
+    const { url } = input.success
     const changed = state === "enabled"
       ? yield* relay.enableEndpoint(url)
-      : yield* Effect.as(relay.disableEndpoint(url, input.right.reason ?? "disabled by an operator"), true)
-    return HttpServerResponse.unsafeJson({ url, state, changed } satisfies typeof E.EndpointChanged.Type)
+      : yield* Effect.as(relay.disableEndpoint(url, input.success.reason ?? "disabled by an operator"), true)
+    return HttpServerResponse.jsonUnsafe({ url, state, changed } satisfies typeof E.EndpointChanged.Type)
   })
 
 const listEndpoints = Effect.gen(function*() {
@@ -74,15 +76,18 @@ const listEndpoints = Effect.gen(function*() {
   const sourceId = typeof params.sourceId === "string" ? params.sourceId : ""
   if (sourceId === "") return invalid([{ path: "sourceId", message: "is required" }])
   const endpoints = yield* relay.endpointHealth(sourceId)
-  return HttpServerResponse.unsafeJson({ endpoints: endpoints.map(endpointView) } satisfies typeof E.EndpointList.Type)
+  return HttpServerResponse.jsonUnsafe({ endpoints: endpoints.map(endpointView) } satisfies typeof E.EndpointList.Type)
 })
 
-/** The endpoint and bulk-recovery routes of the admin API (`AdminEndpointSchemas` describes them). */
-export const endpointRoutes = (route: Route) => <E, R>(router: HttpRouter.HttpRouter<E, R>) =>
-  router.pipe(
-    HttpRouter.get("/admin/endpoints", route(listEndpoints)),
-    HttpRouter.post("/admin/endpoints/enable", route(change("enabled"))),
-    HttpRouter.post("/admin/endpoints/disable", route(change("disabled"))),
-    HttpRouter.post("/admin/dead-letters/replay", route(recovery("replay"))),
-    HttpRouter.post("/admin/dead-letters/purge", route(recovery("purge")))
-  )
+/**
+ * The endpoint and bulk-recovery routes of the admin API (`AdminEndpointSchemas` describes them). Raw: the bodies are
+ * read within the admin limit and decoded here, every failing field named.
+ */
+export const endpointHandlers = (handled: Handled) =>
+  HttpApiBuilder.group(AdminContract, "endpoints", (handlers) =>
+    handlers
+      .handleRaw("listEndpoints", handled(listEndpoints))
+      .handleRaw("enableEndpoint", handled(change("enabled")))
+      .handleRaw("disableEndpoint", handled(change("disabled")))
+      .handleRaw("replayDeadLetters", handled(recovery("replay")))
+      .handleRaw("purgeDeadLetters", handled(recovery("purge"))))

@@ -1,6 +1,14 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { InvalidRequest, NotFound, PayloadTooLarge, Timestamp } from "./AdminSchemas.js"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import {
+  InvalidRequest,
+  NotFound,
+  PayloadTooLarge,
+  QueryDecoding,
+  QueryValue,
+  StoreUnavailable,
+  Timestamp
+} from "./AdminSchemas.js"
 
 /** Endpoint health, enabling and disabling URLs, and bulk recovery of dead letters: bodies and routes. */
 
@@ -15,7 +23,7 @@ export const EndpointView = Schema.Struct({
   sourceId: Schema.String,
   url: Schema.String,
   index: Schema.Number,
-  state: Schema.Literal("healthy", "failing", "paused", "disabled"),
+  state: Schema.Literals(["healthy", "failing", "paused", "disabled"]),
   consecutiveFailures: Schema.Number,
   lastSuccessAt: Timestamp,
   lastFailure: Schema.NullOr(Schema.Struct({ at: Timestamp, reason: Schema.String })),
@@ -28,24 +36,24 @@ export const EndpointView = Schema.Struct({
 export const EndpointList = Schema.Struct({ endpoints: Schema.Array(EndpointView) })
 
 export const EndpointUrl = Schema.Struct({
-  url: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  url: Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" })),
   reason: Schema.optional(Schema.String)
 })
 
 export const EndpointChanged = Schema.Struct({
   url: Schema.String,
-  state: Schema.Literal("enabled", "disabled"),
+  state: Schema.Literals(["enabled", "disabled"]),
   /** Enable: whether the URL was disabled before. */
   changed: Schema.Boolean
 })
 
-const Time = Schema.Union(
-  Schema.Number.pipe(Schema.nonNegative()),
-  Schema.String.pipe(Schema.filter((text) => !Number.isNaN(Date.parse(text)) || "must be an ISO 8601 date"))
-).annotations({ description: "epoch milliseconds or an ISO 8601 date" })
+const Time = Schema.Union([
+  Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)),
+  Schema.String.check(Schema.makeFilter((text) => !Number.isNaN(Date.parse(text)) || "must be an ISO 8601 date"))
+]).annotate({ description: "epoch milliseconds or an ISO 8601 date" })
 
 export const RecoveryInput = Schema.Struct({
-  sourceId: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  sourceId: Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" })),
   url: Schema.optional(Schema.String),
   since: Schema.optional(Time),
   until: Schema.optional(Time),
@@ -54,30 +62,32 @@ export const RecoveryInput = Schema.Struct({
 
 export const RecoveryView = Schema.Struct({ dryRun: Schema.Boolean, count: Schema.Number })
 
-const recovery = <const Name extends string>(name: Name, action: string, verb: string) =>
-  HttpApiEndpoint.post(name, `/admin/dead-letters/${action}`)
-    .setPayload(RecoveryInput)
-    .addSuccess(RecoveryView)
-    .addError(InvalidRequest)
-    .addError(NotFound)
-    .addError(PayloadTooLarge)
-    .annotate(OpenApi.Description, `${verb} a source's dead letters (one URL, a time range); dryRun only counts.`)
+const recovery = <const Name extends string, const Action extends string>(name: Name, action: Action, verb: string) =>
+  HttpApiEndpoint.post(name, `/admin/dead-letters/${action}`, {
+    payload: RecoveryInput,
+    success: RecoveryView,
+    error: [InvalidRequest, NotFound, PayloadTooLarge, StoreUnavailable]
+  }).annotate(OpenApi.Description, `${verb} a source's dead letters (one URL, a time range); dryRun only counts.`)
 
-const urlSwitch = <const Name extends string>(name: Name, action: string, description: string) =>
-  HttpApiEndpoint.post(name, `/admin/endpoints/${action}`)
-    .setPayload(EndpointUrl)
-    .addSuccess(EndpointChanged)
-    .addError(InvalidRequest)
-    .addError(PayloadTooLarge)
-    .annotate(OpenApi.Description, description)
+const urlSwitch = <const Name extends string, const Action extends string>(
+  name: Name,
+  action: Action,
+  description: string
+) =>
+  HttpApiEndpoint.post(name, `/admin/endpoints/${action}`, {
+    payload: EndpointUrl,
+    success: EndpointChanged,
+    error: [InvalidRequest, PayloadTooLarge, StoreUnavailable]
+  }).annotate(OpenApi.Description, description)
 
 export const endpointsGroup = HttpApiGroup.make("endpoints")
   .add(
-    HttpApiEndpoint.get("listEndpoints", "/admin/endpoints")
-      .setUrlParams(Schema.Struct({ sourceId: Schema.String }))
-      .addSuccess(EndpointList)
-      .addError(InvalidRequest)
-      .addError(NotFound)
+    HttpApiEndpoint.get("listEndpoints", "/admin/endpoints", {
+      query: { sourceId: QueryValue.annotateKey({ messageMissingKey: "is required" }) },
+      success: EndpointList,
+      error: [InvalidRequest, NotFound, StoreUnavailable]
+    })
+      .middleware(QueryDecoding)
       .annotate(OpenApi.Description, "The health of each URL of a source.")
   )
   .add(urlSwitch("enableEndpoint", "enable", "Enables a disabled URL again; its health starts afresh."))

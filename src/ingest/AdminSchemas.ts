@@ -1,5 +1,5 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
 import { MessageIssue } from "../domain/IngestErrors.js"
 
 /**
@@ -8,7 +8,7 @@ import { MessageIssue } from "../domain/IngestErrors.js"
  * handlers add or drop is a type error until the contract says so too.
  */
 
-export const Timestamp = Schema.NullOr(Schema.String).annotations({ description: "ISO 8601, UTC" })
+export const Timestamp = Schema.NullOr(Schema.String).annotate({ description: "ISO 8601, UTC" })
 
 /** The JSON error answer of every admin endpoint, for one status and its codes. */
 export const failure = <const Codes extends readonly [string, ...Array<string>]>(
@@ -19,10 +19,10 @@ export const failure = <const Codes extends readonly [string, ...Array<string>]>
 ) =>
   Schema.Struct({
     success: Schema.Literal(false),
-    code: Schema.Literal(...codes),
+    code: Schema.Literals(codes),
     message: Schema.String,
     errors: Schema.Array(MessageIssue)
-  }).annotations({ identifier, description, ...HttpApiSchema.annotations({ status }) })
+  }).annotate({ identifier, description }).pipe(HttpApiSchema.status(status))
 
 export const Unauthorized = failure(401, "Unauthorized", "missing or wrong bearer token", ["unauthorized"])
 export const AdminDisabled = failure(404, "AdminDisabled", "HOOKRELAY_ADMIN_TOKEN is not set", ["admin_disabled"])
@@ -48,14 +48,28 @@ export const UnsupportedEncoding = failure(415, "UnsupportedEncoding", "unsuppor
 ])
 export const StoreUnavailable = failure(503, "StoreUnavailable", "the store cannot be reached", ["store_unavailable"])
 
-const JobStatus = Schema.Literal("pending", "delivering", "delivered", "dead")
+/**
+ * A query parameter's value, or its values when it is repeated: the handler reads them and refuses a repeated one,
+ * naming it, as it refuses any other value it cannot take.
+ */
+export const QueryValue = Schema.Union([Schema.String, Schema.Array(Schema.String)])
+
+/**
+ * A route's query parameters that do not decode: answered `InvalidRequest`, naming the parameter (`AdminAuth` maps the
+ * schema's refusal). Only on routes with a query; their handlers check the values further themselves.
+ */
+export class QueryDecoding extends HttpApiMiddleware.Service<QueryDecoding>()("hookrelay/QueryDecoding", {
+  error: InvalidRequest
+}) {}
+
+const JobStatus = Schema.Literals(["pending", "delivering", "delivered", "dead"])
 
 export const JobView = Schema.Struct({
   id: Schema.String,
   sourceId: Schema.String,
   messageId: Schema.String,
   userId: Schema.NullOr(Schema.String),
-  kind: Schema.Literal("message", "delete", "audience"),
+  kind: Schema.Literals(["message", "delete", "audience"]),
   status: JobStatus,
   createdAt: Timestamp,
   firstAttemptAt: Timestamp,
@@ -63,7 +77,7 @@ export const JobView = Schema.Struct({
   attemptCount: Schema.Number,
   finishedAt: Timestamp,
   lastError: Schema.NullOr(Schema.String)
-}).annotations({ identifier: "Job" })
+}).annotate({ identifier: "Job" })
 
 export const AttemptView = Schema.Struct({
   url: Schema.String,
@@ -72,14 +86,14 @@ export const AttemptView = Schema.Struct({
   durationMs: Schema.Number,
   statusCode: Schema.NullOr(Schema.Number),
   error: Schema.NullOr(Schema.String),
-  outcome: Schema.Literal("success", "retryable", "permanent", "aborted"),
+  outcome: Schema.Literals(["success", "retryable", "permanent", "aborted"]),
   responseSnippet: Schema.NullOr(Schema.String)
-}).annotations({ identifier: "Attempt" })
+}).annotate({ identifier: "Attempt" })
 
 export const JobWithAttemptsView = Schema.Struct({
   ...JobView.fields,
   attempts: Schema.Array(AttemptView)
-}).annotations({ identifier: "JobWithAttempts" })
+}).annotate({ identifier: "JobWithAttempts" })
 
 export const MessageView = Schema.Struct({
   messageId: Schema.String,
@@ -89,7 +103,7 @@ export const MessageView = Schema.Struct({
   event: Schema.NullOr(Schema.String),
   receivedAt: Timestamp,
   jobs: Schema.Array(JobWithAttemptsView)
-}).annotations({ identifier: "Message" })
+}).annotate({ identifier: "Message" })
 
 export const MessageList = Schema.Struct({ messages: Schema.Array(MessageView) })
 
@@ -101,7 +115,7 @@ export const Replayed = Schema.Struct({
   success: Schema.Literal(true),
   jobId: Schema.String,
   status: Schema.Literal("pending")
-}).annotations(HttpApiSchema.annotations({ status: 202 }))
+}).pipe(HttpApiSchema.status(202))
 
 export const UsageView = Schema.Struct({
   sourceId: Schema.String,
@@ -114,23 +128,21 @@ export const UsageView = Schema.Struct({
     dead: Schema.Number,
     averageLatencyMs: Schema.NullOr(Schema.Number)
   }))
-}).annotations({ identifier: "Usage" })
+}).annotate({ identifier: "Usage" })
 
 export const Backlog = Schema.Struct({
   pending: Schema.Number,
   delivering: Schema.Number,
   delivered: Schema.Number,
   dead: Schema.Number
-}).annotations({ identifier: "Backlog" })
+}).annotate({ identifier: "Backlog" })
 
 export const DeletionInput = Schema.Struct({
   userId: Schema.String,
   sourceIds: Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
 })
 
-export const DeletionCreated = Schema.Struct({ id: Schema.String }).annotations(
-  HttpApiSchema.annotations({ status: 202 })
-)
+export const DeletionCreated = Schema.Struct({ id: Schema.String }).pipe(HttpApiSchema.status(202))
 
 export const DeletionView = Schema.Struct({
   id: Schema.String,
@@ -141,11 +153,11 @@ export const DeletionView = Schema.Struct({
   notifications: Schema.Array(Schema.Struct({
     sourceId: Schema.String,
     jobId: Schema.String,
-    status: Schema.Literal("pending", "delivering", "delivered", "dead", "purged"),
+    status: Schema.Literals(["pending", "delivering", "delivered", "dead", "purged"]),
     attempts: Schema.Number,
     finishedAt: Schema.NullOr(Schema.String)
   }))
-}).annotations({ identifier: "Deletion" })
+}).annotate({ identifier: "Deletion" })
 
 export const AudienceMembers = Schema.Struct({ userIds: Schema.Array(Schema.String) })
 
@@ -157,10 +169,7 @@ export const AudienceSynced = Schema.Struct({
 })
 
 export const TraitValues = Schema.Struct({
-  values: Schema.Record({
-    key: Schema.String,
-    value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean, Schema.Null)
-  })
+  values: Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Number, Schema.Boolean, Schema.Null]))
 })
 
 export const TraitSynced = Schema.Struct({

@@ -5,33 +5,32 @@ import { Timestamp } from "./AdminSchemas.js"
 
 export const SigningSecretView = Schema.Struct({
   id: Schema.String,
-  prefix: Schema.String.annotations({ description: "the secret's first characters, to tell it apart" }),
+  prefix: Schema.String.annotate({ description: "the secret's first characters, to tell it apart" }),
   createdAt: Timestamp,
   expiresAt: Timestamp
-}).annotations({ identifier: "SigningSecret" })
+}).annotate({ identifier: "SigningSecret" })
 
 /** What a source's `webhooks` show of its signing (added to the source view); each absent when never set. */
 export const signingViewFields = {
-  signing: Schema.optionalWith(Schema.Literal("segment", "standard", "both"), { exact: true }),
-  signingSecrets: Schema.optionalWith(Schema.Array(SigningSecretView), { exact: true }),
-  asymmetric: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  publicKey: Schema.optionalWith(
-    Schema.String.annotations({ description: "whpk_ ed25519 public key that verifies v1a signatures" }),
-    { exact: true }
+  signing: Schema.optionalKey(Schema.Literals(["segment", "standard", "both"])),
+  signingSecrets: Schema.optionalKey(Schema.Array(SigningSecretView)),
+  asymmetric: Schema.optionalKey(Schema.Boolean),
+  publicKey: Schema.optionalKey(
+    Schema.String.annotate({ description: "whpk_ ed25519 public key that verifies v1a signatures" })
   )
 }
 
 export const RotateSecretInput = Schema.Struct({
   keepOldFor: Schema.optional(
-    Schema.String.annotations({
+    Schema.String.annotate({
       description: "how long the previous secrets keep signing, e.g. \"24 hours\" (the default) or \"0 seconds\""
     })
   )
-}).annotations({ identifier: "RotateSecretInput" })
+}).annotate({ identifier: "RotateSecretInput" })
 
 export const RotatedSecretView = Schema.Struct({
-  secret: Schema.String.annotations({ description: "the new whsec_ secret, in full: shown only in this answer" }),
+  secret: Schema.String.annotate({ description: "the new whsec_ secret, in full: shown only in this answer" }),
   id: Schema.String,
   createdAt: Timestamp,
   signingSecrets: Schema.Array(SigningSecretView)
-}).annotations({ identifier: "RotatedSecret" })
+}).annotate({ identifier: "RotatedSecret" })

@@ -1,5 +1,6 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either, type Option, type Redacted } from "effect"
+import { Effect, Result } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import type {
   AudiencePropertyTaken,
   AudienceSyncInProgress,
@@ -14,7 +15,7 @@ import type { UnknownSource } from "../domain/IngestErrors.js"
 import { formatTimestamp } from "../domain/Timestamp.js"
 import { Relay } from "../relay/Relay.js"
 import type { StoreError } from "../relay/Relay.js"
-import { requireAdmin } from "./AdminAuth.js"
+import { AdminContract } from "./AdminContract.js"
 import { errorResponse } from "./ErrorBody.js"
 import { readLimitedBody } from "./RequestBody.js"
 import { storeUnavailableResponse } from "./StoreUnavailable.js"
@@ -70,7 +71,7 @@ const failureResponse = (failure: Failure): Effect.Effect<HttpServerResponse.Htt
   }
 }
 
-const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 
 const invalid = (path: string, message: string) =>
   errorResponse(400, "invalid_request", `${path === "" ? "the body" : path} ${message}`, [{ path, message }])
@@ -79,10 +80,10 @@ const invalid = (path: string, message: string) =>
 const readObject = (limit: number) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const bytes = yield* readLimitedBody(request, limit).pipe(Effect.either)
-    if (Either.isLeft(bytes)) {
-      const error = bytes.left
-      return Either.left(
+    const bytes = yield* readLimitedBody(request, limit).pipe(Effect.result)
+    if (Result.isFailure(bytes)) {
+      const error = bytes.failure
+      return Result.fail(
         error._tag === "PayloadTooLarge"
           ? errorResponse(413, "payload_too_large", `the body is over ${error.limit} bytes`)
           : error._tag === "UnsupportedEncoding"
@@ -92,16 +93,16 @@ const readObject = (limit: number) =>
     }
     let body: unknown
     try {
-      body = JSON.parse(bytes.right.toString("utf8"))
+      body = JSON.parse(bytes.success.toString("utf8"))
     } catch {
-      return Either.left(
+      return Result.fail(
         errorResponse(400, "invalid_json", "the body must be JSON", [{ path: "", message: "is not valid JSON" }])
       )
     }
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      return Either.left(invalid("", "must be a JSON object"))
+      return Result.fail(invalid("", "must be a JSON object"))
     }
-    return Either.right(body as Record<string, unknown>)
+    return Result.succeed(body as Record<string, unknown>)
   })
 
 const param = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
@@ -124,8 +125,8 @@ const deletionView = (deletion: DeletionStatus) => ({
 const createDeletion = Effect.gen(function*() {
   const relay = yield* Relay
   const body = yield* readObject(maxDeletionBodyBytes)
-  if (Either.isLeft(body)) return body.left
-  const { sourceIds, userId } = body.right
+  if (Result.isFailure(body)) return body.failure
+  const { sourceIds, userId } = body.success
   if (userId === undefined) return invalid("userId", "is required")
   // Relay validates both fields (the library is called from plain JavaScript too) and names them.
   const deletion = yield* relay.deleteUser(
@@ -140,8 +141,8 @@ const syncAudience = Effect.gen(function*() {
   const sourceId = yield* param("sourceId")
   const audienceName = yield* param("audienceName")
   const body = yield* readObject(maxSyncBodyBytes)
-  if (Either.isLeft(body)) return body.left
-  const userIds = body.right.userIds
+  if (Result.isFailure(body)) return body.failure
+  const userIds = body.success.userIds
   if (userIds === undefined) return invalid("userIds", "is required")
   // Relay checks every element (once: a membership can hold a million ids).
   return json(yield* relay.syncAudience(sourceId, audienceName, userIds as ReadonlyArray<string>))
@@ -152,29 +153,31 @@ const syncTrait = Effect.gen(function*() {
   const sourceId = yield* param("sourceId")
   const traitName = yield* param("traitName")
   const body = yield* readObject(maxSyncBodyBytes)
-  if (Either.isLeft(body)) return body.left
-  const values = body.right.values
+  if (Result.isFailure(body)) return body.failure
+  const values = body.success.values
   if (values === undefined) return invalid("values", "is required")
   return json(
     yield* relay.syncComputedTrait(sourceId, traitName, values as Readonly<Record<string, TraitValue>>)
   )
 })
 
-/** SPEC §5 and §6 on the admin API. Writes are uninterruptible: a client that hangs up does not stop a sync half way. */
-export const audienceRoutes = (adminToken: Option.Option<Redacted.Redacted>) => {
-  const guard = requireAdmin(adminToken)
-  const route = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Failure, R>) =>
-    guard(Effect.catchAll(handler, failureResponse))
-  return HttpRouter.empty.pipe(
-    HttpRouter.post("/admin/deletions", route(Effect.uninterruptible(createDeletion))),
-    HttpRouter.get(
-      "/admin/deletions/:deletionId",
-      route(Effect.gen(function*() {
+const handled = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Failure, R>) => () =>
+  Effect.catch(handler, failureResponse)
+
+/** SPEC §5 on the admin API. A deletion is uninterruptible: a client that hangs up does not stop it half way. */
+export const deletionHandlers = HttpApiBuilder.group(AdminContract, "deletions", (handlers) =>
+  handlers
+    .handleRaw("createDeletion", handled(Effect.uninterruptible(createDeletion)), { uninterruptible: true })
+    .handleRaw(
+      "getDeletion",
+      handled(Effect.gen(function*() {
         const relay = yield* Relay
         return json(deletionView(yield* relay.getDeletion(yield* param("deletionId"))))
       }))
-    ),
-    HttpRouter.put("/admin/sources/:sourceId/audiences/:audienceName", route(Effect.uninterruptible(syncAudience))),
-    HttpRouter.put("/admin/sources/:sourceId/traits/:traitName", route(Effect.uninterruptible(syncTrait)))
-  )
-}
+    ))
+
+/** SPEC §6 on the admin API. Syncs are uninterruptible, and read their (possibly compressed) bodies themselves. */
+export const audienceHandlers = HttpApiBuilder.group(AdminContract, "audiences", (handlers) =>
+  handlers
+    .handleRaw("syncAudience", handled(Effect.uninterruptible(syncAudience)), { uninterruptible: true })
+    .handleRaw("syncTrait", handled(Effect.uninterruptible(syncTrait)), { uninterruptible: true }))

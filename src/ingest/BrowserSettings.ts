@@ -1,5 +1,5 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Relay } from "../relay/Relay.js"
 import { errorResponse } from "./ErrorBody.js"
 import { storeUnavailableResponse } from "./StoreUnavailable.js"
@@ -21,14 +21,15 @@ export interface BrowserSettings {
 }
 
 /**
- * Where the browser reaches this server: the host it asked (the proxy's `X-Forwarded-Host` where there is one, which
- * `HttpMiddleware.xForwardedHeaders` has already put in `host`) and the scheme the proxy says it terminated. hookrelay
- * itself serves plain HTTP.
+ * Where the browser reaches this server: the host it asked (the proxy's `X-Forwarded-Host` where there is one) and the
+ * scheme the proxy says it terminated. hookrelay itself serves plain HTTP. Read here because Effect's
+ * `xForwardedHeaders` uses the forwarded host only alongside an `X-Forwarded-For` of as many entries.
  */
 const publicOrigin = (request: HttpServerRequest.HttpServerRequest) => {
   const forwardedProto = request.headers["x-forwarded-proto"]?.split(",")[0]?.trim().toLowerCase()
+  const forwardedHost = request.headers["x-forwarded-host"]?.split(",")[0]?.trim()
   return {
-    host: request.headers.host ?? "",
+    host: forwardedHost !== undefined && forwardedHost !== "" ? forwardedHost : request.headers.host ?? "",
     protocol: forwardedProto === "https" ? "https" as const : "http" as const
   }
 }
@@ -48,7 +49,7 @@ const settingsRoute = Effect.gen(function*() {
   const writeKey = (yield* HttpRouter.params).writeKey ?? ""
   return yield* relay.authenticate(writeKey).pipe(
     Effect.map(() =>
-      HttpServerResponse.unsafeJson(browserSettings(writeKey, publicOrigin(request)), {
+      HttpServerResponse.jsonUnsafe(browserSettings(writeKey, publicOrigin(request)), {
         // Built from the request's host: never kept by a shared cache for another host's visitors.
         headers: { "cache-control": "private, max-age=60" }
       })
@@ -65,6 +66,4 @@ const settingsRoute = Effect.gen(function*() {
 })
 
 /** `GET /v1/projects/:writeKey/settings`, for analytics.js (see `BrowserSettings`). */
-export const browserSettingsRoutes = HttpRouter.empty.pipe(
-  HttpRouter.get("/v1/projects/:writeKey/settings", settingsRoute)
-)
+export const browserSettingsRoutes = [HttpRouter.route("GET", "/v1/projects/:writeKey/settings", settingsRoute)]

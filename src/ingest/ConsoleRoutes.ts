@@ -1,5 +1,5 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { readFile, stat } from "node:fs/promises"
 import * as Path from "node:path"
@@ -126,10 +126,8 @@ export const consoleRoutes = (directory: string = defaultConsoleDirectory) => {
       }
     }
   })
-  return HttpRouter.empty.pipe(
-    HttpRouter.get(consolePrefix, handler),
-    HttpRouter.get(`${consolePrefix}/*`, handler)
-  )
+  // A path ending in `/*` is routed without it too: this one route answers `/console` as well.
+  return [HttpRouter.route("GET", `${consolePrefix}/*`, handler)]
 }
 
 const notBuilt = errorResponse(

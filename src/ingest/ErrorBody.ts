@@ -1,4 +1,4 @@
-import { HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "effect/http"
 import type { MessageIssue } from "../domain/IngestErrors.js"
 
 /** The JSON error answer of every hookrelay endpoint (SPEC §2 "Errors"). */
@@ -16,4 +16,4 @@ export const errorResponse = (
   errors: ReadonlyArray<MessageIssue> = [],
   headers: Record<string, string> = {}
 ): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.unsafeJson({ success: false, code, message, errors } satisfies ErrorBody, { status, headers })
+  HttpServerResponse.jsonUnsafe({ success: false, code, message, errors } satisfies ErrorBody, { status, headers })

@@ -1,5 +1,5 @@
-import type { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import type { HttpServerResponse } from "effect/http"
 import type { InvalidMessages, MessageTooLarge, TooManyMessages, UnknownSource } from "../domain/IngestErrors.js"
 import type { Overloaded } from "../relay/Relay.js"
 import type { StoreError } from "../relay/Relay.js"

@@ -100,9 +100,9 @@ const answerUnattached = (request: IncomingMessage, response: ServerResponse, ph
  * A `node:http` server whose idle connections stay open for `keepAliveTimeout`, for `NodeHttpServer.layer`. Its header
  * deadline (Node's 60 s) is kept longer than the keep-alive, as Node's documentation advises for servers behind a proxy.
  */
-export const makeNodeServer = (keepAliveTimeout: Duration.DurationInput) => (): Server => {
+export const makeNodeServer = (keepAliveTimeout: Duration.Input) => (): Server => {
   const server = new ClosingServer()
-  const millis = Duration.toMillis(Duration.decode(keepAliveTimeout))
+  const millis = Duration.toMillis(keepAliveTimeout)
   server.keepAliveTimeout = millis
   server.headersTimeout = Math.max(server.headersTimeout, millis + 1000)
   return server

@@ -1,5 +1,5 @@
-import type { HttpServerRequest } from "@effect/platform"
 import { Data, Effect, Stream } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import { IncomingMessage } from "node:http"
 import * as Zlib from "node:zlib"
 
@@ -15,7 +15,7 @@ const inflate = (
   compressed: Buffer,
   limit: number
 ): Effect.Effect<Buffer, PayloadTooLarge | UnreadableBody> =>
-  Effect.async<Buffer, PayloadTooLarge | UnreadableBody>((resume) => {
+  Effect.callback<Buffer, PayloadTooLarge | UnreadableBody>((resume) => {
     // maxOutputLength makes zlib stop as soon as the decoded size passes the limit: a compression
     // bomb costs at most `limit` bytes of memory.
     const options = { maxOutputLength: limit + 1 }
@@ -74,7 +74,7 @@ const readIncoming = (
   incoming: IncomingMessage,
   limit: number
 ): Effect.Effect<Buffer, PayloadTooLarge | UnreadableBody> =>
-  Effect.async<Buffer, PayloadTooLarge | UnreadableBody>((resume) => {
+  Effect.callback<Buffer, PayloadTooLarge | UnreadableBody>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const detach = () => {

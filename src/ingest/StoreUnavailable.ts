@@ -1,5 +1,5 @@
-import type { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import type { HttpServerResponse } from "effect/http"
 import { isStoreUnavailable, type StoreError } from "../relay/Relay.js"
 import { errorResponse } from "./ErrorBody.js"
 

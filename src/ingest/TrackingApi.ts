@@ -1,5 +1,5 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { BatchDefaults } from "../domain/Batch.js"
 import { maxRequestBytes } from "../domain/Limits.js"
 import { isJsonObject, type MessageType, messageTypes } from "../domain/Message.js"
@@ -13,7 +13,7 @@ import { errorResponse } from "./ErrorBody.js"
 import { ingestFailureResponse } from "./IngestFailure.js"
 import { readLimitedBody } from "./RequestBody.js"
 
-const success = HttpServerResponse.unsafeJson({ success: true })
+const success = HttpServerResponse.jsonUnsafe({ success: true })
 
 /** The body's JSON; a leading byte order mark, which some HTTP clients write and JSON allows ignoring, is skipped. */
 const parseJson = (text: string): unknown => {
@@ -102,7 +102,7 @@ const handle = (expectedType: MessageType | undefined, traced: boolean) =>
     const parsed: ParsedRequest | HttpServerResponse.HttpServerResponse = expectedType === undefined
       ? parseBatchEnvelope(body)
       : { items: [withoutWriteKey(body)], defaults: {} }
-    if (HttpServerResponse.isServerResponse(parsed)) return parsed
+    if (HttpServerResponse.isHttpServerResponse(parsed)) return parsed
     const traceparent = traced ? yield* requestTraceparent(source.id, parsed.items.length) : undefined
     yield* relay.ingest(source.id, parsed.items, {
       expectedType,
@@ -114,7 +114,7 @@ const handle = (expectedType: MessageType | undefined, traced: boolean) =>
     })
     return success
   }).pipe(
-    Effect.catchAll(ingestFailureResponse),
+    Effect.catch(ingestFailureResponse),
     // A client that disconnects must not interrupt a commit half-way (STYLE.md "HTTP").
     Effect.uninterruptible
   )
@@ -151,16 +151,12 @@ const shortPath = (type: MessageType) => `/v1/${type.charAt(0)}` as const
  * The Segment-compatible tracking API (SPEC §2), at its full and its short paths. `traced` is decided once, when the
  * server is built: untraced, a request captures no trace context.
  */
-export const trackingRoutes = (traced: boolean) =>
-  messageTypes.reduce(
-    (router, type) =>
-      router.pipe(
-        HttpRouter.post(`/v1/${type}`, handle(type, traced)),
-        HttpRouter.post(shortPath(type), handle(type, traced))
-      ),
-    HttpRouter.empty.pipe(
-      HttpRouter.post("/v1/batch", handle(undefined, traced)),
-      HttpRouter.post("/v1/import", handle(undefined, traced)),
-      HttpRouter.post("/v1/b", handle(undefined, traced))
-    )
-  )
+export const trackingRoutes = (traced: boolean) => [
+  HttpRouter.route("POST", "/v1/batch", handle(undefined, traced)),
+  HttpRouter.route("POST", "/v1/import", handle(undefined, traced)),
+  HttpRouter.route("POST", "/v1/b", handle(undefined, traced)),
+  ...messageTypes.flatMap((type) => [
+    HttpRouter.route("POST", `/v1/${type}`, handle(type, traced)),
+    HttpRouter.route("POST", shortPath(type), handle(type, traced))
+  ])
+]

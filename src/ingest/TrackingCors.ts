@@ -1,5 +1,5 @@
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { isTrackingRequest } from "./TrackingApi.js"
 
 /**
@@ -52,8 +52,14 @@ const withAllowedOrigin = (response: HttpServerResponse.HttpServerResponse) => {
   return answer
 }
 
-/** The app with CORS on the tracking API's paths (`/v1/…`): preflights answered, every answer readable cross-origin. */
-export const trackingCors = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+/**
+ * The app with CORS on the tracking API's paths (`/v1/…`): preflights answered, every answer readable cross-origin.
+ * It maps the app's answer, so it wraps the app itself (or goes in as `HttpRouter.middleware(trackingCors, { global:
+ * true })`), not the server's `middleware`, which runs once the answer is already sent.
+ */
+export const trackingCors = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (!isTrackingRequest(request)) return app
     if (request.method === "OPTIONS") return Effect.succeed(preflight(request))

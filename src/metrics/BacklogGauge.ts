@@ -5,7 +5,7 @@ import { backlogWithStatus } from "./Metrics.js"
 
 export interface BacklogGaugeOptions {
   /** How often the store is counted. Default 5 s. */
-  readonly every?: Duration.DurationInput | undefined
+  readonly every?: Duration.Input | undefined
 }
 
 /** One count of the outbox into the `hookrelay_backlog_jobs` gauge, by status. */
@@ -14,9 +14,9 @@ export const updateBacklog = Effect.gen(function*() {
   // Not the delivered jobs: the gauge does not show them, and counting every one retention keeps, every period, would
   // hold the store (SQLite's one writing connection) for longer the longer the server runs.
   const backlog = yield* store.backlog({ delivered: false })
-  yield* Metric.set(backlogWithStatus("pending"), backlog.pending)
-  yield* Metric.set(backlogWithStatus("delivering"), backlog.delivering)
-  yield* Metric.set(backlogWithStatus("dead"), backlog.dead)
+  yield* Metric.update(backlogWithStatus("pending"), backlog.pending)
+  yield* Metric.update(backlogWithStatus("delivering"), backlog.delivering)
+  yield* Metric.update(backlogWithStatus("dead"), backlog.dead)
 })
 
 /**
@@ -25,13 +25,13 @@ export const updateBacklog = Effect.gen(function*() {
  * logged once per run of failures.
  */
 export const layer = (options: BacklogGaugeOptions = {}): Layer.Layer<never, never, Store> =>
-  Layer.scopedDiscard(Effect.gen(function*() {
+  Layer.effectDiscard(Effect.gen(function*() {
     const store = yield* Store
     const failures = yield* makeFailureRun("the backlog count")
     const pass = updateBacklog.pipe(
       Effect.provideService(Store, store),
-      Effect.zipRight(failures.succeeded),
-      Effect.catchAllCause((cause) => failures.failed(cause))
+      Effect.andThen(failures.succeeded),
+      Effect.catchCause((cause) => failures.failed(cause))
     )
     yield* pass.pipe(Effect.repeat(Schedule.spaced(options.every ?? Duration.seconds(5))), Effect.forkScoped)
   }))

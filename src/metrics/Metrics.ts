@@ -1,4 +1,4 @@
-import { Metric, MetricBoundaries } from "effect"
+import { Metric } from "effect"
 
 /** Messages accepted by ingest (duplicates excluded). */
 export const messagesIngested = Metric.counter("hookrelay_messages_ingested_total", {
@@ -25,9 +25,9 @@ export const attempts = Metric.counter("hookrelay_attempts_total", {
 })
 
 const attemptOutcomes = ["success", "retryable", "permanent", "aborted"] as const
-// Tagged once: tagging builds a new metric key, too costly for once per attempt.
+// Labelled once, not once per attempt: each labelled metric caches its series key.
 const attemptsByOutcome = Object.fromEntries(
-  attemptOutcomes.map((outcome) => [outcome, Metric.tagged(attempts, "outcome", outcome)])
+  attemptOutcomes.map((outcome) => [outcome, Metric.withAttributes(attempts, { outcome })])
 ) as Record<(typeof attemptOutcomes)[number], typeof attempts>
 
 export const attemptsWithOutcome = (outcome: (typeof attemptOutcomes)[number]) => attemptsByOutcome[outcome]
@@ -39,9 +39,9 @@ export const claimsHeldForIngest = Metric.counter("hookrelay_delivery_held_for_i
 })
 
 /** Seconds from ingest to the receiver's 2xx. */
-export const deliveryLatency = Metric.histogram(
-  "hookrelay_delivery_latency_seconds",
-  MetricBoundaries.fromIterable([
+export const deliveryLatency = Metric.histogram("hookrelay_delivery_latency_seconds", {
+  description: "Seconds from a message's receipt to its delivery",
+  boundaries: Metric.boundariesFromIterable([
     0.005,
     0.01,
     0.025,
@@ -59,18 +59,32 @@ export const deliveryLatency = Metric.histogram(
     900,
     3600,
     14400
-  ]),
-  "Seconds from a message's receipt to its delivery"
-)
+  ])
+})
 
 /** Seconds an ingest commit took: from handing a request's messages to the store until they were durably stored. */
-export const ingestCommitLatency = Metric.histogram(
-  "hookrelay_ingest_commit_seconds",
-  MetricBoundaries.fromIterable([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
-  "Seconds from handing a request's messages to the store until they were committed"
-)
+export const ingestCommitLatency = Metric.histogram("hookrelay_ingest_commit_seconds", {
+  description: "Seconds from handing a request's messages to the store until they were committed",
+  boundaries: Metric.boundariesFromIterable([
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10
+  ])
+})
 
 /** Jobs waiting or in flight, by status; set by the dispatcher's periodic count. */
 export const backlog = Metric.gauge("hookrelay_backlog_jobs", { description: "Delivery jobs not yet finished" })
 
-export const backlogWithStatus = (status: "pending" | "delivering" | "dead") => Metric.tagged(backlog, "status", status)
+export const backlogWithStatus = (status: "pending" | "delivering" | "dead") =>
+  Metric.withAttributes(backlog, { status })

@@ -1,5 +1,4 @@
 import { Config, Context, Data, Effect, Layer, Option, Schema } from "effect"
-import type { ConfigError } from "effect"
 import { FieldIssue } from "../domain/Issues.js"
 import type { SourceConfig } from "../domain/Settings.js"
 import { type BlockedRange, blockedRange, ipFamily, unbracket } from "./AddressPolicy.js"
@@ -15,7 +14,7 @@ import { layer as resolverLayer, type ResolvedAddress, type ResolveError, Resolv
 export const allowPrivateNetworksVariable = "HOOKRELAY_ALLOW_PRIVATE_NETWORKS"
 
 /** `HOOKRELAY_ALLOW_PRIVATE_NETWORKS`: a boolean (`true`/`false`, also `yes`/`no`, `on`/`off`, `1`/`0`), default false. */
-export const allowPrivateNetworksConfig: Config.Config<boolean> = Config.boolean(allowPrivateNetworksVariable).pipe(
+export const allowPrivateNetworksConfig: Config.Config<boolean> = Config.Boolean(allowPrivateNetworksVariable).pipe(
   Config.withDefault(false)
 )
 
@@ -66,7 +65,9 @@ export interface EgressPolicyShape {
   readonly checkUrl: (url: string) => Effect.Effect<void, BlockedAddress>
 }
 
-export class EgressPolicy extends Context.Tag("hookrelay/network/EgressPolicy")<EgressPolicy, EgressPolicyShape>() {}
+export class EgressPolicy
+  extends Context.Service<EgressPolicy, EgressPolicyShape>()("hookrelay/network/EgressPolicy")
+{}
 
 const saveTimeLookupTimeout = "2 seconds"
 
@@ -97,7 +98,7 @@ export const make = (allowPrivateNetworks: boolean): Effect.Effect<EgressPolicyS
       return resolve(host).pipe(
         Effect.asVoid,
         Effect.timeout(saveTimeLookupTimeout),
-        Effect.catchTags({ ResolveError: () => Effect.void, TimeoutException: () => Effect.void })
+        Effect.catchTags({ ResolveError: () => Effect.void, TimeoutError: () => Effect.void })
       )
     }
     return EgressPolicy.of({ allowPrivateNetworks, checkLiteral, resolve, checkUrl })
@@ -112,7 +113,7 @@ export interface EgressOptions {
 }
 
 /** `options.allowPrivateNetworks`, or the `HOOKRELAY_ALLOW_PRIVATE_NETWORKS` setting when it is not given. */
-export const allowPrivateNetworks = (options: EgressOptions): Effect.Effect<boolean, ConfigError.ConfigError> =>
+export const allowPrivateNetworks = (options: EgressOptions): Effect.Effect<boolean, Config.ConfigError> =>
   options.allowPrivateNetworks === undefined ? allowPrivateNetworksConfig : Effect.succeed(options.allowPrivateNetworks)
 
 /**

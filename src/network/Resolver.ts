@@ -23,12 +23,12 @@ export interface ResolverShape {
  * Host name resolution for outbound deliveries. Its own service so that the SSRF guard checks exactly the addresses
  * the connection then uses, and so tests can answer with any address (DNS rebinding) without a DNS server.
  */
-export class Resolver extends Context.Tag("hookrelay/network/Resolver")<Resolver, ResolverShape>() {}
+export class Resolver extends Context.Service<Resolver, ResolverShape>()("hookrelay/network/Resolver") {}
 
 /** The operating system's resolver (`dns.lookup`, all addresses, in its order), as `net.connect` would use it. */
 export const make: ResolverShape = {
   lookup: (hostname) =>
-    Effect.async<ReadonlyArray<ResolvedAddress>, ResolveError>((resume) => {
+    Effect.callback<ReadonlyArray<ResolvedAddress>, ResolveError>((resume) => {
       lookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
         if (error !== null) {
           resume(Effect.fail(new ResolveError({ hostname, code: error.code, message: error.message })))

@@ -19,10 +19,9 @@ export interface IngestAdmissionShape {
 }
 
 /** Overload control of ingest (SPEC §8): refuse with 503 rather than buffer without limit. */
-export class IngestAdmission extends Context.Tag("hookrelay/IngestAdmission")<
-  IngestAdmission,
-  IngestAdmissionShape
->() {}
+export class IngestAdmission extends Context.Service<IngestAdmission, IngestAdmissionShape>()(
+  "hookrelay/IngestAdmission"
+) {}
 
 const retryAfter = (duration: Duration.Duration) => Math.max(1, Math.ceil(Duration.toSeconds(duration)))
 
@@ -36,8 +35,8 @@ export const make = (options: OverloadOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* Store
     const maxBacklog = options.maxBacklog ?? overloadDefaults.maxBacklog
-    const wait = Duration.decode(options.admissionWait ?? overloadDefaults.admissionWait)
-    const refresh = Duration.decode(options.backlogRefresh ?? overloadDefaults.backlogRefresh)
+    const wait = Duration.fromInputUnsafe(options.admissionWait ?? overloadDefaults.admissionWait)
+    const refresh = Duration.fromInputUnsafe(options.backlogRefresh ?? overloadDefaults.backlogRefresh)
     const permits = yield* makeTimedPermits(options.maxConcurrentIngests ?? overloadDefaults.maxConcurrentIngests)
 
     let counted = 0
@@ -50,7 +49,7 @@ export const make = (options: OverloadOptions = {}) =>
           createdSince = 0
         })
       ),
-      Effect.catchAllCause((cause) => Effect.logWarning("backlog count for ingest admission failed", cause))
+      Effect.catchCause((cause) => Effect.logWarning("backlog count for ingest admission failed", cause))
     )
     yield* count
     yield* count.pipe(Effect.repeat(Schedule.spaced(refresh)), Effect.delay(refresh), Effect.forkScoped)
@@ -96,4 +95,4 @@ export const make = (options: OverloadOptions = {}) =>
 
 /** Admission over the `Store` in context, with its backlog counter running for the layer's life. */
 export const layer = (options: OverloadOptions = {}): Layer.Layer<IngestAdmission, never, Store> =>
-  Layer.scoped(IngestAdmission, make(options))
+  Layer.effect(IngestAdmission, make(options))

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Metric, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Schedule } from "effect"
 import { performance } from "node:perf_hooks"
 import { YieldToIngest } from "../delivery/dispatcher/Options.js"
 import { claimsHeldForIngest } from "../metrics/Metrics.js"
@@ -18,7 +18,7 @@ export interface IngestPressureShape {
    */
   readonly saturated: Effect.Effect<boolean>
   /** Returns once ingest no longer saturates this process, or after `maxHold` at the latest (at once if it does not). */
-  readonly yieldToIngest: (maxHold: Duration.DurationInput) => Effect.Effect<void>
+  readonly yieldToIngest: (maxHold: Duration.Input) => Effect.Effect<void>
 }
 
 /**
@@ -30,15 +30,17 @@ export interface IngestPressureShape {
  * 44 000–50 000, and the last message delivered no later (the deliveries started during ingest had only slowed it:
  * 1 700 of 50 000 while it ran).
  */
-export class IngestPressure extends Context.Tag("hookrelay/IngestPressure")<IngestPressure, IngestPressureShape>() {}
+export class IngestPressure
+  extends Context.Service<IngestPressure, IngestPressureShape>()("hookrelay/IngestPressure")
+{}
 
 export interface IngestPressureOptions {
   /** Share of a sample the event loop must be busy for ingest to count as saturating it. Default 0.85. */
   readonly busyThreshold?: number | undefined
   /** How often the event loop's busy share is read. Default 50 ms. */
-  readonly sampleEvery?: Duration.DurationInput | undefined
+  readonly sampleEvery?: Duration.Input | undefined
   /** How often a held claim looks again. Default 10 ms. */
-  readonly recheckEvery?: Duration.DurationInput | undefined
+  readonly recheckEvery?: Duration.Input | undefined
   /** The event loop's cumulative times; default `performance.eventLoopUtilization()` of this thread. */
   readonly loopTimes?: (() => LoopTimes) | undefined
 }
@@ -54,9 +56,9 @@ const nodeLoopTimes = (): LoopTimes => performance.eventLoopUtilization()
 /** The pressure gauge; its sampler runs on Effect's Clock for the life of the scope. */
 export const make = (options: IngestPressureOptions = {}) =>
   Effect.gen(function*() {
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const busyThreshold = options.busyThreshold ?? pressureDefaults.busyThreshold
-    const sampleEvery = Duration.decode(options.sampleEvery ?? pressureDefaults.sampleEvery)
+    const sampleEvery = Duration.fromInputUnsafe(options.sampleEvery ?? pressureDefaults.sampleEvery)
     const recheckEvery = options.recheckEvery ?? pressureDefaults.recheckEvery
     const loopTimes = options.loopTimes ?? nodeLoopTimes
     const sampleMillis = Duration.toMillis(sampleEvery)
@@ -76,22 +78,22 @@ export const make = (options: IngestPressureOptions = {}) =>
 
     // A sender's next request comes a moment after its last answer: the sample after a commit ended still counts.
     const isSaturated = () =>
-      busyShare >= busyThreshold && (running > 0 || clock.unsafeCurrentTimeMillis() - lastEndedAt <= sampleMillis)
+      busyShare >= busyThreshold && (running > 0 || clock.currentTimeMillisUnsafe() - lastEndedAt <= sampleMillis)
     const ended = (): void => {
       running -= 1
-      lastEndedAt = clock.unsafeCurrentTimeMillis()
+      lastEndedAt = clock.currentTimeMillisUnsafe()
     }
 
-    const yieldToIngest = (maxHold: Duration.DurationInput) =>
+    const yieldToIngest = (maxHold: Duration.Input) =>
       Effect.suspend(() => {
         if (!isSaturated()) return Effect.void
-        const since = clock.unsafeCurrentTimeMillis()
-        const until = since + Duration.toMillis(Duration.decode(maxHold))
+        const since = clock.currentTimeMillisUnsafe()
+        const until = since + Duration.toMillis(Duration.fromInputUnsafe(maxHold))
         return Effect.sleep(recheckEvery).pipe(
-          Effect.repeat({ until: () => !isSaturated() || clock.unsafeCurrentTimeMillis() >= until }),
-          Effect.ensuring(Effect.suspend(() =>
-            Metric.incrementBy(claimsHeldForIngest, (clock.unsafeCurrentTimeMillis() - since) / 1000)
-          ))
+          Effect.repeat({ until: () => !isSaturated() || clock.currentTimeMillisUnsafe() >= until }),
+          Effect.ensuring(
+            Effect.suspend(() => Metric.update(claimsHeldForIngest, (clock.currentTimeMillisUnsafe() - since) / 1000))
+          )
         )
       })
 
@@ -122,7 +124,7 @@ export const make = (options: IngestPressureOptions = {}) =>
 
 /** The gauge, also as the dispatcher's `YieldToIngest`: claims are held back while ingest saturates the process. */
 export const layer = (options: IngestPressureOptions = {}): Layer.Layer<IngestPressure | YieldToIngest> =>
-  Layer.scopedContext(
+  Layer.effectContext(
     Effect.map(
       make(options),
       (pressure) => Context.make(IngestPressure, pressure).pipe(Context.add(YieldToIngest, pressure))

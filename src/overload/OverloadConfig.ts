@@ -1,4 +1,4 @@
-import { Config, Duration } from "effect"
+import { Config, Duration, Schema } from "effect"
 import { positiveDurationConfig } from "../domain/DurationConfig.js"
 
 /**
@@ -11,9 +11,9 @@ export interface OverloadOptions {
   /** Ingest requests committing to the store at once; the others wait for a slot. */
   readonly maxConcurrentIngests?: number | undefined
   /** How long a request waits for a slot before it is refused; its transaction never starts then. */
-  readonly admissionWait?: Duration.DurationInput | undefined
+  readonly admissionWait?: Duration.Input | undefined
   /** How often the backlog is counted (jobs created here in between are added to the last count). */
-  readonly backlogRefresh?: Duration.DurationInput | undefined
+  readonly backlogRefresh?: Duration.Input | undefined
 }
 
 export const overloadDefaults = {
@@ -24,11 +24,12 @@ export const overloadDefaults = {
 } as const
 
 /** Accepts a number of milliseconds (`2000`) or an Effect duration (`2 seconds`). */
+const atLeastOne = Schema.makeFilter((value: number) => Number.isInteger(value) && value >= 1, {
+  message: "must be a whole number of at least 1"
+})
+
 const positiveInteger = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.validate({ message: "must be a whole number of at least 1", validation: (value) => value >= 1 }),
-    Config.withDefault(fallback)
-  )
+  Config.schema(Schema.NumberFromString.check(atLeastOne), name).pipe(Config.withDefault(fallback))
 
 /**
  * `HOOKRELAY_MAX_BACKLOG` (default 1 000 000 jobs), `HOOKRELAY_INGEST_CONCURRENCY` (default 32),

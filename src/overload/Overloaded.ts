@@ -6,7 +6,7 @@ import { Schema } from "effect"
  * came free within the admission wait (the store is slow or too many requests are committing).
  */
 export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
-  reason: Schema.Literal("backlog", "busy"),
+  reason: Schema.Literals(["backlog", "busy"]),
   retryAfterSeconds: Schema.Number
 }) {
   override get message() {

@@ -1,4 +1,4 @@
-import { Deferred, type Duration, Effect, Exit, FiberId } from "effect"
+import { Deferred, type Duration, Effect, Exit } from "effect"
 
 const granted = Effect.succeed(true)
 
@@ -13,7 +13,7 @@ const granted = Effect.succeed(true)
  * never lost nor held by a caller that was told "no".
  */
 export interface TimedPermits {
-  readonly acquire: (wait: Duration.DurationInput) => Effect.Effect<boolean>
+  readonly acquire: (wait: Duration.Input) => Effect.Effect<boolean>
   readonly release: Effect.Effect<void>
   /** Takes a permit if one is free and nobody waits for one, in one synchronous step; `releaseNow` gives it back. */
   readonly tryAcquire: () => boolean
@@ -36,7 +36,7 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
         return
       }
       waiters.delete(next.value)
-      Deferred.unsafeDone(next.value, Exit.void)
+      Deferred.doneUnsafe(next.value, Exit.void)
     }
     const release = Effect.sync(releaseNow)
 
@@ -46,13 +46,13 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
       return true
     }
 
-    const acquire = (wait: Duration.DurationInput): Effect.Effect<boolean> =>
+    const acquire = (wait: Duration.Input): Effect.Effect<boolean> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
           // The common case, a free permit and nobody waiting, allocates nothing and runs no generator.
           if (tryAcquire()) return granted
           // Queued in the same synchronous step as the check: a release in between cannot be missed.
-          const handed = Deferred.unsafeMake<void>(FiberId.none)
+          const handed = Deferred.makeUnsafe<void>()
           waiters.add(handed)
           return waitFor(handed, restore, wait)
         })
@@ -61,7 +61,7 @@ export const makeTimedPermits = (permits: number): Effect.Effect<TimedPermits> =
     const waitFor = (
       handed: Deferred.Deferred<void>,
       restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
-      wait: Duration.DurationInput
+      wait: Duration.Input
     ): Effect.Effect<boolean> =>
       Effect.gen(function*() {
         // Interruptible whatever the caller's region is: the bound must hold inside an

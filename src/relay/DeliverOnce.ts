@@ -1,4 +1,4 @@
-import { Clock, Effect, Either } from "effect"
+import { Clock, Effect, Result } from "effect"
 import { deliver, type DeliverOptions } from "../delivery/Deliver.js"
 import type { AllEndpointsFailed, DeliveryResult } from "../delivery/DeliveryResult.js"
 import type { Transport } from "../delivery/Transport.js"
@@ -23,7 +23,10 @@ export const deliverMessage = (
   options: Pick<DeliverOptions, "recordAttempt"> = {}
 ): Effect.Effect<DeliveryResult, BatchError | AllEndpointsFailed, Transport> =>
   Effect.gen(function*() {
-    const [decoded] = yield* Either.match(validateBatch([message]), { onLeft: Effect.fail, onRight: Effect.succeed })
+    const [decoded] = yield* Result.match(validateBatch([message]), {
+      onFailure: Effect.fail,
+      onSuccess: Effect.succeed
+    })
     const now = yield* Clock.currentTimeMillis
     const stamped = stampMessage(decoded!, { receivedAt: now, generatedMessageId: decoded!.messageId ?? uuidv7(now) })
     return yield* deliver(

@@ -125,7 +125,7 @@ export interface RelayShape {
    */
   readonly rotateSecret: (
     sourceId: string,
-    keepOldFor?: Duration.DurationInput
+    keepOldFor?: Duration.Input
   ) => Effect.Effect<RotatedSecret, UnknownSource | InvalidAdminRequest | WriteKeyConflict | StoreError>
   readonly getSource: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
   readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
@@ -226,4 +226,4 @@ export interface RelayShape {
 }
 
 /** The hookrelay engine as a service: everything the HTTP server does, callable in-process. */
-export class Relay extends Context.Tag("hookrelay/Relay")<Relay, RelayShape>() {}
+export class Relay extends Context.Service<Relay, RelayShape>()("hookrelay/Relay") {}

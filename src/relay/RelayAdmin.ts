@@ -39,11 +39,11 @@ export const makeSourceAdmin = (store: StoreShape, sources: SourceCache, egress:
 
   // The SSRF guard's save-time check (SPEC §8) first: a refused endpoint URL stores nothing.
   const putSource: RelayShape["putSource"] = (source) =>
-    Effect.zipRight(
+    Effect.andThen(
       checkSource(egress, source),
       Effect.flatMap(Clock.currentTimeMillis, (now) => saveSource(store, source, now))
     ).pipe(
-      Effect.zipLeft(sources.invalidate())
+      Effect.tap(sources.invalidate())
     )
 
   const getSource: RelayShape["getSource"] = (sourceId) =>
@@ -59,7 +59,7 @@ export const makeSourceAdmin = (store: StoreShape, sources: SourceCache, egress:
         : Effect.fail(new UnknownSource({ sourceId })))
 
   const rotateSecret: RelayShape["rotateSecret"] = (sourceId, keepOldFor) =>
-    Effect.zipLeft(rotateSourceSecret(store, sourceId, keepOldFor), sources.invalidate())
+    Effect.tap(rotateSourceSecret(store, sourceId, keepOldFor), sources.invalidate())
 
   return { authenticate, putSource, getSource, deleteSource, rotateSecret }
 }
@@ -107,7 +107,7 @@ export const replayDeadLetter =
 export const storeStatus = (store: StoreShape, health: StoreHealthShape): RelayShape["storeStatus"] =>
   store.getSource("").pipe(
     Effect.timeout(readinessProbeTimeout),
-    Effect.catchTag("TimeoutException", () =>
+    Effect.catchTag("TimeoutError", () =>
       health.observe(
         "getSource",
         new StoreError({
@@ -116,5 +116,5 @@ export const storeStatus = (store: StoreShape, health: StoreHealthShape): RelayS
         })
       )),
     Effect.ignore,
-    Effect.zipRight(health.status)
+    Effect.andThen(health.status)
   )

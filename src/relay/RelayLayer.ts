@@ -31,7 +31,7 @@ export interface EngineOptions {
    */
   readonly allowPrivateNetworks?: boolean | undefined
   /** How long delivered jobs and their attempts are kept. Default 7 days. */
-  readonly retention?: Duration.DurationInput | undefined
+  readonly retention?: Duration.Input | undefined
   /** When ingest answers `Overloaded` (503): backlog bound, concurrent commits, admission wait. */
   readonly overload?: OverloadOptions | undefined
   /** Where endpoint events and rolled-up dead letters go, signed (`HOOKRELAY_OPERATOR_WEBHOOK`). Default: logs only. */

@@ -1,4 +1,4 @@
-import { Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import * as Audiences from "../audiences/Audiences.js"
 import { EndpointGuards } from "../delivery/EndpointGuards.js"
 import { DeliveryOutcomes } from "../delivery/Outcomes.js"
@@ -33,7 +33,8 @@ export const make = Effect.gen(function*() {
   })
   const sources = makeSourceCache(store)
   const audiences = yield* Audiences.make()
-  const clock = yield* Effect.clock
+  const clock = yield* Clock.Clock
+  const context = yield* Effect.context<never>()
 
   const sourceById = requireSource(sources)
   const { authenticate, deleteSource, getSource, putSource, rotateSecret } = makeSourceAdmin(store, sources, egress)
@@ -41,7 +42,7 @@ export const make = Effect.gen(function*() {
   const endpoints = makeEndpointAdmin(store, yield* Effect.serviceOption(EndpointGuards), signal, sourceById)
 
   return Relay.of({
-    ingest: makeIngest({ store, sourceById, admission, ingesting, signal, clock }),
+    ingest: makeIngest({ store, sourceById, admission, ingesting, signal, clock, context }),
     authenticate,
     putSource,
     rotateSecret,

@@ -12,7 +12,7 @@ import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import type { RotatedSecret, SavedSource } from "./Relay.js"
 
 /** How long the previous secrets keep signing after a rotation, unless told otherwise. */
-export const defaultKeepOldFor = "24 hours"
+export const defaultKeepOldFor: Duration.Input = "24 hours"
 
 /** The longest `keepOldFor` a rotation takes: a year. */
 const maxKeepOldFor = Duration.days(366)
@@ -76,7 +76,7 @@ export const completeSigning = (
 /** `keepOldFor` as a duration from zero (the old secrets stop at once) to a year, or the issue naming the field. */
 export const parseKeepOldFor = (input: unknown): Duration.Duration | InvalidAdminRequest => {
   const invalid = (message: string) => new InvalidAdminRequest({ errors: [{ path: "keepOldFor", message }] })
-  if (input === undefined) return Duration.decode(defaultKeepOldFor)
+  if (input === undefined) return Duration.fromInputUnsafe(defaultKeepOldFor)
   const decoded = Duration.isDuration(input)
     ? Option.some(input)
     : typeof input === "string"
@@ -87,7 +87,7 @@ export const parseKeepOldFor = (input: unknown): Duration.Duration | InvalidAdmi
   if (Option.isNone(decoded) || !Duration.isFinite(decoded.value)) {
     return invalid("must be a duration such as \"24 hours\", \"30 minutes\" or \"0 seconds\"")
   }
-  if (Duration.greaterThan(decoded.value, maxKeepOldFor)) return invalid("must be at most 366 days")
+  if (Duration.isGreaterThan(decoded.value, maxKeepOldFor)) return invalid("must be at most 366 days")
   return decoded.value
 }
 

@@ -68,7 +68,7 @@ export class FifoGate {
    * Waits for a permit, first in, first out; whoever took it must `release` it. Interrupted while queued: leaves the
    * queue, holding nothing.
    */
-  readonly take: Effect.Effect<void> = Effect.async<void>((resume) => {
+  readonly take: Effect.Effect<void> = Effect.callback<void>((resume) => {
     if (this.free > 0) {
       this.free -= 1
       resume(Effect.void)
@@ -97,6 +97,6 @@ export class FifoGate {
         this.free -= 1
         return Effect.ensuring(restore(effect), this.release)
       }
-      return Effect.zipRight(restore(this.take), Effect.ensuring(restore(effect), this.release))
+      return Effect.andThen(restore(this.take), Effect.ensuring(restore(effect), this.release))
     })
 }

@@ -59,7 +59,7 @@ export const make = ({ sql }: StoreKit, writes: AttemptWriter): Pick<StoreShape,
     function*(records: ReadonlyArray<AttemptRecord>) {
       if (records.length === 0) return
       yield* sql.withTransaction(
-        Effect.zipRight(writes.insertAttempts(records), writes.incrementAttempts(countPerJob(records)))
+        Effect.andThen(writes.insertAttempts(records), writes.incrementAttempts(countPerJob(records)))
       )
     },
     untraced,

@@ -1,5 +1,5 @@
-import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
 import type {
   AudienceChunk,
   AudienceChunkResult,

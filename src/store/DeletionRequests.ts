@@ -79,7 +79,7 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): Pick<StoreShape,
         }))
         for (const chunk of Arr.chunksOf(notifications, insertChunk)) {
           yield* sql`INSERT INTO deletion_notifications ${
-            sql.insert(chunk.map((n) => ({ deletion_id: deletion.id, source_id: n.sourceId, job_id: n.jobId })))
+            sql.insert(Arr.map(chunk, (n) => ({ deletion_id: deletion.id, source_id: n.sourceId, job_id: n.jobId })))
           }`
         }
         const result: DeletionRecorded = { jobsRemoved, notifications }
@@ -114,7 +114,7 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): Pick<StoreShape,
         notifications: notifications.map((n) => ({
           sourceId: n.source_id,
           jobId: n.job_id,
-          job: Option.fromNullable(byId.get(n.job_id))
+          job: Option.fromNullishOr(byId.get(n.job_id))
         }))
       }
       return Option.some(deletion)

@@ -1,5 +1,5 @@
-import type * as Statement from "@effect/sql/Statement"
 import { Array as Arr, Effect, Option } from "effect"
+import type * as Statement from "effect/sql/Statement"
 import {
   attemptColumns,
   type AttemptRow,

@@ -1,5 +1,6 @@
-import { Migrator, SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
 
 /**
  * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:

@@ -113,14 +113,14 @@ export const make = (kit: StoreKit, hot: HotPaths): OutboxOperations => {
           (SELECT min(lease_expires_at) FROM jobs WHERE status = 'delivering') AS lease`
       const due = numOrNull(rows[0]?.due)
       const lease = numOrNull(rows[0]?.lease)
-      if (due === null) return Option.fromNullable(lease)
+      if (due === null) return Option.fromNullishOr(lease)
       return Option.some(lease === null ? due : Math.min(due, lease))
     },
     fail("nextWakeAt")
   )
 
   const backlog = Effect.fn("Store.backlog")(
-    function*(options?: BacklogOptions) {
+    function*(options: BacklogOptions | undefined) {
       // One scalar subquery per status asked for, each answered from its partial index; fixed text, no input.
       const counted = backlogStatuses.filter((status) =>
         (status !== "delivered" || options?.delivered !== false) && (status !== "dead" || options?.dead !== false)

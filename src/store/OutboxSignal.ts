@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Latch, Layer } from "effect"
 import type { Duration } from "effect"
 
 export interface OutboxSignalShape {
@@ -9,7 +9,7 @@ export interface OutboxSignalShape {
   /** Forgets earlier rings: call before looking for work, then `wait` if none was found. */
   readonly reset: Effect.Effect<void>
   /** Waits for a `notify` since the last `reset`, at most `timeout`. */
-  readonly wait: (timeout: Duration.DurationInput) => Effect.Effect<void>
+  readonly wait: (timeout: Duration.Input) => Effect.Effect<void>
 }
 
 /**
@@ -17,14 +17,16 @@ export interface OutboxSignalShape {
  * commits to the store and rings; the dispatcher claims from the store. Processes that share a
  * PostgreSQL database find each other's work by polling.
  */
-export class OutboxSignal extends Context.Tag("hookrelay/OutboxSignal")<OutboxSignal, OutboxSignalShape>() {}
+export class OutboxSignal extends Context.Service<OutboxSignal, OutboxSignalShape>()("hookrelay/OutboxSignal") {}
 
 export const make = Effect.gen(function*() {
-  const latch = yield* Effect.makeLatch(false)
+  const latch = yield* Latch.make(false)
   return OutboxSignal.of({
-    notify: latch.open,
-    unsafeNotify: () => latch.unsafeOpen(),
-    reset: latch.close,
+    notify: Effect.asVoid(latch.open),
+    unsafeNotify: () => {
+      latch.openUnsafe()
+    },
+    reset: Effect.asVoid(latch.close),
     wait: (timeout) => Effect.asVoid(Effect.timeoutOption(latch.await, timeout))
   })
 })

@@ -8,7 +8,7 @@ import { retentionConfig } from "./StoreConfig.js"
  * `retention` ago, and message ids seen more than 24 h ago. Dead letters stay until an operator
  * replays or purges them.
  */
-export const purgeExpired = (now: number, retention: Duration.DurationInput) =>
+export const purgeExpired = (now: number, retention: Duration.Input) =>
   Effect.gen(function*() {
     const store = yield* Store
     const delivered = yield* store.purgeDelivered(now - Duration.toMillis(retention))
@@ -17,14 +17,14 @@ export const purgeExpired = (now: number, retention: Duration.DurationInput) =>
   })
 
 export interface RetentionOptions {
-  readonly retention: Duration.DurationInput
+  readonly retention: Duration.Input
   /** How often to purge. Default hourly. */
-  readonly every?: Duration.DurationInput | undefined
+  readonly every?: Duration.Input | undefined
 }
 
 /** Background retention: a pass at start, then every `every`. Failures are logged, never fatal. */
 export const layerRetention = (options: RetentionOptions): Layer.Layer<never, never, Store> =>
-  Layer.scopedDiscard(Effect.gen(function*() {
+  Layer.effectDiscard(Effect.gen(function*() {
     const store = yield* Store
     const pass = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -32,11 +32,11 @@ export const layerRetention = (options: RetentionOptions): Layer.Layer<never, ne
       if (purged.delivered > 0 || purged.seen > 0) {
         yield* Effect.logDebug("retention purge").pipe(Effect.annotateLogs(purged))
       }
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("retention purge failed", cause)))
+    }).pipe(Effect.catchCause((cause) => Effect.logWarning("retention purge failed", cause)))
     yield* pass.pipe(Effect.repeat(Schedule.spaced(options.every ?? Duration.hours(1))), Effect.forkScoped)
   }))
 
 /** `layerRetention` with `HOOKRELAY_RETENTION` (default 7 days). */
-export const layerRetentionFromConfig = Layer.unwrapEffect(
+export const layerRetentionFromConfig = Layer.unwrap(
   Effect.map(retentionConfig, (retention) => layerRetention({ retention }))
 )

@@ -30,7 +30,7 @@ export const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<Readon
   return chunks
 }
 
-/** node-postgres returns BIGINT and COUNT as strings; SQLite returns numbers. */
+/** PostgreSQL returns BIGINT and COUNT as bigints (and sums as numeric text); SQLite returns numbers. */
 export const num = (value: unknown): number => typeof value === "number" ? value : Number(value)
 export const numOrNull = (value: unknown): number | null => value === null || value === undefined ? null : num(value)
 

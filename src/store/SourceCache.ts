@@ -30,7 +30,7 @@ export const makeSourceCache = (store: StoreShape) => {
     load: () => Effect.Effect<Option.Option<StoredSource>, StoreError>
   ): Effect.Effect<Option.Option<StoredSource>, StoreError> =>
     Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       const hit = map.get(key)
       if (hit !== undefined && hit.expiresAt > now) return hit.settled ?? Deferred.await(hit.source)
       return read(map, key, now, load)

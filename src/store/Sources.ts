@@ -16,8 +16,9 @@ const sameSecret = (a: string, b: string): boolean => {
   return left.length === right.length && timingSafeEqual(left, right)
 }
 
-const decodeWebhooks = Schema.decodeUnknown(Schema.parseJson(WebhookSettings))
-const encodeWebhooks = Schema.encode(Schema.parseJson(WebhookSettings))
+const WebhooksJson = Schema.fromJsonString(WebhookSettings)
+const decodeWebhooks = Schema.decodeUnknownEffect(WebhooksJson)
+const encodeWebhooks = Schema.encodeEffect(WebhooksJson)
 
 interface SourceRow {
   readonly id: string

@@ -1,7 +1,7 @@
-import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import type { ConfigError } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import type { Config } from "effect"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
 import type { StoreShape } from "./Model.js"
@@ -19,7 +19,7 @@ import { StoreError } from "./StoreError.js"
  * two databases: SQLite (embedded, one process) and PostgreSQL (several processes sharing jobs
  * through row leases).
  */
-export class Store extends Context.Tag("hookrelay/Store")<Store, StoreShape>() {}
+export class Store extends Context.Service<Store, StoreShape>()("hookrelay/Store") {}
 
 /**
  * The SQLite store over the connection in context (`SqliteConnection.layer`, and its `SqliteReader` when provided):
@@ -27,6 +27,15 @@ export class Store extends Context.Tag("hookrelay/Store")<Store, StoreShape>() {
  */
 export const layerOnSqliteConnection: Layer.Layer<Store, StoreError, SqlClient.SqlClient | SqliteHotPaths> = Layer
   .effect(Store, SqliteStore.make)
+
+/** A layer whose construction failure is reported as the store's failure to open. */
+const openFailure = <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, StoreError, R> =>
+  Layer.fromBuild((memoMap, scope) =>
+    Effect.mapError(
+      Layer.buildWithMemoMap(layer, memoMap, scope),
+      (cause) => new StoreError({ operation: "open", cause })
+    )
+  )
 
 export const sqliteFileName = "hookrelay.db"
 
@@ -62,7 +71,7 @@ export const sqliteFilename = (options: SqliteOptions): string =>
  * merged into the indexes later (`MessageIdLog`).
  */
 export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const filename = sqliteFilename(options)
     if (filename !== ":memory:" && !filename.startsWith("file:")) {
       yield* Effect.try({
@@ -82,9 +91,7 @@ export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, Sto
     const connections = WalCheckpoints.isSharedFile(filename) && options.reader !== false
       ? SqliteConnection.layerReader(filename).pipe(Layer.provideMerge(SqliteConnection.layer(filename)))
       : SqliteConnection.layer(filename)
-    return store.pipe(
-      Layer.provide(connections.pipe(Layer.mapError((cause) => new StoreError({ operation: "open", cause }))))
-    )
+    return store.pipe(Layer.provide(openFailure(connections)))
   }))
 
 export interface PgOptions {
@@ -99,26 +106,14 @@ export interface PgOptions {
 
 const schemaName = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
-/** Adds `-c search_path=<schema>` to the connection's startup options (libpq `options`). */
-const withSearchPath = (url: string, schema: string): string => {
-  const parsed = new URL(url)
-  const options = parsed.searchParams.get("options")
-  parsed.searchParams.set("options", `${options === null ? "" : `${options} `}-c search_path=${schema}`)
-  return parsed.toString()
-}
-
-/** PostgreSQL through a node-postgres pool. Several hookrelay processes may share the database. */
+/** PostgreSQL through `@effect/sql-pg`'s connection pool. Several hookrelay processes may share the database. */
 export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const schema = options.schema
     if (schema !== undefined && !schemaName.test(schema)) {
       return yield* new StoreError({ operation: "open", cause: new Error(`invalid schema name: ${schema}`) })
     }
-    const raw = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
-    const url = schema === undefined ? raw : yield* Effect.try({
-      try: () => withSearchPath(raw, schema),
-      catch: (cause) => new StoreError({ operation: "open", cause })
-    })
+    const url = Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
     const createSchema = Effect.gen(function*() {
       if (schema === undefined) return
       const sql = yield* SqlClient.SqlClient
@@ -126,21 +121,21 @@ export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
         Effect.mapError((cause) => new StoreError({ operation: "open", cause }))
       )
     })
-    return Layer.effect(Store, Effect.zipRight(createSchema, PgStore.make)).pipe(
-      Layer.provide(
-        PgClient.layer({
-          url: Redacted.make(url),
-          maxConnections: options.maxConnections,
-          applicationName: "hookrelay"
-        }).pipe(Layer.mapError((cause) => new StoreError({ operation: "open", cause })))
-      )
+    return Layer.effect(Store, Effect.andThen(createSchema, PgStore.make)).pipe(
+      Layer.provide(openFailure(PgClient.layer({
+        url,
+        maxConnections: options.maxConnections,
+        applicationName: "hookrelay",
+        // Sent in every connection's startup packet: the session starts in the schema.
+        startupParameters: schema === undefined ? undefined : { search_path: schema }
+      })))
     )
   }))
 
 /**
  * PostgreSQL when `DATABASE_URL` is a postgres:// URL, else SQLite under `HOOKRELAY_DATA_DIR`.
  */
-export const layerFromConfig: Layer.Layer<Store, StoreError | ConfigError.ConfigError> = Layer.unwrapEffect(
+export const layerFromConfig: Layer.Layer<Store, StoreError | Config.ConfigError> = Layer.unwrap(
   Effect.gen(function*() {
     const url = yield* postgresUrlConfig
     if (Option.isSome(url)) return layerPg({ url: url.value })

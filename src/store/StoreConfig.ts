@@ -1,4 +1,4 @@
-import { Config, ConfigError, Duration, Either, Option, Redacted } from "effect"
+import { Config, Duration, Effect, Option, Redacted, Result, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
 /**
  * Environment of the store (SPEC §7): `DATABASE_URL` (a postgres:// URL selects PostgreSQL),
@@ -9,24 +9,40 @@ import { Config, ConfigError, Duration, Either, Option, Redacted } from "effect"
 export const defaultRetention = Duration.days(7)
 
 /** Accepts a whole number of days (`7`) or an Effect duration (`36 hours`, `7 days`). */
-export const parseRetention = (input: string): Either.Either<Duration.Duration, string> => {
+export const parseRetention = (input: string): Result.Result<Duration.Duration, string> => {
   const text = input.trim()
-  const duration = /^\d+$/.test(text) ? Option.some(Duration.days(Number(text))) : Duration.decodeUnknown(text)
+  // `fromInput` takes any text and answers None for what is not `<number> <unit>`.
+  const duration = /^\d+$/.test(text)
+    ? Option.some(Duration.days(Number(text)))
+    : Duration.fromInput(text as Duration.Input)
   return Option.match(duration, {
-    onNone: () => Either.left(`expected a number of days or a duration such as "7 days", got "${input}"`),
+    onNone: () => Result.fail(`expected a number of days or a duration such as "7 days", got "${input}"`),
     onSome: (value) =>
-      Duration.greaterThan(value, Duration.zero)
-        ? Either.right(value)
-        : Either.left(`must be longer than zero, got "${input}"`)
+      Duration.isGreaterThan(value, Duration.zero)
+        ? Result.succeed(value)
+        : Result.fail(`must be longer than zero, got "${input}"`)
   })
 }
 
-export const retentionConfig: Config.Config<Duration.Duration> = Config.string("HOOKRELAY_RETENTION").pipe(
-  Config.mapOrFail((input) => Either.mapLeft(parseRetention(input), (message) => ConfigError.InvalidData([], message))),
-  Config.withDefault(defaultRetention)
-)
+/** `HOOKRELAY_RETENTION`'s text as a duration (`parseRetention`); its failures are the config's errors. */
+const RetentionFromString = Schema.String.pipe(Schema.decodeTo(
+  Schema.Duration,
+  SchemaTransformation.transformEffect({
+    decode: (input) =>
+      Result.match(parseRetention(input), {
+        onFailure: (message) => Effect.fail(new SchemaIssue.InvalidValue({ message }, input)),
+        onSuccess: Effect.succeed
+      }),
+    encode: (duration) => Effect.succeed(Duration.format(duration))
+  })
+))
 
-export const dataDirectoryConfig: Config.Config<string> = Config.string("HOOKRELAY_DATA_DIR").pipe(
+export const retentionConfig: Config.Config<Duration.Duration> = Config.schema(
+  RetentionFromString,
+  "HOOKRELAY_RETENTION"
+).pipe(Config.withDefault(defaultRetention))
+
+export const dataDirectoryConfig: Config.Config<string> = Config.String("HOOKRELAY_DATA_DIR").pipe(
   Config.withDefault("./data")
 )
 
@@ -34,5 +50,5 @@ export const isPostgresUrl = (url: string): boolean => /^postgres(?:ql)?:\/\//i.
 
 /** `DATABASE_URL` when it is a postgres:// URL; anything else (or nothing) means SQLite. */
 export const postgresUrlConfig: Config.Config<Option.Option<Redacted.Redacted>> = Config.option(
-  Config.redacted("DATABASE_URL")
+  Config.Redacted("DATABASE_URL")
 ).pipe(Config.map(Option.filter((url) => isPostgresUrl(Redacted.value(url)))))

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Formatter, Schema } from "effect"
 
 /**
  * A store operation failed (database unreachable, constraint violated, corrupt row, …). The
@@ -6,10 +6,16 @@ import { Schema } from "effect"
  */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   operation: Schema.String,
-  cause: Schema.Defect
+  cause: Schema.Defect()
 }) {
   override get message(): string {
-    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    // Not `String(cause)` for an object: one without a prototype (as some driver values are) throws.
+    const cause: unknown = this.cause
+    const detail = cause instanceof Error
+      ? cause.message
+      : typeof cause === "object" && cause !== null
+      ? Formatter.format(cause)
+      : String(cause)
     return `store.${this.operation} failed: ${detail}`
   }
 }

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { StoreShape } from "./Model.js"
 import { Store } from "./Store.js"
 import { isStoreUnavailable, type StoreError, storeErrorDetail } from "./StoreError.js"
@@ -27,7 +27,7 @@ export interface StoreHealthShape {
  * (`isStoreUnavailable`) starts an outage, logged once; the next call that shows it back ends it, logged once. A full
  * disk still answers reads, so only a call that surely wrote ends that kind of outage.
  */
-export class StoreHealth extends Context.Tag("hookrelay/StoreHealth")<StoreHealth, StoreHealthShape>() {}
+export class StoreHealth extends Context.Service<StoreHealth, StoreHealthShape>()("hookrelay/StoreHealth") {}
 
 const fullPattern = /SQLITE_FULL|ENOSPC|disk is full|no space left/i
 
@@ -50,13 +50,13 @@ const sureWrites = new Set([
 ])
 
 export const make: Effect.Effect<StoreHealthShape> = Effect.gen(function*() {
-  const clock = yield* Effect.clock
+  const clock = yield* Clock.Clock
   let down: Extract<StoreStatus, { available: false }> | undefined
 
   const observe = (operation: string, error: StoreError | undefined): Effect.Effect<void> => {
     if (error === undefined) {
       if (down === undefined || (down.kind === "full" && !sureWrites.has(operation))) return Effect.void
-      const seconds = Math.max(0, clock.unsafeCurrentTimeMillis() - down.since) / 1000
+      const seconds = Math.max(0, clock.currentTimeMillisUnsafe() - down.since) / 1000
       down = undefined
       return Effect.logInfo(`the store is available again after ${seconds.toFixed(1)} s`)
     }
@@ -72,7 +72,7 @@ export const make: Effect.Effect<StoreHealthShape> = Effect.gen(function*() {
       kind,
       operation,
       detail: storeErrorDetail(error),
-      since: clock.unsafeCurrentTimeMillis()
+      since: clock.currentTimeMillisUnsafe()
     }
     return Effect.logError(`the store is unavailable (${kind}): ${down.detail}`).pipe(
       Effect.annotateLogs({ operation, retry: "requests are answered 503 until it is back" })
@@ -92,13 +92,14 @@ export const observed = (store: StoreShape, health: StoreHealthShape): StoreShap
     wrapped[operation] = typeof value !== "function" ? value : (...args: Array<unknown>) => {
       const result: unknown = (value as (...args: Array<unknown>) => unknown)(...args)
       if (!Effect.isEffect(result)) return result
-      return Effect.tapBoth(result as Effect.Effect<unknown, StoreError>, {
-        onFailure: (error) =>
+      return (result as Effect.Effect<unknown, StoreError>).pipe(
+        Effect.tapError((error) =>
           typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "StoreError"
             ? health.observe(operation, error)
-            : Effect.void,
-        onSuccess: () => health.observe(operation, undefined)
-      })
+            : Effect.void
+        ),
+        Effect.tap(() => health.observe(operation, undefined))
+      )
     }
   }
   return wrapped as unknown as StoreShape
@@ -106,7 +107,7 @@ export const observed = (store: StoreShape, health: StoreHealthShape): StoreShap
 
 /** The store of `store`, observed, beside the `StoreHealth` it reports to. */
 export const layerOver = <E, R>(store: Layer.Layer<Store, E, R>): Layer.Layer<Store | StoreHealth, E, R> =>
-  Layer.unwrapEffect(Effect.map(make, (health) =>
+  Layer.unwrap(Effect.map(make, (health) =>
     Layer.merge(
       Layer.succeed(StoreHealth, health),
       Layer.effect(Store, Effect.map(Store, (inner) => observed(inner, health))).pipe(Layer.provide(store))

@@ -1,6 +1,6 @@
-import type { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Array as Arr, Effect } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import type { JobKind, JobStatus, StoreShape } from "./Model.js"
 import type { makeJobIds } from "./Rows.js"
 import { StoreError } from "./StoreError.js"

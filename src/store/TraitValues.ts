@@ -1,5 +1,5 @@
-import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
 import { insertIdentifyJobs } from "./AudienceMembers.js"
 import type { StoreShape, TraitChunk, TraitChunkResult } from "./Model.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"

@@ -1,4 +1,4 @@
-import { DateTime, Effect } from "effect"
+import { Array as Arr, DateTime, Effect } from "effect"
 import { usageShards } from "./Migrations.js"
 import type { StoreShape, UsageDay, UsageDelta } from "./Model.js"
 import {
@@ -15,7 +15,7 @@ import { fail, type StoreKit } from "./StoreKit.js"
 
 /** Usage counters per source and UTC day: what ingest and completions add, and the days an admin reads. */
 
-const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.unsafeMake(day * dayMs))
+const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.makeUnsafe(day * dayMs))
 
 export const makeWrites = ({ sql }: StoreKit) => {
   // PostgreSQL: each transaction adds to the next of the `usageShards` rows of a (source, day), in turn, so that
@@ -28,10 +28,10 @@ export const makeWrites = ({ sql }: StoreKit) => {
     return shard
   }
   const bumpUsage = (rows: ReadonlyArray<UsageRow>) =>
-    rows.length === 0 ? Effect.void : Effect.asVoid(sql.onDialectOrElse({
+    !Arr.isReadonlyArrayNonEmpty(rows) ? Effect.void : Effect.asVoid(sql.onDialectOrElse({
       pg: () => {
         const shard = takeShard()
-        const sharded = [...rows].sort(byUsageKey).map((row) => ({ ...row, shard }))
+        const sharded = Arr.map(Arr.copy(rows).sort(byUsageKey), (row) => ({ ...row, shard }))
         return sql`INSERT INTO usage_daily ${sql.insert(sharded)} ${sql.literal(usageOnShardConflict)}`
       },
       orElse: () => sql`INSERT INTO usage_daily ${sql.insert(rows)} ${sql.literal(usageOnConflict)}`

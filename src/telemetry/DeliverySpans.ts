@@ -1,64 +1,68 @@
 import { Context, Effect, Exit, Option, Tracer } from "effect"
 import type { Clock } from "effect"
-import type { AttemptInput } from "../delivery/Attempt.js"
+import type { AttemptInput, AttemptTrace } from "../delivery/Attempt.js"
 import { withTraceparent } from "../delivery/Attempt.js"
+import type { AttemptRecord } from "../delivery/AttemptRecord.js"
 import type { DeliveryTracingShape } from "../delivery/DeliveryTracing.js"
 import { formatTraceparent, parseTraceparent, traceparentPrefix } from "../domain/TraceContext.js"
 import type { StoreShape } from "../store/Model.js"
-import { AttemptSpan, urlAttributes } from "./AttemptSpan.js"
-import type { AttemptSpanSink, EndedAttemptSpan, UrlAttributes } from "./AttemptSpan.js"
-import { isSampled } from "./Sampler.js"
-import type { Sampler } from "./Sampler.js"
-import { newSpanId, newTraceId } from "./SpanIds.js"
 
-/**
- * Where an attempt's span starts: its parent and its link, both the producer's (the tracking request), its trace, and
- * the start of the `traceparent` its receiver gets, when there is one.
- */
+/** An attempt's URL as OpenTelemetry's HTTP client conventions name it; user info (a credential) is left out. */
+interface UrlAttributes {
+  readonly full: string
+  readonly address: string
+  readonly port: number
+}
+
+const urlAttributes = (url: string): UrlAttributes => {
+  const parsed = new URL(url)
+  parsed.username = ""
+  parsed.password = ""
+  const port = parsed.port !== "" ? Number(parsed.port) : parsed.protocol === "https:" ? 443 : 80
+  return { full: parsed.href, address: parsed.hostname, port }
+}
+
+/** The attributes an attempt's span ends with, after its URL's. */
+const putAttemptAttributes = (span: Tracer.Span, attemptNumber: number, messageId: string, record: AttemptRecord) => {
+  span.attribute("hookrelay.attempt.number", attemptNumber)
+  span.attribute("hookrelay.message.id", messageId)
+  // The conventions count resends, the first request being 0; the record's number is 1-based.
+  if (attemptNumber > 1) span.attribute("http.request.resend_count", attemptNumber - 1)
+  span.attribute("hookrelay.attempt.outcome", record.outcome)
+  if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
+  // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
+  if (record.outcome !== "Success") {
+    span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
+  }
+}
+
+/** How an attempt's span ends: a failure's error is a string, which the exporter takes as the status message. */
+const attemptExit = (record: AttemptRecord): Exit.Exit<void, string> =>
+  record.outcome === "Success" ? Exit.void : Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`)
+
+/** Where an attempt's span starts: its parent and link (the tracking request's) and its `traceparent`'s start. */
 interface ProducerStart {
   readonly parent: Option.Option<Tracer.AnySpan>
-  readonly links: ReadonlyArray<Tracer.SpanLink>
-  readonly traceId: string | undefined
+  readonly link: Tracer.SpanLink | undefined
   readonly prefix: string | undefined
 }
 
-const noProducer: ProducerStart = { parent: Option.none(), links: [], traceId: undefined, prefix: undefined }
+const noProducer: ProducerStart = { parent: Option.none(), link: undefined, prefix: undefined }
 
 /** The stored `traceparent` as the parent of an attempt's span. */
 const producerStart = (traceparent: string | undefined): ProducerStart => {
   const producer = parseTraceparent(traceparent)
   if (producer === undefined) return noProducer
   const span = Tracer.externalSpan(producer)
-  return {
-    parent: Option.some(span),
-    links: [{ _tag: "SpanLink", span, attributes: {} }],
-    traceId: producer.traceId,
-    prefix: traceparentPrefix(producer.traceId)
-  }
-}
-
-export interface DeliverySpansOptions {
-  /** The tracer the claim batches' spans are made on: the one the fibers use, whose span each completion batch is. */
-  readonly tracer: Tracer.Tracer
-  /** Which attempts are recorded: the tracer's own choice (`Sampler`), made here for attempts. */
-  readonly sampler: Sampler
-  /** Where a recorded attempt's span goes when it ends (`SpanExporter`). */
-  readonly exportAttempt: (span: EndedAttemptSpan) => void
-  readonly clock: Clock.Clock
+  return { parent: Option.some(span), link: { span, attributes: {} }, prefix: traceparentPrefix(producer.traceId) }
 }
 
 /**
- * Delivery's spans: a client span per attempt, child of the tracking request that made the job (and linked to it),
- * whose own context goes to the receiver as `traceparent`; a span per claim batch and per completion batch on the
- * tracer. Built only when traces are exported.
- *
- * An attempt is the one span per message: it is no tracer span but an `AttemptSpan`, made and exported here, and an
- * attempt the sampler leaves out makes no span object at all, only the ids its `traceparent` carries. Its attributes,
- * kind and ids are those a tracer span would have had (`AttemptSpan.recorded`).
+ * Delivery's spans, made on `tracer` (Effect's, the OTLP tracer behind the sampler): a client span `POST` per attempt,
+ * child of the tracking request that made the job (and linked to it), whose own context goes to the receiver as
+ * `traceparent`; a span per claim batch and per completion batch. Built only when traces are exported.
  */
-export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracingShape => {
-  const { clock, sampler, tracer } = options
-  const sink: AttemptSpanSink = { clock, exportAttempt: options.exportAttempt }
+export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): DeliveryTracingShape => {
   // Per configured URL, not per attempt.
   const urls = new Map<string, UrlAttributes>()
   const attributesOf = (url: string) => {
@@ -76,23 +80,37 @@ export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracin
       lastStart = producerStart(traceparent)
       lastTraceparent = traceparent
     }
-    const sampled = isSampled(sampler, lastStart.parent)
-    const traceId = lastStart.traceId ?? newTraceId()
-    const spanId = newSpanId()
-    const header = formatTraceparent({ traceId, spanId, sampled }, lastStart.prefix)
-    const trace = sampled
-      ? new AttemptSpan(
-        sink,
-        traceId,
-        spanId,
-        lastStart.parent,
-        lastStart.links,
-        clock.unsafeCurrentTimeNanos(),
-        attributesOf(input.endpoint.url),
-        input.messageId,
-        input.attemptNumber
-      )
-      : undefined
+    const { link, parent, prefix } = lastStart
+    const span = tracer.span({
+      name: "POST",
+      parent,
+      annotations: Context.empty(),
+      links: link === undefined ? [] : [link],
+      startTime: clock.currentTimeNanosUnsafe(),
+      kind: "client",
+      root: Option.isNone(parent),
+      sampled: Option.isNone(parent) || parent.value.sampled
+    })
+    const header = formatTraceparent(
+      { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled },
+      prefix ?? traceparentPrefix(span.traceId)
+    )
+    let trace: AttemptTrace | undefined
+    // A span the sampler leaves out is never exported: it gets no attributes and is not ended.
+    if (span.sampled) {
+      const url = attributesOf(input.endpoint.url)
+      span.attribute("http.request.method", "POST")
+      span.attribute("url.full", url.full)
+      span.attribute("server.address", url.address)
+      span.attribute("server.port", url.port)
+      const { attemptNumber, messageId } = input
+      trace = {
+        ended: (record) => {
+          putAttemptAttributes(span, attemptNumber, messageId, record)
+          span.end(clock.currentTimeNanosUnsafe(), attemptExit(record))
+        }
+      }
+    }
     // The fields in `Deliver`'s order, not a spread: one object shape for the attempt's code, traced or not.
     return {
       jobId: input.jobId,
@@ -104,37 +122,42 @@ export const makeDeliverySpans = (options: DeliverySpansOptions): DeliveryTracin
     }
   }
 
+  const batchSpan = (name: string, startTime: bigint) =>
+    tracer.span({
+      name,
+      parent: Option.none(),
+      annotations: Context.empty(),
+      links: [],
+      startTime,
+      kind: "internal",
+      root: true,
+      sampled: true
+    })
+
   // A claim that found nothing is no batch: its span is made, backdated, only when it took jobs.
   const claimDue = (inner: StoreShape["claimDue"]): StoreShape["claimDue"] => (owner, now, limit, leaseMs, options) =>
     Effect.suspend(() => {
-      const startTime = clock.unsafeCurrentTimeNanos()
-      return Effect.tap(inner(owner, now, limit, leaseMs, options), (jobs) => {
-        if (jobs.length === 0) return
-        const span = tracer.span("hookrelay.claim", Option.none(), Context.empty(), [], startTime, "internal")
+      const startTime = clock.currentTimeNanosUnsafe()
+      return Effect.map(inner(owner, now, limit, leaseMs, options), (jobs) => {
+        if (jobs.length === 0) return jobs
+        const span = batchSpan("hookrelay.claim", startTime)
         span.attribute("hookrelay.batch.jobs", jobs.length)
         span.attribute("hookrelay.claim.limit", limit)
-        span.end(clock.unsafeCurrentTimeNanos(), Exit.void)
+        span.end(clock.currentTimeNanosUnsafe(), Exit.void)
+        return jobs
       })
     })
 
-  // Made on the tracer, not by `Effect.withSpan`: that one copies the fiber's context and fiber refs for the span it
-  // makes current, which nothing under a completion reads.
+  // Made on the tracer, not by `Effect.withSpan`: nothing under a completion reads the span as its parent.
   const completeMany =
     (inner: StoreShape["completeMany"]): StoreShape["completeMany"] => (owner, completions, attempts) =>
       Effect.suspend(() => {
-        const span = tracer.span(
-          "hookrelay.complete",
-          Option.none(),
-          Context.empty(),
-          [],
-          clock.unsafeCurrentTimeNanos(),
-          "internal"
-        )
+        const span = batchSpan("hookrelay.complete", clock.currentTimeNanosUnsafe())
         span.attribute("hookrelay.batch.jobs", completions.length)
         span.attribute("hookrelay.batch.attempts", attempts?.length ?? 0)
         return Effect.onExit(
           inner(owner, completions, attempts),
-          (exit) => Effect.sync(() => span.end(clock.unsafeCurrentTimeNanos(), exit))
+          (exit) => Effect.sync(() => span.end(clock.currentTimeNanosUnsafe(), exit))
         )
       })
 

@@ -1,13 +1,13 @@
-import { Config, Duration, Option } from "effect"
-import { oneOf } from "./ConfigChoices.js"
+import { Config, Duration, Option, Schema } from "effect"
+import { checked, oneOf } from "./ConfigChoices.js"
 
 /**
- * Where and how one signal (traces or metrics) is posted over OTLP/HTTP, from the standard variables
+ * Where and how one signal (traces, metrics or logs) is posted over OTLP/HTTP, from the standard variables
  * (https://opentelemetry.io/docs/specs/otel/protocol/exporter/): each `OTEL_EXPORTER_OTLP_*` variable has a per-signal
  * twin (`OTEL_EXPORTER_OTLP_TRACES_*`) that wins over it.
  */
 export interface OtlpTarget {
-  /** The signal's own endpoint as given, or the common one with `/v1/traces` or `/v1/metrics` appended. */
+  /** The signal's own endpoint as given, or the common one with `/v1/traces`, `/v1/metrics` or `/v1/logs` appended. */
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   /** How long one export may take (default 10 s). */
@@ -17,7 +17,7 @@ export interface OtlpTarget {
   readonly protocol: "http/json" | "http/protobuf"
 }
 
-export type Signal = "traces" | "metrics"
+export type Signal = "traces" | "metrics" | "logs"
 
 const signalName = (name: string, signal: Signal) =>
   name.replace("OTEL_EXPORTER_OTLP_", `OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_`)
@@ -33,20 +33,13 @@ const either = <A>(
     Config.map(([own, common]) => Option.getOrElse(Option.orElse(own, () => common), () => fallback))
   )
 
-/** A value validated before it is nested under its name, so that an error says which variable it is. */
-const named = <A>(name: string, value: Config.Config<A>) => Config.nested(value, name)
-
 const isHttpUrl = (value: string) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol)
 
-/** An endpoint variable; set but empty is unset, as the specification says of every variable. */
+/** An endpoint variable; set but empty (or blank) is unset, as the specification says of every variable. */
 const endpoint = (name: string): Config.Config<Option.Option<string>> =>
-  Config.option(named(
-    name,
-    Config.string().pipe(
-      Config.map((value) => value.trim()),
-      Config.validate({ message: "must be an http or https URL", validation: (url) => url === "" || isHttpUrl(url) })
-    )
-  )).pipe(Config.map(Option.filter((url) => url !== "")))
+  Config.option(
+    checked(name, Schema.String, (url) => url.trim() === "" || isHttpUrl(url.trim()), "must be an http or https URL")
+  ).pipe(Config.map((url) => Option.filter(Option.map(url, (value) => value.trim()), (value) => value !== "")))
 
 /**
  * `key1=value1,key2=value2`, each part percent-encoded (the W3C Baggage format the specification names). A part
@@ -70,23 +63,20 @@ export const parseHeaders = (value: string): Record<string, string> | undefined 
 }
 
 const headers = (name: string) =>
-  named(
+  checked(
     name,
-    Config.string().pipe(
-      Config.validate({
-        message: "must be key=value pairs separated by commas",
-        validation: (value) => parseHeaders(value) !== undefined
-      }),
-      Config.map((value) => parseHeaders(value)!)
-    )
+    Schema.String,
+    (value) => parseHeaders(value) !== undefined,
+    "must be key=value pairs separated by commas"
   )
+    .pipe(Config.map((value) => parseHeaders(value)!))
 
 const timeout = (name: string) =>
-  named(
+  checked(
     name,
-    Config.integer().pipe(
-      Config.validate({ message: "must be a number of milliseconds of at least 1", validation: (ms) => ms >= 1 })
-    )
+    Schema.NumberFromString,
+    (ms) => Number.isInteger(ms) && ms >= 1,
+    "must be a number of milliseconds of at least 1"
   )
 
 /**
@@ -106,10 +96,10 @@ export const otlpTarget = (signal: Signal): Config.Config<OtlpTarget | undefined
     compression: either("OTEL_EXPORTER_OTLP_COMPRESSION", signal, (name) => oneOf(name, ["none", "gzip"]), "none"),
     protocol: either("OTEL_EXPORTER_OTLP_PROTOCOL", signal, (name) =>
       oneOf(name, ["http/json", "http/protobuf"]), "http/protobuf")
-  }).pipe(Config.map((env) => {
-    const url = env.own._tag === "Some"
+  }).pipe(Config.map((env): OtlpTarget | undefined => {
+    const url = Option.isSome(env.own)
       ? env.own.value
-      : env.common._tag === "Some"
+      : Option.isSome(env.common)
       ? `${env.common.value.replace(/\/+$/, "")}/v1/${signal}`
       : undefined
     if (url === undefined) {

@@ -1,8 +1,6 @@
-import { Config, Option, Tracer } from "effect"
-import type { Context, Exit } from "effect"
+import { Config, Option, Schema, Tracer } from "effect"
 import { hasW3cIds } from "../domain/TraceContext.js"
-import { oneOfConfig } from "./ConfigChoices.js"
-import { newSpanId, newTraceId } from "./SpanIds.js"
+import { checked, oneOfConfig } from "./ConfigChoices.js"
 
 /**
  * Which traces are recorded, from `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (the specification's built-in
@@ -11,7 +9,7 @@ import { newSpanId, newTraceId } from "./SpanIds.js"
  */
 export interface Sampler {
   readonly parentBased: boolean
-  /** A root span is always, never, or with this probability recorded. */
+  /** A root span is always, never, or with this probability (of its trace id) recorded. */
   readonly root: "always" | "never" | number
 }
 
@@ -24,17 +22,20 @@ const names = [
   "traceidratio"
 ] as const
 
-const ratio = Config.nested(
-  Config.number().pipe(
-    Config.validate({ message: "must be a probability from 0 to 1", validation: (p) => p >= 0 && p <= 1 })
+const ratio = Config.withDefault(
+  checked(
+    "OTEL_TRACES_SAMPLER_ARG",
+    Schema.NumberFromString,
+    (p) => p >= 0 && p <= 1,
+    "must be a probability from 0 to 1"
   ),
-  "OTEL_TRACES_SAMPLER_ARG"
-).pipe(Config.withDefault(1))
+  1
+)
 
 export const samplerConfig: Config.Config<Sampler> = Config.all([
   oneOfConfig("OTEL_TRACES_SAMPLER", names, "parentbased_always_on"),
   ratio
-]).pipe(Config.map(([name, probability]) => ({
+]).pipe(Config.map(([name, probability]): Sampler => ({
   parentBased: name.startsWith("parentbased_"),
   root: name.endsWith("always_on") ? "always" : name.endsWith("always_off") ? "never" : probability
 })))
@@ -42,45 +43,16 @@ export const samplerConfig: Config.Config<Sampler> = Config.all([
 /** A trace id's place in [0, 1): its last 8 hex digits, so that every span of a trace gets one decision. */
 const traceIdPoint = (traceId: string) => parseInt(traceId.slice(-8), 16) / 0x1_0000_0000
 
-/** Whether a span under `parent` is recorded. */
-export const isSampled = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan>): boolean => {
+/**
+ * Whether a span under `parent` (else a root span of the trace `rootTraceId`) is recorded: the specification's
+ * parent-based and trace-id-ratio samplers, the ratio decided from the trace id (the same for every span of a trace),
+ * not at random.
+ */
+export const isSampled = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan>, rootTraceId: string): boolean => {
   if (sampler.parentBased && Option.isSome(parent)) return parent.value.sampled
   if (sampler.root === "always") return true
   if (sampler.root === "never") return false
-  return Option.isSome(parent) ? traceIdPoint(parent.value.traceId) < sampler.root : Math.random() < sampler.root
-}
-
-// An unsampled span keeps no attribute: one empty map serves them all.
-const noAttributes: ReadonlyMap<string, unknown> = new Map()
-
-/**
- * A span that is not recorded: it has ids (its children and a receiver's `traceparent` carry them, flagged not
- * sampled) and keeps nothing.
- */
-class UnsampledSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = false
-  readonly spanId = newSpanId()
-  readonly traceId: string
-  readonly attributes: ReadonlyMap<string, unknown> = noAttributes
-  status: Tracer.SpanStatus
-  constructor(
-    readonly name: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly context: Context.Context<never>,
-    readonly links: ReadonlyArray<Tracer.SpanLink>,
-    startTime: bigint,
-    readonly kind: Tracer.SpanKind
-  ) {
-    this.traceId = Option.isSome(parent) ? parent.value.traceId : newTraceId()
-    this.status = { _tag: "Started", startTime }
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
-  }
-  attribute() {}
-  event() {}
-  addLinks() {}
+  return traceIdPoint(Option.isSome(parent) ? parent.value.traceId : rootTraceId) < sampler.root
 }
 
 /**
@@ -89,7 +61,7 @@ class UnsampledSpan implements Tracer.Span {
  * length); such a request's span starts a trace of its own instead, so no exported body is malformed by a client.
  */
 export const usableParent = (parent: Option.Option<Tracer.AnySpan>): Option.Option<Tracer.AnySpan> => {
-  if (parent._tag === "None" || parent.value._tag === "Span" || parent.value === lastUsable) return parent
+  if (Option.isNone(parent) || parent.value._tag === "Span" || parent.value === lastUsable) return parent
   if (!hasW3cIds(parent.value)) return Option.none()
   // The attempts of one tracking request share its external span: checked once for them all.
   lastUsable = parent.value
@@ -97,22 +69,26 @@ export const usableParent = (parent: Option.Option<Tracer.AnySpan>): Option.Opti
 }
 let lastUsable: Tracer.AnySpan | undefined
 
+type SpanOptions = Parameters<Tracer.Tracer["span"]>[0]
+
 /**
- * `tracer` recording only the spans `sampler` chooses; the others are `UnsampledSpan`s. The fiber runtime calls a
- * tracer's `context` around every step of every fiber: `context` is the one of the tracer being replaced (Effect's
- * own, which runs the step as it is, as the span exporter's does), so that call stays the one function it was.
+ * `tracer` (the OTLP tracer, which exports the spans made sampled) deciding with `sampler` which spans are sampled.
+ * An unsampled span still has ids: its children and a receiver's `traceparent` carry them, flagged not sampled.
  */
-export const withSampler = (
-  tracer: Tracer.Tracer,
-  sampler: Sampler,
-  context: Tracer.Tracer["context"]
-): Tracer.Tracer =>
+export const withSampler = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.Tracer =>
   Tracer.make({
-    span: (name, parent, spanContext, links, startTime, kind, options) => {
-      const usable = usableParent(parent)
-      return isSampled(sampler, usable)
-        ? tracer.span(name, usable, spanContext, links, startTime, kind, options)
-        : new UnsampledSpan(name, usable, spanContext, links, startTime, kind)
+    span(options: SpanOptions) {
+      const parent = usableParent(options.parent)
+      // Not sampled under a parent that is sampled (or none): a trace level below the minimum said so; that stays.
+      const belowLevel = !options.sampled && !(Option.isSome(options.parent) && !options.parent.value.sampled)
+      if (belowLevel) return tracer.span({ ...options, parent })
+      if (Option.isSome(parent) || typeof sampler.root !== "number") {
+        return tracer.span({ ...options, parent, sampled: isSampled(sampler, parent, "") })
+      }
+      // A root span's trace id is the tracer's to make: the span is made first, its decision taken from that id.
+      const span = tracer.span({ ...options, parent, sampled: true })
+      if (!isSampled(sampler, parent, span.traceId)) (span as { sampled: boolean }).sampled = false
+      return span
     },
-    context
+    ...(tracer.context === undefined ? {} : { context: tracer.context })
   })

@@ -66,7 +66,7 @@ const expectIdentifyBody = (request: ReceivedRequest, userId: string, traits: Re
 }
 
 describe("audience sync (SPEC §6)", () => {
-  it.scopedLive("first sync: true for every member; then only changes; an identical sync sends nothing", () =>
+  it.live("first sync: true for every member; then only changes; an identical sync sends nothing", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
       const first = yield* admin(app.baseUrl, "PUT", audiencePath("High Value Users"), {
@@ -109,7 +109,7 @@ describe("audience sync (SPEC §6)", () => {
       expect(backlog).toStrictEqual({ pending: 0, delivering: 0, delivered: 5, dead: 0 })
     }))
 
-  it.scopedLive("an empty membership removes everyone; duplicates collapse", () =>
+  it.live("an empty membership removes everyone; duplicates collapse", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
       const first = yield* admin(app.baseUrl, "PUT", audiencePath("PowerUsers"), {
@@ -127,7 +127,7 @@ describe("audience sync (SPEC §6)", () => {
       ])
     }))
 
-  it.scopedLive("with the destination disabled, memberships are kept and counted but nothing is sent", () =>
+  it.live("with the destination disabled, memberships are kept and counted but nothing is sent", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup({ enabled: false })
       const first = yield* admin(app.baseUrl, "PUT", audiencePath("VIP"), { body: { userIds: ["a", "b"] } })
@@ -138,7 +138,7 @@ describe("audience sync (SPEC §6)", () => {
       expect(receiver.requests).toHaveLength(0)
     }))
 
-  it.scopedLive("refusals: 400 naming the field, 404 for an unknown source, 409 for a taken property or a running sync", () =>
+  it.live("refusals: 400 naming the field, 404 for an unknown source, 409 for a taken property or a running sync", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const cases: ReadonlyArray<readonly [unknown, string]> = [
@@ -184,7 +184,7 @@ describe("audience sync (SPEC §6)", () => {
       expect((yield* app.store.backlog()).pending).toBe(2)
     }))
 
-  it.scopedLive(
+  it.live(
     "100 000 members: the first sync enqueues 100 000 identifies; a 1 % change enqueues 2 000",
     () =>
       Effect.gen(function*() {
@@ -207,11 +207,11 @@ describe("audience sync (SPEC §6)", () => {
 
 describe("audience sync: one logical operation", () => {
   /** The store of a fresh SQLite file, and the sync built over it with small chunks. */
-  const storeLayer = Layer.unwrapScoped(
+  const storeLayer = Layer.unwrap(
     Effect.map(tempDirectory, (directory) => StoreLayers.layerSqlite({ directory }))
   )
 
-  it.scopedLive("a sync stopped half way leaves a consistent state; running it again sends each change exactly once", () =>
+  it.live("a sync stopped half way leaves a consistent state; running it again sends each change exactly once", () =>
     Effect.gen(function*() {
       const store = yield* Store
       const signal = yield* OutboxSignal.make
@@ -260,7 +260,7 @@ describe("audience sync: one logical operation", () => {
       expect(again).toStrictEqual({ property: "fans", added: 0, removed: 0, unchanged: kept.length })
     }).pipe(Effect.provide(storeLayer)))
 
-  it.scopedLive("two syncs of one audience at once: the second is refused while the first runs", () =>
+  it.live("two syncs of one audience at once: the second is refused while the first runs", () =>
     Effect.gen(function*() {
       const store = yield* Store
       const signal = yield* OutboxSignal.make
@@ -268,18 +268,18 @@ describe("audience sync: one logical operation", () => {
       const sync = makeAudienceSync(store, signal, { chunkSize: 50 })
       const members = Array.from({ length: 5_000 }, (_, i) => `u${i}`)
       const [one, two] = yield* Effect.all([
-        Effect.either(sync.syncAudience("web", "Fans", members)),
-        Effect.either(Effect.zipRight(Effect.yieldNow(), sync.syncAudience("web", "Fans", members.slice(1))))
+        Effect.result(sync.syncAudience("web", "Fans", members)),
+        Effect.result(Effect.andThen(Effect.yieldNow, sync.syncAudience("web", "Fans", members.slice(1))))
       ], { concurrency: 2 })
-      expect(one._tag).toBe("Right")
-      expect(two._tag === "Left" && two.left._tag).toBe("AudienceSyncInProgress")
+      expect(one._tag).toBe("Success")
+      expect(two._tag === "Failure" && two.failure._tag).toBe("AudienceSyncInProgress")
       // The lease was released: the next sync runs.
       expect(yield* sync.syncAudience("web", "Fans", members.slice(1))).toMatchObject({ removed: 1 })
     }).pipe(Effect.provide(storeLayer)))
 })
 
 describe("computed traits", () => {
-  it.scopedLive("identify only for users whose value is new or different; absent users untouched; null clears", () =>
+  it.live("identify only for users whose value is new or different; absent users untouched; null clears", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
       const first = yield* admin(app.baseUrl, "PUT", traitPath("Lifetime Value"), {
@@ -313,7 +313,7 @@ describe("computed traits", () => {
       expect((yield* app.relay.syncComputedTrait("web", "Lifetime Value", { carol: true })).changed).toBe(1)
     }))
 
-  it.scopedLive("400 naming the field for values that are not JSON scalars", () =>
+  it.live("400 naming the field for values that are not JSON scalars", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const cases: ReadonlyArray<readonly [unknown, string]> = [
@@ -332,7 +332,7 @@ describe("computed traits", () => {
       expect((yield* app.store.backlog()).pending).toBe(0)
     }))
 
-  it.scopedLive("traits of a large sync are written in chunks", () =>
+  it.live("traits of a large sync are written in chunks", () =>
     Effect.gen(function*() {
       const store = yield* Store
       const signal = yield* OutboxSignal.make
@@ -354,7 +354,7 @@ describe("computed traits", () => {
       expect((yield* store.backlog()).pending).toBe(2_001)
     }).pipe(
       Effect.provide(
-        Layer.unwrapScoped(Effect.map(tempDirectory, (directory) => StoreLayers.layerSqlite({ directory })))
+        Layer.unwrap(Effect.map(tempDirectory, (directory) => StoreLayers.layerSqlite({ directory })))
       )
     ))
 })

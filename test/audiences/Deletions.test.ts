@@ -22,7 +22,7 @@ const startReceivers = Effect.gen(function*() {
   }
 })
 
-type Receivers = Effect.Effect.Success<typeof startReceivers>
+type Receivers = Effect.Success<typeof startReceivers>
 
 const setup = (
   options: { readonly dispatch?: boolean; readonly directory?: string; readonly receivers?: Receivers } = {}
@@ -52,7 +52,7 @@ const setup = (
   })
 
 describe("deletion requests: the delete notification (SPEC §3, §5)", () => {
-  it.scopedLive("is delivered byte-exact to every source whose destination is enabled, signed when a secret is set", () =>
+  it.live("is delivered byte-exact to every source whose destination is enabled, signed when a secret is set", () =>
     Effect.gen(function*() {
       const { app, receivers } = yield* setup()
       // A user with no data at all is still notified.
@@ -114,7 +114,7 @@ describe("deletion requests: the delete notification (SPEC §3, §5)", () => {
       ])
     }))
 
-  it.scopedLive("with sourceIds, only those sources are covered; duplicates collapse", () =>
+  it.live("with sourceIds, only those sources are covered; duplicates collapse", () =>
     Effect.gen(function*() {
       const { app, receivers } = yield* setup()
       const created = yield* admin(app.baseUrl, "POST", "/admin/deletions", {
@@ -132,7 +132,7 @@ describe("deletion requests: the delete notification (SPEC §3, §5)", () => {
 })
 
 describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
-  it.scopedLive("pending and dead jobs of the user are removed and never delivered; others' jobs are untouched", () =>
+  it.live("pending and dead jobs of the user are removed and never delivered; others' jobs are untouched", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       // The same receivers in both phases: the jobs queued in phase 1 are delivered to them in phase 2.
@@ -213,7 +213,7 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
       expect(formatTimestamp(deletion.createdAt)).toBe(received.find((body) => body.type === "delete")!.timestamp)
     }))
 
-  it.scopedLive("deleteUser through the library: the same request, and jobs being delivered are left alone", () =>
+  it.live("deleteUser through the library: the same request, and jobs being delivered are left alone", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       yield* track(app.baseUrl, "wk_web", { userId: "u9", event: "InFlight", messageId: "u9-in-flight" })
@@ -238,7 +238,7 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
 })
 
 describe("deletion requests: validation and access", () => {
-  it.scopedLive("400 naming the field for a bad body, 400 naming unknown sources, 404 for an unknown id", () =>
+  it.live("400 naming the field for a bad body, 400 naming unknown sources, 404 for an unknown id", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const cases: ReadonlyArray<readonly [unknown, string]> = [
@@ -277,7 +277,7 @@ describe("deletion requests: validation and access", () => {
       expect((yield* app.store.backlog()).pending).toBe(2)
     }))
 
-  it.scopedLive("needs the admin token", () =>
+  it.live("needs the admin token", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const refused = yield* admin(app.baseUrl, "POST", "/admin/deletions", {

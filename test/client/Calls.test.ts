@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { readFileSync } from "node:fs"
 import { type AnalyticsShape, type CallError, version } from "../../src/client/index.js"
 import { startClient } from "./support.js"

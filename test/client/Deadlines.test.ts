@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as TestClock from "effect/TestClock"
+import { TestClock } from "effect/testing"
 import { makeDeadlines } from "../../src/client/Deadlines.js"
 
 describe("request deadlines kept by one fiber", () => {
-  it.scoped("each fires once its duration has passed on the clock, unless cancelled; an idle keeper wakes up", () =>
+  it.effect("each fires once its duration has passed on the clock, unless cancelled; an idle keeper wakes up", () =>
     Effect.gen(function*() {
       const deadlines = yield* makeDeadlines("1 second")
       const fired: Array<string> = []

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Option, Stream, TestClock } from "effect"
+import { Effect, Fiber, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { type Outcome } from "../../src/client/index.js"
 import { makeGate, ok, settle, startClient, trackCall } from "./support.js"
 
@@ -41,11 +42,11 @@ describe("queue full", () => {
         { maxQueueSize: 2, flushAt: 2, maxInFlight: 1, overflow: "backpressure" },
         () => Effect.as(gate.wait, ok)
       )
-      const calls = yield* Effect.fork(
+      const calls = yield* Effect.forkChild(
         Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) => analytics.track(trackCall(i)))
       )
       yield* settle
-      expect(Option.isNone(yield* Fiber.poll(calls))).toBe(true) // waiting for room
+      expect(calls.pollUnsafe()).toBeUndefined() // waiting for room
       yield* gate.open
       yield* Fiber.join(calls)
       yield* close
@@ -64,13 +65,13 @@ describe("close", () => {
         { flushAt: 5, maxInFlight: 1 },
         () => Effect.as(gate.wait, ok)
       )
-      const stream = yield* Effect.fork(Stream.runCollect(analytics.outcomes))
+      const stream = yield* Effect.forkChild(Stream.runCollect(analytics.outcomes))
       yield* settle
       for (let i = 0; i < 12; i++) yield* analytics.track(trackCall(i))
       yield* fake.next // the first batch is in flight, held at the gate
-      const closing = yield* Effect.fork(close)
+      const closing = yield* Effect.forkChild(close)
       yield* settle
-      expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true) // waits for the batch in flight
+      expect(closing.pollUnsafe()).toBeUndefined() // waits for the batch in flight
       expect((yield* Effect.flip(analytics.track(trackCall(99))))._tag).toBe("ClientClosed")
       yield* gate.open
       yield* Fiber.join(closing)
@@ -81,9 +82,9 @@ describe("close", () => {
       expect((yield* Effect.flip(analytics.flush))._tag).toBe("ClientClosed")
       // The outcome stream ended with the client, after every outcome (the refusal while closing
       // included; the ones after close reach only onOutcome).
-      expect(tags(Chunk.toArray(yield* Fiber.join(stream)))).toEqual(["Refused", "Success", "Success", "Success"])
+      expect(tags(yield* Fiber.join(stream))).toEqual(["Refused", "Success", "Success", "Success"])
       expect(tags(outcomes)).toEqual(["Refused", "Success", "Success", "Success", "Refused"])
-      expect(Chunk.toArray(yield* Stream.runCollect(analytics.outcomes))).toEqual([])
+      expect(yield* Stream.runCollect(analytics.outcomes)).toEqual([])
     }))
 
   it.effect("sends what is queued at close without waiting for flushAfter", () =>
@@ -102,7 +103,7 @@ describe("close", () => {
       )
       yield* analytics.track(trackCall(0))
       yield* fake.next
-      const closing = yield* Effect.fork(close)
+      const closing = yield* Effect.forkChild(close)
       yield* TestClock.adjust("2 seconds")
       yield* Fiber.join(closing)
       expect(tags(outcomes)).toEqual(["Success"])
@@ -149,7 +150,7 @@ describe("concurrency", () => {
           })
       )
       for (let i = 0; i < 10; i++) yield* analytics.track(trackCall(i))
-      const closing = yield* Effect.fork(close)
+      const closing = yield* Effect.forkChild(close)
       yield* TestClock.adjust("10 seconds")
       yield* Fiber.join(closing)
       expect(peak).toBe(3)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Duration, Effect, Either, Exit, Layer, Logger, Scope, Stream } from "effect"
+import { ConfigProvider, Duration, Effect, Exit, Layer, Logger, Result, Scope, Stream } from "effect"
 import {
   createClient,
   defaults,
@@ -14,13 +14,17 @@ import { makeGate, ok, settle, startClient, status, trackCall } from "./support.
 
 const issuesOf = (input: unknown) => {
   const resolved = resolveOptions(input)
-  if (Either.isRight(resolved)) throw new Error("expected InvalidOptions")
-  return resolved.left.issues.map((issue) => issue.path)
+  if (Result.isSuccess(resolved)) throw new Error("expected InvalidOptions")
+  return resolved.failure.issues.map((issue) => issue.path)
 }
+
+/** Environment variables as given, for `Config`. */
+const environment = (entries: ReadonlyArray<readonly [string, string]>) =>
+  ConfigProvider.fromEnv({ env: Object.fromEntries(entries) })
 
 describe("options", () => {
   it("applies SPEC §9 defaults", () => {
-    const resolved = Either.getOrThrow(resolveOptions({ writeKey: "wk" }))
+    const resolved = Result.getOrThrow(resolveOptions({ writeKey: "wk" }))
     expect(resolved).toMatchObject({
       endpoint: "http://localhost:8080",
       batchUrl: "http://localhost:8080/v1/batch",
@@ -32,7 +36,7 @@ describe("options", () => {
     })
     expect(resolved.flushAfter).toEqual(defaults.flushAfter)
     expect(resolved.timeout).toEqual(defaults.timeout)
-    const custom = Either.getOrThrow(
+    const custom = Result.getOrThrow(
       resolveOptions({
         writeKey: "wk",
         endpoint: "https://relay.test/base/",
@@ -86,8 +90,8 @@ describe("options", () => {
 
   it.effect("the environment variables are read through Config", () =>
     Effect.gen(function*() {
-      const provider = ConfigProvider.fromMap(
-        new Map([
+      const provider = environment(
+        [
           ["HOOKRELAY_WRITE_KEY", "env-key"],
           ["HOOKRELAY_ENDPOINT", "https://relay.test"],
           ["HOOKRELAY_FLUSH_AT", "50"],
@@ -97,9 +101,9 @@ describe("options", () => {
           ["HOOKRELAY_MAX_RETRIES", "5"],
           ["HOOKRELAY_TIMEOUT", "1500"],
           ["HOOKRELAY_MAX_IN_FLIGHT", "2"]
-        ])
+        ]
       )
-      const options = yield* Effect.withConfigProvider(optionsConfig, provider)
+      const options = yield* Effect.provideService(optionsConfig, ConfigProvider.ConfigProvider, provider)
       expect(options).toEqual({
         writeKey: "env-key",
         endpoint: "https://relay.test",
@@ -111,8 +115,8 @@ describe("options", () => {
         timeout: "1500",
         maxInFlight: 2
       })
-      expect(Either.isRight(resolveOptions(options))).toBe(true)
-      const empty = yield* Effect.withConfigProvider(optionsConfig, ConfigProvider.fromMap(new Map()))
+      expect(Result.isSuccess(resolveOptions(options))).toBe(true)
+      const empty = yield* Effect.provideService(optionsConfig, ConfigProvider.ConfigProvider, environment([]))
       expect(empty).toEqual({})
     }))
 
@@ -120,7 +124,7 @@ describe("options", () => {
     Effect.gen(function*() {
       const build = (entries: ReadonlyArray<[string, string]>) =>
         Effect.scoped(Layer.build(layerConfig())).pipe(
-          Effect.withConfigProvider(ConfigProvider.fromMap(new Map(entries))),
+          Effect.provideService(ConfigProvider.ConfigProvider, environment(entries)),
           Effect.exit
         )
       const missing = yield* build([])
@@ -131,7 +135,7 @@ describe("options", () => {
 })
 
 describe("outcomes", () => {
-  it.scoped("subscribe sees every outcome in order: delivered, failed, dropped", () =>
+  it.effect("subscribe sees every outcome in order: delivered, failed, dropped", () =>
     Effect.gen(function*() {
       const gate = yield* makeGate
       const { analytics, close } = yield* startClient(
@@ -147,7 +151,7 @@ describe("outcomes", () => {
       yield* analytics.track(trackCall(3)) // the queue (1) is full: dropped
       yield* gate.open
       yield* close
-      const seen = Chunk.toArray(yield* Stream.runCollect(outcomes))
+      const seen = yield* Stream.runCollect(outcomes)
       expect(seen.map((outcome) => outcome._tag)).toEqual(["Dropped", "Success", "Failure", "Success"])
       expect(seen.map((outcome) =>
         outcome._tag === "Dropped"
@@ -180,8 +184,8 @@ describe("DEBUG=analytics", () => {
       const capture = Logger.make(({ message }) => lines.push(String(message)))
       const entries: Array<[string, string]> = debug === undefined ? [] : [["DEBUG", debug]]
       yield* effect.pipe(
-        Effect.provide(Logger.add(capture)),
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map(entries)))
+        Effect.provide(Logger.layer([capture], { mergeWithExisting: true })),
+        Effect.provideService(ConfigProvider.ConfigProvider, environment(entries))
       )
       return lines
     })
@@ -191,7 +195,7 @@ describe("DEBUG=analytics", () => {
     const { analytics, close } = yield* startClient(
       { flushAt: 1, maxRetries: 0, maxQueueSize: 1 },
       () => Effect.succeed(status(500))
-    ).pipe(Scope.extend(scope))
+    ).pipe(Scope.provide(scope))
     yield* analytics.track(trackCall(0))
     yield* analytics.track(trackCall(1)) // the queue (1) is full: dropped
     yield* close

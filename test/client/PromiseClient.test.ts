@@ -36,7 +36,7 @@ describe("the Promise client: the order of calls is the contract", () => {
         }
       })
       const note = (what: string) => (promise: Promise<void>) => promise.then(() => events.push(what))
-      // Nothing awaited until the end: the runtime has not started when these calls are made.
+      // Nothing awaited until the end: the engine has not started when these calls are made.
       const settled = [
         note("flush 0")(client.flush()),
         client.track({ userId: "u", event: "a" }),

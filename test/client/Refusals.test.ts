@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Option, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, Result } from "effect"
+import { TestClock } from "effect/testing"
 import type { AnalyticsShape, CallError, Outcome } from "../../src/client/index.js"
 import { makeGate, ok, settle, startClient, trackCall } from "./support.js"
 
@@ -22,8 +23,8 @@ const refusals = (outcomes: ReadonlyArray<Outcome>) =>
 const failureOf = (effect: Effect.Effect<void, CallError>) =>
   Effect.map(Effect.exit(effect), (exit) => {
     if (Exit.isSuccess(exit)) throw new Error("expected a refusal")
-    expect(Cause.isDie(exit.cause)).toBe(false)
-    return Option.getOrThrow(Cause.failureOption(exit.cause))
+    expect(Cause.hasDies(exit.cause)).toBe(false)
+    return Result.getOrThrow(Cause.findError(exit.cause))
   })
 
 describe("refused calls (Effect API)", () => {
@@ -58,12 +59,12 @@ describe("refused calls (Effect API)", () => {
   it.effect("forked and never joined, a refused call is still heard by onOutcome; the calls around it are sent", () =>
     Effect.gen(function*() {
       const { analytics, close, fake, outcomes } = yield* startClient()
-      yield* Effect.fork(analytics.track(trackCall(0)))
-      yield* Effect.fork(loose(analytics).track({ event: "No User" }))
-      yield* Effect.fork(analytics.track(trackCall(1)))
+      yield* Effect.forkChild(analytics.track(trackCall(0)))
+      yield* Effect.forkChild(loose(analytics).track({ event: "No User" }))
+      yield* Effect.forkChild(analytics.track(trackCall(1)))
       yield* settle
       yield* close
-      yield* Effect.fork(analytics.track(trackCall(2)))
+      yield* Effect.forkChild(analytics.track(trackCall(2)))
       yield* settle
       expect(refusals(outcomes)).toStrictEqual([["track", "InvalidMessage", "userId"], [
         "track",
@@ -131,12 +132,14 @@ describe("flush and close, several times and at once", () => {
         { flushAt: 20, flushAfter: 60_000, maxInFlight: 1 },
         () => Effect.as(gate.wait, ok)
       )
-      const empty = yield* Effect.fork(analytics.flush)
+      const empty = yield* Effect.forkChild(analytics.flush)
       for (let i = 0; i < 3; i++) yield* analytics.track(trackCall(i))
-      const flushes = yield* Effect.forkAll([analytics.flush, analytics.flush, analytics.flush])
+      const flushes = yield* Effect.forkChild(
+        Effect.all([analytics.flush, analytics.flush, analytics.flush], { concurrency: "unbounded" })
+      )
       yield* settle
       // The first batch is held at the gate: no flush after the calls is done, and no timer ran.
-      expect(Option.isNone(yield* Fiber.poll(flushes))).toBe(true)
+      expect(flushes.pollUnsafe()).toBeUndefined()
       yield* gate.open
       yield* Fiber.join(flushes)
       yield* Fiber.join(empty)
@@ -152,8 +155,8 @@ describe("flush and close, several times and at once", () => {
       for (let i = 0; i < 7; i++) {
         yield* analytics.track(trackCall(i))
       }
-      const flush = yield* Effect.fork(analytics.flush)
-      const closing = yield* Effect.fork(close)
+      const flush = yield* Effect.forkChild(analytics.flush)
+      const closing = yield* Effect.forkChild(close)
       yield* settle
       yield* gate.open
       yield* Fiber.join(closing)

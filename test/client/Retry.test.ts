@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, TestClock } from "effect"
+import { Duration, Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { parseRetryAfter } from "../../src/client/ClientRetry.js"
 import { maxRetryAfter, type Outcome, TransportError } from "../../src/client/index.js"
 import { ok, type Responder, settle, startClient, status, trackCall } from "./support.js"

@@ -19,7 +19,7 @@ describe("calls waiting for room in the queue", () => {
       yield* Effect.promise(flushMicrotasks)
       expect(queue).toEqual([1, 2])
       expect(answers).toEqual([[1, true], [2, true]])
-      const drained = yield* Effect.fork(waiters.drained)
+      const drained = yield* Effect.forkChild(waiters.drained)
       room = 5
       waiters.onRoom()
       yield* Fiber.join(drained) // completes once the last waiter is queued

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Duration, Effect, Either, Fiber, FiberId, Layer, Queue, TestClock } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Fiber, Layer, Queue, Result } from "effect"
+import { TestClock } from "effect/testing"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
 import type { AddressInfo } from "node:net"
@@ -37,14 +38,14 @@ const loopbackServer = (answer: Answer = answer200) =>
   Effect.gen(function*() {
     const requests = yield* Queue.unbounded<Request>()
     const server = yield* Effect.acquireRelease(
-      Effect.async<ReturnType<typeof createServer>>((resume) => {
+      Effect.callback<ReturnType<typeof createServer>>((resume) => {
         const server = createServer((incoming, response) => {
           const chunks: Array<Buffer> = []
           incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
           incoming.on("end", () => {
-            const aborted = Deferred.unsafeMake<void>(FiberId.none)
+            const aborted = Deferred.makeUnsafe<void>()
             response.on("close", () => {
-              if (!response.writableFinished) Deferred.unsafeDone(aborted, Effect.void)
+              if (!response.writableFinished) Deferred.doneUnsafe(aborted, Effect.void)
             })
             const request: Request = {
               method: incoming.method ?? "",
@@ -53,14 +54,14 @@ const loopbackServer = (answer: Answer = answer200) =>
               body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
               aborted
             }
-            Queue.unsafeOffer(requests, request)
+            Queue.offerUnsafe(requests, request)
             answer(request, response)
           })
         })
         server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
       }),
       (server) =>
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           server.closeAllConnections()
           server.close(() => resume(Effect.void))
         })
@@ -84,7 +85,7 @@ const trackOnce = (endpoint: string, outcomes: Array<Outcome>) =>
   )
 
 describe("on the wire (real loopback server, node:http transport)", () => {
-  it.scopedLive("POST /v1/batch with Basic auth, JSON body {batch, sentAt}", () =>
+  it.live("POST /v1/batch with Basic auth, JSON body {batch, sentAt}", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer()
       const before = Date.now()
@@ -186,30 +187,27 @@ describe("on the wire (real loopback server, node:http transport)", () => {
       expect(outcomes.map((outcome) => outcome._tag === "Dropped" && outcome.message.userId)).toEqual(["u-2", "u-3"])
       // Answer what the server holds, as it comes.
       yield* Effect.forkScoped(
-        Effect.forever(Effect.sync(() => held.shift()?.end("{}")).pipe(Effect.zipRight(Effect.sleep(5))))
+        Effect.forever(Effect.sync(() => held.shift()?.end("{}")).pipe(Effect.andThen(Effect.sleep(5))))
       )
       yield* Effect.promise(() => client.close())
       expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Dropped", "Dropped", "Success", "Success"])
     })))
 
-  it.scopedLive("layerConfig reads HOOKRELAY_* through Config", () =>
+  it.live("layerConfig reads HOOKRELAY_* through Config", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer()
-      const provider = ConfigProvider.fromMap(
-        new Map([["HOOKRELAY_WRITE_KEY", "wk_env"], ["HOOKRELAY_ENDPOINT", server.endpoint], [
-          "HOOKRELAY_FLUSH_AT",
-          "1"
-        ]])
-      )
+      const provider = ConfigProvider.fromEnv({
+        env: { HOOKRELAY_WRITE_KEY: "wk_env", HOOKRELAY_ENDPOINT: server.endpoint, HOOKRELAY_FLUSH_AT: "1" }
+      })
       yield* Effect.flatMap(Analytics, (analytics) => analytics.alias({ userId: "u-3", previousId: "a-3" })).pipe(
-        Effect.provide(Layer.provide(layerConfig(), Layer.setConfigProvider(provider)))
+        Effect.provide(Layer.provide(layerConfig(), ConfigProvider.layer(provider)))
       )
       const request = yield* server.next
       expect(request.headers.authorization).toBe(basic("wk_env"))
       expect(request.body.batch).toEqual([expect.objectContaining({ type: "alias", userId: "u-3", previousId: "a-3" })])
     }))
 
-  it.scopedLive("a request without an answer is aborted at the timeout and reported", () =>
+  it.live("a request without an answer is aborted at the timeout and reported", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer(() => undefined) // never answers
       const outcomes: Array<Outcome> = []
@@ -229,25 +227,25 @@ describe("on the wire (real loopback server, node:http transport)", () => {
       yield* Deferred.await((yield* server.next).aborted) // the server saw the client hang up
     }))
 
-  it.scoped("the node:http transport aborts a request without an answer at its timeout on the Clock (TestClock)", () =>
+  it.effect("the node:http transport aborts a request without an answer at its timeout on the Clock (TestClock)", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer(() => undefined) // never answers
       const transport = yield* makeNodeHttp()
-      const attempt = yield* Effect.fork(Effect.either(transport.sendWithin!({
+      const attempt = yield* Effect.forkChild(Effect.result(transport.sendWithin!({
         url: `${server.endpoint}/v1/batch`,
         headers: { "content-type": "application/json" },
         body: Buffer.from("{\"batch\":[]}")
       }, Duration.seconds(5))))
       const request = yield* server.next
       yield* TestClock.adjust("4999 millis")
-      expect(attempt.unsafePoll()).toBeNull()
+      expect(attempt.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 millis")
       const result = yield* Fiber.join(attempt)
-      expect(Either.isLeft(result) && result.left._tag).toBe("RequestTimeout")
+      expect(Result.isFailure(result) && result.failure._tag).toBe("RequestTimeout")
       yield* Deferred.await(request.aborted)
     }))
 
-  it.scopedLive("an error answer's body and status are reported; a refused connection is a TransportError", () =>
+  it.live("an error answer's body and status are reported; a refused connection is a TransportError", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer((_, response) => {
         response.writeHead(400, { "content-type": "application/json" })
@@ -270,19 +268,19 @@ describe("on the wire (real loopback server, node:http transport)", () => {
       })
     }))
 
-  it.scopedLive("an error page is read up to 1 KB; a certificate that fails verification is a permanent TransportError", () =>
+  it.live("an error page is read up to 1 KB; a certificate that fails verification is a permanent TransportError", () =>
     Effect.gen(function*() {
       const server = yield* loopbackServer((_, response) => {
         response.writeHead(500, { "content-type": "text/plain" })
         response.end("x".repeat(10 * 1024 * 1024))
       })
       const tlsServer = yield* Effect.acquireRelease(
-        Effect.async<ReturnType<typeof createHttpsServer>>((resume) => {
+        Effect.callback<ReturnType<typeof createHttpsServer>>((resume) => {
           const server = createHttpsServer(tlsFixture, (_, response) => response.end("{}"))
           server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
         }),
         (server) =>
-          Effect.async<void>((resume) => {
+          Effect.callback<void>((resume) => {
             server.close(() => resume(Effect.void))
           })
       )

@@ -38,7 +38,7 @@ export const makeFakeTransport = (respond: Responder = () => Effect.succeed(ok))
           bytes: request.body.byteLength
         }
         all.push(received)
-        return Effect.zipRight(Queue.offer(arrivals, received), respond(received))
+        return Effect.andThen(Queue.offer(arrivals, received), respond(received))
       })
     return {
       transport: Transport.of({ send }),
@@ -59,7 +59,7 @@ export const makeGate = Effect.gen(function*() {
 
 /** Lets forked fibers run until they all wait (on the clock, a queue or a gate). */
 export const settle = Effect.gen(function*() {
-  for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+  for (let i = 0; i < 50; i++) yield* Effect.yieldNow
 })
 
 /**
@@ -75,7 +75,7 @@ export const startClient = (options: Partial<AnalyticsOptions> = {}, respond?: R
       writeKey: "write-key",
       onOutcome: (outcome) => outcomes.push(outcome),
       ...options
-    }).pipe(Effect.provideService(Transport, fake.transport), Scope.extend(scope))
+    }).pipe(Effect.provideService(Transport, fake.transport), Scope.provide(scope))
     return { analytics, fake, outcomes, close: Scope.close(scope, Exit.void) }
   })
 

@@ -50,7 +50,7 @@ const waitFor = async <A>(what: string, read: () => Promise<A>, done: (value: A)
 }
 
 describe.skipIf(!hasChromium)("web console in Chromium", () => {
-  it.scopedLive(
+  it.live(
     "logs in, creates a source with two endpoints and a filter, finds messages, replays a dead letter, shows usage",
     () =>
       Effect.gen(function*() {

@@ -11,7 +11,7 @@ const hasChromium = chromiumAvailable("the console's endpoint page")
 const writeKey = "wk-console-endpoints-0123456789"
 
 describe.skipIf(!hasChromium)("web console: endpoints page in Chromium", () => {
-  it.scopedLive("shows a disabled URL, enables it, counts and replays its dead letters", () =>
+  it.live("shows a disabled URL, enables it, counts and replays its dead letters", () =>
     Effect.gen(function*() {
       yield* Effect.promise(ensureConsoleBuilt)
       const { app, receiver, setStatus, url } = yield* startWithGoneEndpoint(writeKey)

@@ -1,7 +1,7 @@
-import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer, request as httpRequest } from "node:http"
 import * as Path from "node:path"
@@ -19,7 +19,7 @@ interface Answer {
 
 /** A raw HTTP GET: the path is sent exactly as given (fetch would normalise `..` away). */
 const rawGet = (port: number, path: string, headers: Record<string, string> = {}) =>
-  Effect.async<Answer>((resume) => {
+  Effect.callback<Answer>((resume) => {
     const req = httpRequest({ host: "127.0.0.1", port, path, method: "GET", headers }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -55,16 +55,16 @@ const fixture = Effect.gen(function*() {
 const serve = (root: string) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
-      HttpServer.serve(consoleRoutes(root)).pipe(
+      HttpRouter.serve(HttpRouter.addAll(consoleRoutes(root)), { disableLogger: true, disableListenLog: true }).pipe(
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
       )
     )
     const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    return server.address._tag === "TcpAddress" ? server.address.port : 0
+    return server.address._tag === "UnixPathAddress" ? 0 : server.address.port
   })
 
 describe("console static files", () => {
-  it.scoped("serves index.html at /console and /console/ with no-cache, and hashed assets as immutable", () =>
+  it.effect("serves index.html at /console and /console/ with no-cache, and hashed assets as immutable", () =>
     Effect.gen(function*() {
       const port = yield* serve(yield* fixture)
       for (const path of ["/console", "/console/"]) {
@@ -86,7 +86,7 @@ describe("console static files", () => {
       expect(css.body).toBe(style)
     }))
 
-  it.scoped("answers deep links with index.html, and a missing file with 404 (not the page)", () =>
+  it.effect("answers deep links with index.html, and a missing file with 404 (not the page)", () =>
     Effect.gen(function*() {
       const port = yield* serve(yield* fixture)
       for (const path of ["/console/sources", "/console/sources/web-site", "/console/messages?userId=u1"]) {
@@ -103,7 +103,7 @@ describe("console static files", () => {
       }
     }))
 
-  it.scoped("refuses every path that tries to leave the console directory or reach a dot file", () =>
+  it.effect("refuses every path that tries to leave the console directory or reach a dot file", () =>
     Effect.gen(function*() {
       const port = yield* serve(yield* fixture)
       const attempts = [
@@ -130,7 +130,7 @@ describe("console static files", () => {
       }
     }))
 
-  it.scoped("answers 304 to a matching If-None-Match", () =>
+  it.effect("answers 304 to a matching If-None-Match", () =>
     Effect.gen(function*() {
       const port = yield* serve(yield* fixture)
       const first = yield* rawGet(port, "/console/")
@@ -141,7 +141,7 @@ describe("console static files", () => {
       expect(again.body).toBe("")
     }))
 
-  it.scoped("says how to build the console when it is not built", () =>
+  it.effect("says how to build the console when it is not built", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const port = yield* serve(Path.join(directory, "nothing-here"))
@@ -165,7 +165,7 @@ describe("console static files", () => {
     expect(contentTypeOf("x.bin")).toBe("application/octet-stream")
   })
 
-  it.scoped(
+  it.effect(
     "is mounted by the hookrelay server on the built console, and leaves other paths alone",
     () =>
       Effect.gen(function*() {

@@ -11,7 +11,7 @@ import { ensureConsoleBuilt } from "./build.js"
 const hasChromium = chromiumAvailable("the console's signing tests")
 
 describe.skipIf(!hasChromium)("web console: Standard Webhooks signing", () => {
-  it.scopedLive("switches a source to both schemes with ed25519, shows its public key, rotates its secret once", () =>
+  it.live("switches a source to both schemes with ed25519, shows its public key, rotates its secret once", () =>
     Effect.gen(function*() {
       yield* Effect.promise(ensureConsoleBuilt)
       const app = yield* startApp({ dispatch: false })

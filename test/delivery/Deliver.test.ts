@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, TestClock } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { AttemptOutcome } from "../../src/delivery/AttemptOutcome.js"
 import { deliver } from "../../src/delivery/Deliver.js"
 import type { DeliverOptions, DeliveryJob } from "../../src/delivery/Deliver.js"
@@ -48,7 +49,7 @@ const run = (
     const transport = scripted(scripts)
     const fiber = yield* deliver(theJob, { recordAttempt: sink, ...options }).pipe(
       Effect.provide(transport.layer),
-      Effect.fork
+      Effect.forkChild
     )
     return { fiber, records, calls: transport.calls }
   })
@@ -171,7 +172,7 @@ describe("deliver: several URLs race", () => {
       )
     }))
 
-  it.scoped(
+  it.effect(
     "after B succeeds, A's in-flight request is aborted (real sockets, TestClock) and A gets no more requests",
     () =>
       // Real servers on TestClock: each step waits for the real I/O it depends on (waitUntil, real time) before
@@ -187,14 +188,14 @@ describe("deliver: several URLs race", () => {
         const { records, sink } = recorder()
         const fiber = yield* deliver(job([urlA, urlB]), { recordAttempt: sink }).pipe(
           Effect.provide(Transport.layer()),
-          Effect.fork
+          Effect.forkChild
         )
         yield* waitUntil(() => records.length === 2, "both first attempts are recorded")
         yield* adjustUntil(() => a.requests.length === 2 && b.requests.length === 2, "both URLs are retried")
         yield* adjustUntil(() => b.requests.length === 3, "B is tried a third time")
         const result = yield* Fiber.join(fiber)
         expect(result).toStrictEqual(DeliveryResult.Delivered({ url: urlB, status: 200, attempts: 3 }))
-        expect(yield* TestClock.currentTimeMillis).toBeLessThan(5_000)
+        expect(yield* Clock.currentTimeMillis).toBeLessThan(5_000)
 
         yield* waitUntil(() => a.requests[1]!.aborted, "A's server saw its held request closed")
         const aborted = records.filter((record) => record.url === urlA && record.outcome === "Aborted")
@@ -355,7 +356,8 @@ describe("deliver: a single-URL job after its first attempt (the dispatcher's pa
       const { calls, fiber } = yield* run(job([A], { firstAttemptAt: 0 }), { [A]: () => status(404) })
       const exit = yield* Fiber.await(fiber)
       expect(Exit.isFailure(exit)).toBe(true)
-      const failure = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      const reasons = Exit.isFailure(exit) ? exit.cause.reasons : []
+      const failure = reasons.length === 1 && Cause.isFailReason(reasons[0]!) ? reasons[0].error : undefined
       expect(failure).toBeInstanceOf(AllEndpointsFailed)
       expect(failure?.endpoints).toMatchObject([{ url: A, attempts: 1, why: "permanent" }])
       expect(calls[A]).toBe(1)

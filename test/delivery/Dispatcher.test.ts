@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Stream, TestClock } from "effect"
+import { Effect, Layer, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import type * as http from "node:http"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
 import { DeliveryOutcomes } from "../../src/delivery/Outcomes.js"
@@ -139,7 +140,7 @@ const untilSwitched = (script: ReturnType<typeof quickThen>) =>
 const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}`)
 
 describe("Dispatcher", () => {
-  it.scopedLive("delivers what is due, records the attempts and reports the outcomes", () =>
+  it.live("delivers what is due, records the attempts and reports the outcomes", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
@@ -166,7 +167,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scopedLive("keeps a fast endpoint fast while another holds every request open", () =>
+  it.live("keeps a fast endpoint fast while another holds every request open", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       // The slow endpoint answers nothing until the fast source is done: no race against a wall-clock bound.
@@ -195,7 +196,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }), 30_000)
 
-  it.scoped("resumes the 4 h window across restarts: 3 h 59 m ago gets one attempt, 4 h 01 m none", () =>
+  it.effect("resumes the 4 h window across restarts: 3 h 59 m ago gets one attempt, 4 h 01 m none", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const directory = yield* tempDirectory
@@ -241,7 +242,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("retries a job in memory through its endpoint's mailbox: 500, 503, then 204 is one delivery of 3 attempts", () =>
+  it.effect("retries a job in memory through its endpoint's mailbox: 500, 503, then 204 is one delivery of 3 attempts", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const directory = yield* tempDirectory
@@ -277,7 +278,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scopedLive(
+  it.live(
     "never has more than concurrencyPerEndpoint requests in flight to one URL, and uses all of them",
     () =>
       Effect.gen(function*() {
@@ -304,7 +305,7 @@ describe("Dispatcher", () => {
     30_000
   )
 
-  it.scopedLive("releases its leases on shutdown so that a restart delivers them", () =>
+  it.live("releases its leases on shutdown so that a restart delivers them", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const port = yield* closedPort
@@ -327,7 +328,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scopedLive("stops a job whose lease another dispatcher took over, aborting its request", () =>
+  it.live("stops a job whose lease another dispatcher took over, aborting its request", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const receiver = yield* startServer(() => {
@@ -350,7 +351,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("writes finished jobs as soon as flushSize of them wait, without waiting for flushDelay", () =>
+  it.effect("writes finished jobs as soon as flushSize of them wait, without waiting for flushDelay", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const directory = yield* tempDirectory
@@ -380,7 +381,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("looks for expired leases once a second, not on every claim", () =>
+  it.effect("looks for expired leases once a second, not on every claim", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const directory = yield* tempDirectory
@@ -408,7 +409,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("holds its claims back while ingest saturates the process, at most maxIngestYield, and goes on once it eases", () =>
+  it.effect("holds its claims back while ingest saturates the process, at most maxIngestYield, and goes on once it eases", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const directory = yield* tempDirectory
@@ -449,7 +450,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scopedLive("aborts a request in flight at shutdown: recorded as aborted, the job pending again", () =>
+  it.live("aborts a request in flight at shutdown: recorded as aborted, the job pending again", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const receiver = yield* startServer(() => {
@@ -471,14 +472,14 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("runs a transport without start (a scripted one) through post, on the layer's Clock", () =>
+  it.effect("runs a transport without start (a scripted one) through post, on the layer's Clock", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const posted: Array<string> = []
       // Answers 200 three seconds (of TestClock) after each request.
       const scripted = Transport.layerTest((request) =>
         Effect.as(
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => posted.push(new TextDecoder().decode(request.body))),
             Effect.sleep("3 seconds")
           ),
@@ -511,7 +512,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("claims more at a time for a source whose endpoint answers within 50 ms, once it has shown it", () =>
+  it.effect("claims more at a time for a source whose endpoint answers within 50 ms, once it has shown it", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const limits: Array<number> = []
@@ -532,7 +533,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("puts a source back to its base mailbox when its endpoint starts failing, handing back what it had not tried", () =>
+  it.effect("puts a source back to its base mailbox when its endpoint starts failing, handing back what it had not tried", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const limits: Array<number> = []
@@ -577,7 +578,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("shrinks the mailbox of a source whose endpoint slows down, but lets the jobs it holds drain", () =>
+  it.effect("shrinks the mailbox of a source whose endpoint slows down, but lets the jobs it holds drain", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const limits: Array<number> = []
@@ -604,7 +605,7 @@ describe("Dispatcher", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("keeps a source whose endpoint fails at its base mailbox: no more of its jobs in memory than that", () =>
+  it.effect("keeps a source whose endpoint fails at its base mailbox: no more of its jobs in memory than that", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const limits: Array<number> = []

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
@@ -23,7 +24,7 @@ const refused = () =>
  * receiver answering 204, and a source `s1` delivering to it; the dispatcher is started by the test.
  */
 const withFlakyStore = (
-  override: (store: Store["Type"], outage: { down: boolean; calls: number }) => Partial<Store["Type"]>
+  override: (store: Store["Service"], outage: { down: boolean; calls: number }) => Partial<Store["Service"]>
 ) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
@@ -48,7 +49,7 @@ const withFlakyStore = (
   })
 
 describe("the dispatcher while the store is away", () => {
-  it.scoped("logs the failed claims once, backs off, and delivers once the store is back", () =>
+  it.effect("logs the failed claims once, backs off, and delivers once the store is back", () =>
     Effect.gen(function*() {
       const { context, logs, now, outage, receiver } = yield* withFlakyStore((store, outage) => ({
         claimDue: (...args) => {
@@ -94,7 +95,7 @@ describe("the dispatcher while the store is away", () => {
       }).pipe(Effect.provide(context))
     }))
 
-  it.scoped("writes a finished job once the store is back, within its lease: delivered once, not again after it", () =>
+  it.effect("writes a finished job once the store is back, within its lease: delivered once, not again after it", () =>
     Effect.gen(function*() {
       const { context, logs, now, outage, receiver } = yield* withFlakyStore((store, outage) => ({
         completeMany: (...args) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { AttemptOutcome } from "../../src/delivery/AttemptOutcome.js"
 import { deliver } from "../../src/delivery/Deliver.js"
 import type { DeliveryJob, EndpointGate } from "../../src/delivery/Deliver.js"
@@ -26,7 +27,7 @@ const job = (id: string, endpoints: ReadonlyArray<Endpoint>, fields: Partial<Del
 /** Guards per URL on the test's clock, with the events they emit. */
 const guarded = (endpoints: ReadonlyArray<Endpoint>) =>
   Effect.gen(function*() {
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const events: Array<GuardEvent> = []
     const gates = new Map<string, EndpointGate>()
     for (const endpoint of endpoints) {
@@ -62,7 +63,7 @@ describe("EndpointGuard: circuit breaking (TestClock)", () => {
       const { records, sink } = recorder()
       const options = { recordAttempt: sink, gate }
       const layer = transport(() => status(up ? 200 : 500))
-      const first = yield* deliver(job("1", [endpoint]), options).pipe(Effect.provide(layer), Effect.fork)
+      const first = yield* deliver(job("1", [endpoint]), options).pipe(Effect.provide(layer), Effect.forkChild)
       // Failures at 0, ≈1 s and ≈3 s (jittered backoff): the third opens the circuit.
       yield* TestClock.adjust("4 seconds")
       expect(records.length).toBe(3)
@@ -72,7 +73,7 @@ describe("EndpointGuard: circuit breaking (TestClock)", () => {
 
       const held = yield* Effect.forEach(
         ["2", "3", "4"],
-        (id) => deliver(job(id, [endpoint]), options).pipe(Effect.provide(layer), Effect.fork)
+        (id) => deliver(job(id, [endpoint]), options).pipe(Effect.provide(layer), Effect.forkChild)
       )
       yield* TestClock.setTime(openedAt + 4_999)
       expect(records.length).toBe(3)
@@ -104,10 +105,10 @@ describe("EndpointGuard: circuit breaking (TestClock)", () => {
       const { records, sink } = recorder()
       const fiber = yield* deliver(job("1", [{ url: A }]), { recordAttempt: sink, gate }).pipe(
         Effect.provide(transport(() => status(200))),
-        Effect.fork
+        Effect.forkChild
       )
       yield* TestClock.adjust(4 * hour - 1)
-      expect(fiber.unsafePoll()).toBeNull()
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust(2)
       const exit = yield* Fiber.await(fiber)
       expect(Exit.isFailure(exit)).toBe(true)
@@ -139,7 +140,7 @@ describe("EndpointGuard: rate limit (TestClock)", () => {
         (id) =>
           deliver(job(id, [endpoint]), { recordAttempt: sink, gate }).pipe(
             Effect.provide(transport(() => status(200))),
-            Effect.fork
+            Effect.forkChild
           )
       )
       yield* TestClock.adjust("2999 millis")
@@ -178,7 +179,7 @@ describe("EndpointGuard: auto-disable (TestClock)", () => {
       const { events, first: guard, gate } = yield* guarded([endpoint])
       const fiber = yield* deliver(job("1", [endpoint]), { gate }).pipe(
         Effect.provide(transport(() => status(503))),
-        Effect.fork
+        Effect.forkChild
       )
       yield* TestClock.adjust("50 minutes")
       expect(guard.state).toBe("closed")

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, TestClock } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import type { Scope } from "effect"
+import { TestClock } from "effect/testing"
 import * as net from "node:net"
 import type { AddressInfo } from "node:net"
 import { attempt, prepareEndpoint } from "../../src/delivery/Attempt.js"
@@ -30,7 +31,7 @@ const startRawReceiver = (
   onRequest: (socket: net.Socket, receiver: RawReceiver) => void
 ): Effect.Effect<RawReceiver, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.async<{ server: net.Server; sockets: Set<net.Socket>; receiver: RawReceiver }>((resume) => {
+    Effect.callback<{ server: net.Server; sockets: Set<net.Socket>; receiver: RawReceiver }>((resume) => {
       const receiver: RawReceiver = { url: "", requests: 0, clientClosed: 0 }
       const sockets = new Set<net.Socket>()
       const server = net.createServer((socket) => {
@@ -55,7 +56,7 @@ const startRawReceiver = (
       })
     }),
     ({ server, sockets }) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         for (const socket of sockets) socket.destroy()
         server.close(() => resume(Effect.void))
       })
@@ -79,7 +80,7 @@ const classify = (url: string) =>
   })
 
 describe("hostile receivers, one attempt each (real loopback servers)", () => {
-  it.scopedLive("an endless body: 64 KB read, the connection dropped, the status classified", () =>
+  it.live("an endless body: 64 KB read, the connection dropped, the status classified", () =>
     Effect.gen(function*() {
       let written = 0
       const closed: Array<boolean> = []
@@ -103,7 +104,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       expect(written).toBeLessThan(1024 * 1024)
     }))
 
-  it.scopedLive("a connection reset mid-body: retryable, with the reset named", () =>
+  it.live("a connection reset mid-body: retryable, with the reset named", () =>
     Effect.gen(function*() {
       const receiver = yield* startRawReceiver((socket) => {
         rawAnswer(socket, "HTTP/1.1 200 OK\r\ncontent-length: 100000")
@@ -118,7 +119,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       )
     }))
 
-  it.scopedLive("a connection closed before any answer: retryable", () =>
+  it.live("a connection closed before any answer: retryable", () =>
     Effect.gen(function*() {
       const receiver = yield* startRawReceiver((socket) => socket.destroy())
       const { outcome, record } = yield* classify(receiver.url).pipe(Effect.provide(Transport.layer()))
@@ -126,7 +127,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       expect(record.error).toMatch(/^connection closed by the receiver \(UND_ERR_SOCKET\): /)
     }))
 
-  it.scopedLive("garbage instead of HTTP: retryable as an invalid HTTP response", () =>
+  it.live("garbage instead of HTTP: retryable as an invalid HTTP response", () =>
     Effect.gen(function*() {
       const receiver = yield* startRawReceiver((socket) => {
         socket.write("SSH-2.0-OpenSSH_9.6\r\n\u0000\u0001\u0002 not http at all\r\n\r\n")
@@ -137,7 +138,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       expect(record.status).toBeUndefined()
     }))
 
-  it.scopedLive("huge response headers (1 MB): retryable, nothing buffered past undici's header limit", () =>
+  it.live("huge response headers (1 MB): retryable, nothing buffered past undici's header limit", () =>
     Effect.gen(function*() {
       const receiver = yield* startRawReceiver((socket) => {
         socket.write("HTTP/1.1 200 OK\r\n")
@@ -152,7 +153,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       )
     }))
 
-  it.scopedLive("redirects are never followed: 301, 302, 303, 307, 308 to another server, which gets nothing", () =>
+  it.live("redirects are never followed: 301, 302, 303, 307, 308 to another server, which gets nothing", () =>
     Effect.gen(function*() {
       const target = yield* startServer((_, res) => res.writeHead(200).end("stolen"))
       const statuses = [301, 302, 303, 307, 308]
@@ -175,7 +176,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
 })
 
 describe("hostile receivers against the 5 s deadline (TestClock)", () => {
-  it.scoped("a body trickled a byte at a time is cut at 5 s, though bytes keep coming", () =>
+  it.effect("a body trickled a byte at a time is cut at 5 s, though bytes keep coming", () =>
     Effect.gen(function*() {
       let sent = 0
       let aborted = false
@@ -196,7 +197,7 @@ describe("hostile receivers against the 5 s deadline (TestClock)", () => {
         endpoint: prepareEndpoint({ url: server.url }, body, undefined),
         attemptNumber: 1,
         record: sink
-      }).pipe(Effect.provide(Transport.layer()), Effect.fork)
+      }).pipe(Effect.provide(Transport.layer()), Effect.forkChild)
       yield* waitUntil(() => sent >= 10, "the receiver is trickling")
       // Bytes keep arriving: no idle timer would fire, only the deadline on the whole answer.
       yield* TestClock.adjust("4999 millis")
@@ -225,7 +226,7 @@ const firstAttempt = (app: App, messageId: string) =>
   )
 
 describe("hostile receivers through the engine", () => {
-  it.scopedLive("each hostile endpoint ends as its classified attempt; a healthy source is delivered meanwhile", () =>
+  it.live("each hostile endpoint ends as its classified attempt; a healthy source is delivered meanwhile", () =>
     Effect.gen(function*() {
       // Slow: headers, then a byte every 100 ms for 60 s. Endless: 200 and a body without end, as fast as it goes.
       let slowOpen = false

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, TestClock } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { GuardEventSink } from "../../src/delivery/EndpointGuards.js"
 import * as OperatorWebhook from "../../src/delivery/OperatorWebhook.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
@@ -43,7 +44,7 @@ const dead = (sourceId: string, i: number) => ({
 })
 
 describe("operator webhook (TestClock)", () => {
-  it.scoped("each endpoint event is sent once, signed with Standard Webhooks headers", () =>
+  it.effect("each endpoint event is sent once, signed with Standard Webhooks headers", () =>
     Effect.gen(function*() {
       const { events, sent, sink } = yield* setup
       yield* sink.publish({
@@ -70,7 +71,7 @@ describe("operator webhook (TestClock)", () => {
       expect(sent.length).toBe(1)
     }))
 
-  it.scoped("dead letters roll up to one messages.dead per source per minute, with the count", () =>
+  it.effect("dead letters roll up to one messages.dead per source per minute, with the count", () =>
     Effect.gen(function*() {
       const { events, outcomes } = yield* setup
       yield* TestClock.adjust("1 millis")

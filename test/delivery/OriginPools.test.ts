@@ -1,15 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import type { Dispatcher } from "undici"
 import * as OriginPools from "../../src/delivery/OriginPools.js"
 import { closedPort, realWait, startServer } from "./support.js"
 
 /** One POST through the pools; resolves with the status, or the error's code. */
 const post = (pools: OriginPools.OriginPools, origin: string) =>
-  Effect.async<number | string>((resume) => {
+  Effect.callback<number | string>((resume) => {
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart: () => undefined,
       onResponseStart: (_controller, status) => resume(Effect.succeed(status)),
+      // undici 8 requires every callback of a handler.
+      onResponseData: () => undefined,
+      onResponseEnd: () => undefined,
       onResponseError: (_controller, error) =>
         resume(Effect.succeed((error as NodeJS.ErrnoException).code ?? error.message))
     }
@@ -17,7 +21,7 @@ const post = (pools: OriginPools.OriginPools, origin: string) =>
   })
 
 describe("OriginPools", () => {
-  it.scoped("keeps a refused origin's pool across failed attempts, and closes it after a sweep interval unused", () =>
+  it.effect("keeps a refused origin's pool across failed attempts, and closes it after a sweep interval unused", () =>
     Effect.gen(function*() {
       const origin = `http://127.0.0.1:${yield* closedPort}`
       const pools = yield* OriginPools.make({}, "10 seconds")
@@ -37,7 +41,7 @@ describe("OriginPools", () => {
       expect(pools.size()).toBe(1)
     }))
 
-  it.scoped("keeps an idle origin's pool while it holds an open connection", () =>
+  it.effect("keeps an idle origin's pool while it holds an open connection", () =>
     Effect.gen(function*() {
       const server = yield* startServer((_request, response) => response.writeHead(204).end())
       const pools = yield* OriginPools.make({ keepAliveTimeout: 60_000 }, "10 seconds")

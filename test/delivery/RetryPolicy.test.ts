@@ -1,23 +1,20 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Option, Random, Schedule, ScheduleDecision, TestClock } from "effect"
+import { Clock, Duration, Effect, Option, Pull, Random, Schedule } from "effect"
+import { TestClock } from "effect/testing"
 import { deadline, retryPolicy } from "../../src/delivery/RetryPolicy.js"
 import type { RetryInput } from "../../src/delivery/RetryPolicy.js"
 
 /** Steps the schedule without sleeping: each `next(input)` is the planned instant (epoch ms) of the next attempt. */
-const stepper = (schedule: Schedule.Schedule<Duration.Duration, RetryInput>) => {
-  let state = schedule.initial
-  return {
+const stepper = (schedule: Schedule.Schedule<Duration.Duration, RetryInput>) =>
+  Effect.map(Schedule.toStep(schedule), (step) => ({
     next: (input: RetryInput) =>
-      Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) =>
-          Effect.map(schedule.step(now, input, state), ([next, delay, decision]) => {
-            state = next
-            return ScheduleDecision.isDone(decision) ? Option.none() : Option.some(now + Duration.toMillis(delay))
-          })
-      )
-  }
-}
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Pull.matchEffect(step(now, input), {
+          onSuccess: ([, delay]) => Effect.succeed(Option.some(now + Duration.toMillis(delay))),
+          onDone: () => Effect.succeed(Option.none<number>()),
+          onFailure: Effect.failCause
+        }))
+  }))
 
 const start = Date.UTC(2026, 10, 21, 9, 0, 0)
 const hour = 3_600_000
@@ -33,7 +30,7 @@ const plan = (
 ) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(options.from ?? start)
-    const retries = stepper(retryPolicy({ firstAttemptAt: options.firstAttemptAt ?? start, ...options }))
+    const retries = yield* stepper(retryPolicy({ firstAttemptAt: options.firstAttemptAt ?? start, ...options }))
     const delays: Array<number> = []
     let at = options.from ?? start
     for (let i = 0; i < 1_000; i++) {
@@ -50,7 +47,7 @@ describe("retryPolicy (SPEC §4)", () => {
   it.effect("backs off ×2 from 1 s within the jitter bounds, caps each delay at 10 min, stops at first + 4 h", () =>
     Effect.gen(function*() {
       for (let seed = 1; seed <= 4; seed++) {
-        const { delays, lastAttemptAt } = yield* plan({}).pipe(Effect.withRandom(Random.make(seed)))
+        const { delays, lastAttemptAt } = yield* plan({}).pipe(Random.withSeed(seed))
         delays.forEach((delay, n) => {
           const nominal = Math.min(1000 * 2 ** n, cap)
           expect(delay).toBeGreaterThanOrEqual(0.8 * nominal)

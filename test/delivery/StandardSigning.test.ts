@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { deliver } from "../../src/delivery/Deliver.js"
 import * as Transport from "../../src/delivery/Transport.js"
 import { signingPublicKey } from "../../src/domain/Signing.js"
@@ -48,7 +49,7 @@ const timestampOf = (request: ReceivedRequest) => Number(request.headers["webhoo
  * minute later (200). Returns the three requests.
  */
 const firstRetryReplay = (
-  app: Effect.Effect.Success<ReturnType<typeof startApp>>,
+  app: Effect.Success<ReturnType<typeof startApp>>,
   receiver: TestServer,
   trigger: Effect.Effect<unknown, unknown>
 ) =>
@@ -64,7 +65,7 @@ const firstRetryReplay = (
     let dead: ReadonlyArray<{ readonly id: string }> = []
     for (let tries = 0; dead.length === 0 && tries < 500; tries++) {
       dead = yield* app.relay.deadLetters({ sourceId: "std", limit: 10 }).pipe(Effect.orDie)
-      if (dead.length === 0) yield* TestClock.adjust("10 millis").pipe(Effect.zipRight(realWait(5)))
+      if (dead.length === 0) yield* TestClock.adjust("10 millis").pipe(Effect.andThen(realWait(5)))
     }
     expect(dead).toHaveLength(1)
     yield* TestClock.adjust("1 minute")
@@ -87,7 +88,7 @@ const expectSignedAlike = (requests: ReadonlyArray<ReceivedRequest>, secret: str
 }
 
 describe("Standard Webhooks signing, verified with the standardwebhooks package", () => {
-  it.scoped("message, deletion and audience identify jobs: first attempt, retry and replay, one webhook-id each", () =>
+  it.effect("message, deletion and audience identify jobs: first attempt, retry and replay, one webhook-id each", () =>
     Effect.gen(function*() {
       const { app, receiver, saved } = yield* setup({ signing: "standard" }, [429, 400, 200, 429, 400, 200, 429, 400])
       const secret = saved.generatedSecret!
@@ -113,7 +114,7 @@ describe("Standard Webhooks signing, verified with the standardwebhooks package"
       expect(ids.size).toBe(3)
     }))
 
-  it.scoped("\"both\" sends X-Signature and the Standard Webhooks headers; a wrong secret does not verify", () =>
+  it.effect("\"both\" sends X-Signature and the Standard Webhooks headers; a wrong secret does not verify", () =>
     Effect.gen(function*() {
       const { app, receiver, saved } = yield* setup({ signing: "both", sharedSecret: "segment-secret" })
       yield* app.relay.ingest("std", [{ type: "track", event: "Both", userId: "u-1" }])
@@ -126,7 +127,7 @@ describe("Standard Webhooks signing, verified with the standardwebhooks package"
 })
 
 /** One delivery of `body` with the source's settings as stored now, at TestClock's time, over real HTTP. */
-const deliverNow = (app: Effect.Effect.Success<ReturnType<typeof startApp>>, messageId: string) =>
+const deliverNow = (app: Effect.Success<ReturnType<typeof startApp>>, messageId: string) =>
   Effect.gen(function*() {
     const source = yield* app.relay.getSource("std")
     return yield* deliver({
@@ -138,7 +139,7 @@ const deliverNow = (app: Effect.Effect.Success<ReturnType<typeof startApp>>, mes
   })
 
 describe("rotation without downtime (TestClock)", () => {
-  it.scoped("before the old secret expires both verify; after, only the new one", () =>
+  it.effect("before the old secret expires both verify; after, only the new one", () =>
     Effect.gen(function*() {
       const old = "whsec_" + Buffer.alloc(32, 1).toString("base64")
       const { app, receiver, saved } = yield* setup(
@@ -170,7 +171,7 @@ describe("rotation without downtime (TestClock)", () => {
       expect(verifiesWith(old, after)).toBe(false)
     }))
 
-  it.scoped("a rotation keeps at most 10 unexpired secrets; expired ones are pruned first", () =>
+  it.effect("a rotation keeps at most 10 unexpired secrets; expired ones are pruned first", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ signing: "standard" }, [], false)
       for (let i = 0; i < 9; i++) yield* app.relay.rotateSecret("std", "1 minute")
@@ -183,7 +184,7 @@ describe("rotation without downtime (TestClock)", () => {
 })
 
 describe("asymmetric (ed25519) signatures", () => {
-  it.scoped("a receiver holding only the whpk_ public key verifies; a tampered body fails", () =>
+  it.effect("a receiver holding only the whpk_ public key verifies; a tampered body fails", () =>
     Effect.gen(function*() {
       const { app, receiver, saved } = yield* setup({ signing: "standard", asymmetric: true })
       // Receivers verify with the public key: no shared secret is generated.
@@ -263,7 +264,7 @@ describe("one job, several URLs (TestClock, scripted transport)", () => {
           signing: "standard",
           signingSecrets: [{ secret: "whsec_" + Buffer.alloc(32, 6).toString("base64") }]
         }
-      }).pipe(Effect.provide(transport), Effect.fork)
+      }).pipe(Effect.provide(transport), Effect.forkChild)
       yield* TestClock.adjust("1 minute")
       yield* Fiber.join(fiber)
       expect(ids).toStrictEqual(["commande%20n%C2%B01", "commande%20n%C2%B01"])

@@ -1,5 +1,6 @@
-import { Effect, HashMap, Logger, TestClock } from "effect"
+import { Effect, Logger, References } from "effect"
 import type { Duration, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { readFileSync } from "node:fs"
 import * as http from "node:http"
 import * as https from "node:https"
@@ -44,7 +45,7 @@ export const startServer = (
   options: { readonly tls?: { readonly key: Buffer; readonly cert: Buffer } } = {}
 ): Effect.Effect<TestServer, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.async<{ server: http.Server; state: TestServer }>((resume) => {
+    Effect.callback<{ server: http.Server; state: TestServer }>((resume) => {
       const state: TestServer = { url: "", port: 0, requests: [], handlerCalls: 0 }
       const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
         state.handlerCalls += 1
@@ -76,14 +77,14 @@ export const startServer = (
       })
     }),
     ({ server }) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         server.closeAllConnections()
         server.close(() => resume(Effect.void))
       })
   ).pipe(Effect.map(({ state }) => state))
 
 /** A port on 127.0.0.1 with nobody listening: bound, then closed. */
-export const closedPort: Effect.Effect<number> = Effect.async<number>((resume) => {
+export const closedPort: Effect.Effect<number> = Effect.callback<number>((resume) => {
   const server = http.createServer()
   server.listen(0, "127.0.0.1", () => {
     const port = (server.address() as AddressInfo).port
@@ -111,7 +112,7 @@ export const waitUntil = (condition: () => boolean, what: string, timeoutMillis 
 export const adjustUntil = (
   condition: () => boolean,
   what: string,
-  step: Duration.DurationInput = "100 millis",
+  step: Duration.Input = "100 millis",
   maxSteps = 200
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -137,14 +138,14 @@ export interface LogLine {
 /** Captures log lines (`it.effect` hides the default logger; this one is added beside it). */
 export const captureLogs = () => {
   const lines: Array<LogLine> = []
-  const logger = Logger.make(({ annotations, logLevel, message }) => {
+  const logger = Logger.make(({ fiber, logLevel, message }) => {
     lines.push({
-      level: logLevel.label,
+      level: logLevel.toUpperCase(),
       message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
-      annotations: Object.fromEntries(HashMap.toEntries(annotations))
+      annotations: { ...fiber.getRef(References.CurrentLogAnnotations) }
     })
   })
-  return { lines, layer: Logger.add(logger) }
+  return { lines, layer: Logger.layer([logger], { mergeWithExisting: true }) }
 }
 
 export const encode = (text: string): Uint8Array => new TextEncoder().encode(text)

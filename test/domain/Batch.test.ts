@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { validateBatch } from "../../src/domain/Batch.js"
 import { InvalidMessages, MessageTooLarge, TooManyMessages } from "../../src/domain/IngestErrors.js"
 
@@ -7,7 +7,7 @@ const track = (index: number) => ({ type: "track", userId: `u${index}`, event: "
 
 describe("validateBatch (SPEC §2: all or nothing)", () => {
   it("accepts a valid batch and applies the batch's context under each message's", () => {
-    const result = Either.getOrThrow(
+    const result = Result.getOrThrow(
       validateBatch([{ ...track(0), context: { ip: "1.1.1.1" } }, track(1)], { context: { library: { name: "l" } } })
     )
     expect(result.map((message) => message.context)).toStrictEqual([
@@ -18,7 +18,7 @@ describe("validateBatch (SPEC §2: all or nothing)", () => {
 
   it("lists every bad message with its index", () => {
     const result = validateBatch([track(0), { type: "track", userId: "u" }, track(2), { type: "group", userId: "u" }])
-    expect(result).toStrictEqual(Either.left(
+    expect(result).toStrictEqual(Result.fail(
       new InvalidMessages({
         errors: [
           { index: 1, path: "event", message: "is missing" },
@@ -30,22 +30,22 @@ describe("validateBatch (SPEC §2: all or nothing)", () => {
 
   it("refuses more than 2 500 messages", () => {
     const items = Array.from({ length: 2501 }, (_, index) => track(index))
-    expect(validateBatch(items)).toStrictEqual(Either.left(new TooManyMessages({ count: 2501, limit: 2500 })))
-    expect(Either.isRight(validateBatch(items.slice(1)))).toBe(true)
+    expect(validateBatch(items)).toStrictEqual(Result.fail(new TooManyMessages({ count: 2501, limit: 2500 })))
+    expect(Result.isSuccess(validateBatch(items.slice(1)))).toBe(true)
   })
 
   it("refuses a message over 32 KiB, naming its index and size", () => {
     const big = { ...track(1), properties: { blob: "x".repeat(33 * 1000) } }
     const size = Buffer.byteLength(JSON.stringify(big))
     expect(validateBatch([track(0), big])).toStrictEqual(
-      Either.left(new MessageTooLarge({ index: 1, size, limit: 32768 }))
+      Result.fail(new MessageTooLarge({ index: 1, size, limit: 32768 }))
     )
   })
 
   it("measures every message when the request's size bound is over the limit or unknown", () => {
     const big = { ...track(1), properties: { blob: "x".repeat(33 * 1000) } }
     const size = Buffer.byteLength(JSON.stringify(big))
-    const refused = Either.left(new MessageTooLarge({ index: 1, size, limit: 32768 }))
+    const refused = Result.fail(new MessageTooLarge({ index: 1, size, limit: 32768 }))
     expect(validateBatch([track(0), big], {}, undefined, 32769)).toStrictEqual(refused)
     expect(validateBatch([track(0), big], {}, undefined, undefined)).toStrictEqual(refused)
   })
@@ -54,7 +54,7 @@ describe("validateBatch (SPEC §2: all or nothing)", () => {
     const nested = (depth: number): unknown => JSON.parse(`${"[".repeat(depth)}1${"]".repeat(depth)}`)
     // Thousands of levels: JSON.stringify overflowed the stack and the request was answered 500.
     const deep = { ...track(1), properties: { deep: nested(6000) } }
-    const refused = Either.left(
+    const refused = Result.fail(
       new InvalidMessages({
         errors: [{ index: 1, path: "properties", message: "is nested more than 100 levels deep" }]
       })
@@ -62,18 +62,18 @@ describe("validateBatch (SPEC §2: all or nothing)", () => {
     expect(validateBatch([track(0), deep])).toStrictEqual(refused)
     expect(validateBatch([track(0), deep], {}, undefined, 1000)).toStrictEqual(refused)
     expect(validateBatch([{ userId: "u", event: "E", context: { a: nested(100) } }], {}, "track")).toStrictEqual(
-      Either.left(
+      Result.fail(
         new InvalidMessages({ errors: [{ path: "context", message: "is nested more than 100 levels deep" }] })
       )
     )
     // `properties` is level 1: 99 arrays inside it reach level 100, the last one allowed.
-    expect(Either.isRight(validateBatch([{ ...track(0), properties: { a: nested(99) } }]))).toBe(true)
-    expect(Either.isLeft(validateBatch([{ ...track(0), properties: { a: nested(100) } }]))).toBe(true)
+    expect(Result.isSuccess(validateBatch([{ ...track(0), properties: { a: nested(99) } }]))).toBe(true)
+    expect(Result.isFailure(validateBatch([{ ...track(0), properties: { a: nested(100) } }]))).toBe(true)
   })
 
   it("has no index for the single-message endpoints", () => {
     expect(validateBatch([{ userId: "u" }], {}, "track")).toStrictEqual(
-      Either.left(new InvalidMessages({ errors: [{ path: "event", message: "is missing" }] }))
+      Result.fail(new InvalidMessages({ errors: [{ path: "event", message: "is missing" }] }))
     )
   })
 })

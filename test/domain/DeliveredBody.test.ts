@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { deleteNotificationBody, deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
 import { decodeMessage } from "../../src/domain/Message.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
@@ -8,7 +8,7 @@ const receivedAt = Date.parse("2026-11-21T09:03:05.000Z")
 
 const bodyOf = (input: Record<string, unknown>) =>
   deliveredBody(
-    stampMessage(Either.getOrThrow(decodeMessage(input)), { receivedAt, generatedMessageId: "generated-id" })
+    stampMessage(Result.getOrThrow(decodeMessage(input)), { receivedAt, generatedMessageId: "generated-id" })
   )
 
 const common = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { dropsMessage, type Filters, jsonEqual, maxFilterRules } from "../../src/domain/Filters.js"
 import { decodeWithIssues } from "../../src/domain/Issues.js"
 import { decodeMessage, type Message } from "../../src/domain/Message.js"
@@ -16,17 +16,17 @@ const sourceWith = (filters: unknown) => ({
 
 const issues = (filters: unknown) => {
   const result = decodeSource(sourceWith(filters))
-  if (Either.isRight(result)) throw new Error(`expected ${JSON.stringify(filters)} to be refused`)
-  return result.left
+  if (Result.isSuccess(result)) throw new Error(`expected ${JSON.stringify(filters)} to be refused`)
+  return result.failure
 }
 
 const accepted = (filters: unknown): Filters => {
   const result = decodeSource(sourceWith(filters))
-  if (Either.isLeft(result)) throw new Error(`refused: ${JSON.stringify(result.left)}`)
-  return result.right.webhooks!.filters!
+  if (Result.isFailure(result)) throw new Error(`refused: ${JSON.stringify(result.failure)}`)
+  return result.success.webhooks!.filters!
 }
 
-const message = (input: Record<string, unknown>): Message => Either.getOrThrow(decodeMessage({ userId: "u", ...input }))
+const message = (input: Record<string, unknown>): Message => Result.getOrThrow(decodeMessage({ userId: "u", ...input }))
 
 const track = (event: string, properties?: Record<string, unknown>) =>
   message({ type: "track", event, ...(properties !== undefined && { properties }) })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as fc from "fast-check"
 import { copyFields, copyWith, mergeFields } from "../../src/domain/Merge.js"
 import { decodeMessage } from "../../src/domain/Message.js"
@@ -34,7 +34,7 @@ describe("object copies without spreads", () => {
       ]
     ) {
       expect(decodeMessage(JSON.parse(json), "track")).toEqual(
-        Either.left([{ path: "__proto__", message: "is not allowed" }])
+        Result.fail([{ path: "__proto__", message: "is not allowed" }])
       )
     }
   })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import * as fc from "fast-check"
 import { decodeWithIssues } from "../../src/domain/Issues.js"
 import {
@@ -16,8 +16,8 @@ import {
 
 const issuesOf = (input: unknown, type?: MessageType) => {
   const result = decodeMessage(input, type)
-  if (Either.isRight(result)) throw new Error(`expected ${JSON.stringify(input)} to be refused`)
-  return result.left
+  if (Result.isSuccess(result)) throw new Error(`expected ${JSON.stringify(input)} to be refused`)
+  return result.failure
 }
 
 describe("decodeMessage (SPEC §2 validation)", () => {
@@ -75,7 +75,7 @@ describe("decodeMessage (SPEC §2 validation)", () => {
     expect(issuesOf({ userId: "u", messageId: "m".repeat(101) }, "identify")).toStrictEqual([
       { path: "messageId", message: "must be at most 100 characters" }
     ])
-    expect(Either.isRight(decodeMessage({ userId: "u", messageId: "m".repeat(100) }, "identify"))).toBe(true)
+    expect(Result.isSuccess(decodeMessage({ userId: "u", messageId: "m".repeat(100) }, "identify"))).toBe(true)
   })
 
   it("a type that disagrees with the endpoint is refused", () => {
@@ -105,7 +105,7 @@ describe("decodeMessage (SPEC §2 validation)", () => {
 
 describe("decodeMessage (SPEC §2 tolerance)", () => {
   it("keeps unknown fields and turns numeric identifiers into strings", () => {
-    const message = Either.getOrThrow(decodeMessage(
+    const message = Result.getOrThrow(decodeMessage(
       {
         type: "group",
         userId: 42,
@@ -128,12 +128,32 @@ describe("decodeMessage (SPEC §2 tolerance)", () => {
   })
 
   it("treats null fields as absent (analytics.js sends userId: null)", () => {
-    const message = Either.getOrThrow(decodeMessage({ userId: null, anonymousId: "a", traits: null }, "identify"))
+    const message = Result.getOrThrow(decodeMessage({ userId: null, anonymousId: "a", traits: null }, "identify"))
     expect(message).toStrictEqual({ type: "identify", anonymousId: "a" })
   })
 
+  it("reads a message's own fields only, never one its object inherits", () => {
+    const inheriting = (inherited: object, own: object) => Object.assign(Object.create(inherited) as object, own)
+    expect(issuesOf(inheriting({ userId: "u" }, { type: "track", event: "E" }))).toStrictEqual([
+      { path: "userId", message: "userId or anonymousId is required" }
+    ])
+    const message = Result.getOrThrow(
+      decodeMessage(inheriting({ traits: "not an object" }, { userId: "u" }), "identify")
+    )
+    expect(message).toStrictEqual({ type: "identify", userId: "u" })
+  })
+
+  it("names what a field that is not of its type got", () => {
+    expect(issuesOf({ userId: "u", event: 3 }, "track")).toStrictEqual([
+      { path: "event", message: "Expected string, actual 3" }
+    ])
+    expect(issuesOf({ userId: Infinity, event: "E" }, "track")).toStrictEqual([
+      { path: "userId", message: "Expected a finite number, actual Infinity" }
+    ])
+  })
+
   it("accepts previousId and groupId given as numbers", () => {
-    expect(Either.getOrThrow(decodeMessage({ type: "alias", userId: "u", previousId: 12 }))).toMatchObject({
+    expect(Result.getOrThrow(decodeMessage({ type: "alias", userId: "u", previousId: 12 }))).toMatchObject({
       previousId: "12"
     })
   })
@@ -141,7 +161,7 @@ describe("decodeMessage (SPEC §2 tolerance)", () => {
 
 describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
   // The reference: each schema decoded the plain way, every error, unknown keys preserved by Schema itself.
-  const reference: Record<MessageType, (input: unknown) => Either.Either<unknown, ReadonlyArray<unknown>>> = {
+  const reference: Record<MessageType, (input: unknown) => Result.Result<unknown, ReadonlyArray<unknown>>> = {
     identify: decodeWithIssues(Identify),
     track: decodeWithIssues(Track),
     page: decodeWithIssues(Page),
@@ -192,16 +212,20 @@ describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
         // The one deliberate difference: a `__proto__` key (fc.string() finds it) is refused, where Schema would make
         // it the decoded message's prototype (Merge.test.ts shows why).
         if (Object.prototype.hasOwnProperty.call(input, "__proto__")) {
-          expect(actual).toStrictEqual(Either.left([{ path: "__proto__", message: "is not allowed" }]))
+          expect(actual).toStrictEqual(Result.fail([{ path: "__proto__", message: "is not allowed" }]))
           return
         }
         const present = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== null && v !== undefined))
         const expected = reference[input.type](present)
         expect(actual._tag).toBe(expected._tag)
         // A new object, never the caller's: the client library stamps the decoded message in place.
-        if (Either.isRight(actual)) expect(actual.right).not.toBe(input)
-        if (Either.isRight(expected) && Either.isRight(actual)) expect(actual.right).toStrictEqual(expected.right)
-        if (Either.isLeft(expected) && Either.isLeft(actual)) expect(actual.left).toStrictEqual(expected.left)
+        if (Result.isSuccess(actual)) expect(actual.success).not.toBe(input)
+        if (Result.isSuccess(expected) && Result.isSuccess(actual)) {
+          expect(actual.success).toStrictEqual(expected.success)
+        }
+        if (Result.isFailure(expected) && Result.isFailure(actual)) {
+          expect(actual.failure).toStrictEqual(expected.failure)
+        }
       }),
       { numRuns: 1000 }
     )
@@ -214,12 +238,16 @@ describe("decodeMessage is the schemas' decode, keeping unknown fields", () => {
         const { type, ...fields } = typed
         const input = withType ? typed : fields
         const actual = decodeMessage(input, type)
-        if (Either.isRight(actual)) expect(actual.right).not.toBe(input)
+        if (Result.isSuccess(actual)) expect(actual.success).not.toBe(input)
         const present = Object.fromEntries(Object.entries(typed).filter(([, v]) => v !== null && v !== undefined))
         const expected = reference[type](present)
         expect(actual._tag).toBe(expected._tag)
-        if (Either.isRight(expected) && Either.isRight(actual)) expect(actual.right).toStrictEqual(expected.right)
-        if (Either.isLeft(expected) && Either.isLeft(actual)) expect(actual.left).toStrictEqual(expected.left)
+        if (Result.isSuccess(expected) && Result.isSuccess(actual)) {
+          expect(actual.success).toStrictEqual(expected.success)
+        }
+        if (Result.isFailure(expected) && Result.isFailure(actual)) {
+          expect(actual.failure).toStrictEqual(expected.failure)
+        }
       }),
       { numRuns: 1000 }
     )

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { decodeWithIssues } from "../../src/domain/Issues.js"
 import { SourceConfig, WebhookSettings } from "../../src/domain/Settings.js"
 
@@ -8,8 +8,8 @@ const endpoint = (url: string, headers?: Record<string, string>) => (headers ===
 
 const rejected = (input: unknown) => {
   const result = decodeSettings(input)
-  if (result._tag === "Right") throw new Error(`expected a rejection of ${JSON.stringify(input)}`)
-  return result.left
+  if (result._tag === "Success") throw new Error(`expected a rejection of ${JSON.stringify(input)}`)
+  return result.failure
 }
 
 describe("WebhookSettings (SPEC §1)", () => {
@@ -22,7 +22,7 @@ describe("WebhookSettings (SPEC §1)", () => {
         endpoint("http://example.org:8080/a")
       ]
     }
-    expect(Either.getOrThrow(decodeSettings(settings))).toStrictEqual(settings)
+    expect(Result.getOrThrow(decodeSettings(settings))).toStrictEqual(settings)
   })
 
   it("refuses no endpoints and more than five", () => {
@@ -84,15 +84,44 @@ describe("WebhookSettings (SPEC §1)", () => {
   it("requires enabled to be a boolean", () => {
     expect(rejected({ enabled: "yes", endpoints: [endpoint("https://example.com")] })[0]!.path).toBe("enabled")
   })
+
+  it("says what a field expected and what it got, and that a missing one is missing", () => {
+    expect(rejected({ enabled: "yes", endpoints: [endpoint("https://example.com")] })).toStrictEqual([
+      { path: "enabled", message: "Expected boolean, actual \"yes\"" }
+    ])
+    expect(rejected({ endpoints: [endpoint("https://example.com")] })).toStrictEqual([
+      { path: "enabled", message: "is missing" }
+    ])
+    expect(rejected({ enabled: true, endpoints: [endpoint("https://example.com")], signing: "rsa" })).toStrictEqual([
+      { path: "signing", message: "must be \"segment\", \"standard\" or \"both\"" }
+    ])
+  })
+
+  it("reports one refusal of a field at a time: a number that is not whole is not also out of range", () => {
+    const circuit = (failureThreshold: number) => ({
+      enabled: true,
+      endpoints: [{ url: "https://example.com", circuit: { failureThreshold } }]
+    })
+    expect(rejected(circuit(0.5))).toStrictEqual([
+      { path: "endpoints[0].circuit.failureThreshold", message: "Expected an integer, actual 0.5" }
+    ])
+    expect(rejected(circuit(0)).map((issue) => issue.path)).toStrictEqual(["endpoints[0].circuit.failureThreshold"])
+  })
 })
 
 describe("SourceConfig", () => {
   const decodeSource = decodeWithIssues(SourceConfig)
   it("accepts a source without a destination", () => {
-    expect(decodeSource({ id: "web-1", writeKey: "wk_123" })._tag).toBe("Right")
+    expect(decodeSource({ id: "web-1", writeKey: "wk_123" })._tag).toBe("Success")
   })
   it("refuses an id with spaces and a write key with a colon", () => {
     const result = decodeSource({ id: "my source", writeKey: "a:b" })
-    expect(result._tag === "Left" && result.left.map((issue) => issue.path)).toStrictEqual(["id", "writeKey"])
+    expect(result._tag === "Failure" && result.failure.map((issue) => issue.path)).toStrictEqual(["id", "writeKey"])
+  })
+  it("refuses a write key for its length before its characters", () => {
+    const result = decodeSource({ id: "web-1", writeKey: " ".repeat(300) })
+    expect(result._tag === "Failure" && result.failure).toStrictEqual([
+      { path: "writeKey", message: "must be 1 to 256 characters" }
+    ])
   })
 })

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { decodeMessage } from "../../src/domain/Message.js"
 import { applyBatchDefaults, stampMessage } from "../../src/domain/Stamp.js"
 
 const receivedAt = Date.parse("2026-11-21T12:00:00.000Z")
 const stamp = (input: Record<string, unknown>, batchSentAt?: string) =>
-  stampMessage(Either.getOrThrow(decodeMessage({ type: "track", userId: "u", event: "E", ...input })), {
+  stampMessage(Result.getOrThrow(decodeMessage({ type: "track", userId: "u", event: "E", ...input })), {
     receivedAt,
     generatedMessageId: "generated",
     batchSentAt

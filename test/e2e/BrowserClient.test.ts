@@ -240,7 +240,7 @@ const runPage = (pointing: (hookrelayUrl: string) => Pointing, options: { readon
 
 /** The requests to hookrelay at `paths`, each read as a 200, and every message delivered once as SPEC §3 says. */
 const expectDeliveredOnce = (
-  run: Effect.Effect.Success<ReturnType<typeof runPage>>,
+  run: Effect.Success<ReturnType<typeof runPage>>,
   paths: ReadonlyArray<string>
 ) => {
   const { answers, elsewhere, failures, messageIds, posts, receiver, sent } = run
@@ -269,20 +269,20 @@ const expectDeliveredOnce = (
 const oneRequestPerMessage = ["/v1/i", "/v1/t", "/v1/p", "/v1/s", "/v1/g", "/v1/a"]
 
 describe.skipIf(!hasChromium)("analytics.js (@segment/analytics-next) in Chromium against hookrelay", () => {
-  it.scopedLive("with its settings inline: identify, track, page, screen, group, alias arrive once each, signed", () =>
+  it.live("with its settings inline: identify, track, page, screen, group, alias arrive once each, signed", () =>
     Effect.gen(function*() {
       const run = yield* runPage((url) => ({ _tag: "inline", apiHost: `${new URL(url).host}/v1` }))
       expectDeliveredOnce(run, oneRequestPerMessage)
     }))
 
-  it.scopedLive("with hookrelay as its CDN: the settings come from hookrelay and send everything back to it", () =>
+  it.live("with hookrelay as its CDN: the settings come from hookrelay and send everything back to it", () =>
     Effect.gen(function*() {
       const run = yield* runPage((url) => ({ _tag: "cdnURL", cdnURL: url }))
       expect(run.answers[0]).toStrictEqual({ method: "GET", path: `/v1/projects/${writeKey}/settings`, status: 200 })
       expectDeliveredOnce(run, oneRequestPerMessage)
     }))
 
-  it.scopedLive("in batching mode behind a TLS proxy: the settings point at the proxy, one batch to /v1/b", () =>
+  it.live("in batching mode behind a TLS proxy: the settings point at the proxy, one batch to /v1/b", () =>
     Effect.gen(function*() {
       const run = yield* runPage((url) => ({ _tag: "batching", cdnURL: url }), { behindTls: true })
       expect(run.answers[0]).toStrictEqual({ method: "GET", path: `/v1/projects/${writeKey}/settings`, status: 200 })

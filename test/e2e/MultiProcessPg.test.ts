@@ -2,13 +2,12 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Effect, ManagedRuntime } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import pg from "pg"
 import { deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
 import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { type DispatcherProcess, type DispatcherStats, startDispatcherProcess } from "../support/dispatcherProcess.js"
-import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { connectSql, databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
 
 /**
@@ -88,8 +87,7 @@ describe.skipIf(skip)("several processes on one PostgreSQL", () => {
   /** A fresh schema (created by the store layer, dropped afterwards), a source on `receiver`, and a SQL client. */
   const setup = async (name: string, receiver: Receiver) => {
     const schema = `mp_${name}_${process.pid}_${Date.now()}`
-    const admin = new pg.Client({ connectionString: databaseUrl })
-    await admin.connect()
+    const admin = await connectSql(databaseUrl)
     cleanup.push(async () => {
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
       await admin.end()

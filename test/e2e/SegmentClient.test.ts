@@ -185,7 +185,7 @@ const expectedBody = (sent: SentMessage, batch: SentBatch, receivedAt: string, l
 const parse = (request: ReceivedRequest) => JSON.parse(request.body.toString("utf8")) as Record<string, unknown>
 
 describe("@segment/analytics-node against hookrelay", () => {
-  it.scopedLive("identify, track, page, screen, group, alias arrive with the SPEC §3 body and a valid signature", () =>
+  it.live("identify, track, page, screen, group, alias arrive with the SPEC §3 body and a valid signature", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup
       const client = yield* makeClient(app, { flushAt: 20 })
@@ -243,7 +243,7 @@ describe("@segment/analytics-node against hookrelay", () => {
       expect(deliveredTypes.sort()).toStrictEqual(["alias", "group", "identify", "page", "screen", "track"])
     }))
 
-  it.scopedLive("flushAt 1: every call is its own request, and each message is delivered once", () =>
+  it.live("flushAt 1: every call is its own request, and each message is delivered once", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup
       const client = yield* makeClient(app, { flushAt: 1 })

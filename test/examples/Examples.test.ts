@@ -8,7 +8,7 @@ import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
 
 describe("examples", () => {
-  it.scopedLive("embedded: an Effect service forwards its events and sees every outcome", () =>
+  it.live("embedded: an Effect service forwards its events and sees every outcome", () =>
     Effect.gen(function*() {
       const receiver = yield* startServer((_request, response) => response.writeHead(200).end())
       const directory = yield* tempDirectory
@@ -31,7 +31,7 @@ describe("examples", () => {
       expect(request.headers["x-signature"]).toBe(createHmac("sha1", "shop-secret").update(request.body).digest("hex"))
     }))
 
-  it.scopedLive("plain Node: a request handler records through the Promise client, close() flushes", () =>
+  it.live("plain Node: a request handler records through the Promise client, close() flushes", () =>
     Effect.gen(function*() {
       const receiver = yield* startServer((_request, response) => response.writeHead(200).end())
       const app = yield* startApp()

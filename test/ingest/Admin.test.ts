@@ -36,7 +36,7 @@ const validSource = {
 }
 
 describe("admin API: access", () => {
-  it.scopedLive("without HOOKRELAY_ADMIN_TOKEN the admin API does not exist: 404 whatever the token", () =>
+  it.live("without HOOKRELAY_ADMIN_TOKEN the admin API does not exist: 404 whatever the token", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ admin: false, dispatch: false })
       for (const authorization of [null, bearer(adminToken), bearer(""), "Bearer"]) {
@@ -51,7 +51,7 @@ describe("admin API: access", () => {
       yield* nothingStored(app, "web")
     }))
 
-  it.scopedLive("401 with a JSON error without a bearer token, with a wrong one, or with another scheme", () =>
+  it.live("401 with a JSON error without a bearer token, with a wrong one, or with another scheme", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const refused = [
@@ -156,7 +156,7 @@ describe("admin API: source settings validation (SPEC §1)", () => {
     }
   ]
 
-  it.scopedLive("each invalid body is refused with 400 naming the field, and nothing is stored", () =>
+  it.live("each invalid body is refused with 400 naming the field, and nothing is stored", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       for (const { body, name, path } of cases) {
@@ -171,7 +171,7 @@ describe("admin API: source settings validation (SPEC §1)", () => {
       }
     }))
 
-  it.scopedLive("the offending header is named, with the reason", () =>
+  it.live("the offending header is named, with the reason", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const reserved = yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: endpoint({ "X-Signature": "f" }) })
@@ -192,7 +192,7 @@ describe("admin API: source settings validation (SPEC §1)", () => {
       yield* nothingStored(app, "web")
     }))
 
-  it.scopedLive("a body that is not JSON is 400 invalid_json; a bad source id is 400 naming id", () =>
+  it.live("a body that is not JSON is 400 invalid_json; a bad source id is 400 naming id", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const notJson = yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: "{nope" })
@@ -206,7 +206,7 @@ describe("admin API: source settings validation (SPEC §1)", () => {
 })
 
 describe("admin API: sources", () => {
-  it.scopedLive("PUT stores the source and answers 200 with every secret masked; GET one and list show the same", () =>
+  it.live("PUT stores the source and answers 200 with every secret masked; GET one and list show the same", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const put = yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: validSource })
@@ -264,7 +264,7 @@ describe("admin API: sources", () => {
       expect(yield* track(app.baseUrl, validSource.writeKey, { userId: "u", event: "E" })).toBe(200)
     }))
 
-  it.scopedLive("PUT replaces the settings; a source without a secret shows hasSharedSecret false", () =>
+  it.live("PUT replaces the settings; a source without a secret shows hasSharedSecret false", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       expect((yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: validSource })).status).toBe(200)
@@ -286,7 +286,7 @@ describe("admin API: sources", () => {
       expect(yield* track(app.baseUrl, "wk_admin_tests_rotated_key_999", { userId: "u", event: "E" })).toBe(200)
     }))
 
-  it.scopedLive("DELETE answers 204, then GET and DELETE answer 404 and the write key no longer works", () =>
+  it.live("DELETE answers 204, then GET and DELETE answer 404 and the write key no longer works", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       expect((yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: validSource })).status).toBe(200)
@@ -301,7 +301,7 @@ describe("admin API: sources", () => {
       expect(yield* track(app.baseUrl, validSource.writeKey, { userId: "u", event: "E" })).toBe(401)
     }))
 
-  it.scopedLive("a write key another source uses is refused with 409 naming writeKey; a source keeps its own", () =>
+  it.live("a write key another source uses is refused with 409 naming writeKey; a source keeps its own", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       expect((yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: validSource })).status).toBe(200)
@@ -334,7 +334,7 @@ const messageIdsReceived = (receiver: { readonly requests: ReadonlyArray<{ reado
   receiver.requests.map((request) => (JSON.parse(request.body.toString("utf8")) as { messageId: string }).messageId)
 
 describe("admin API: messages and dead letters", () => {
-  it.scopedLive("GET /admin/messages/{id}: the job with every attempt (status, duration, response snippet)", () =>
+  it.live("GET /admin/messages/{id}: the job with every attempt (status, duration, response snippet)", () =>
     Effect.gen(function*() {
       const { server: receiver } = yield* scriptedReceiver([[500, "temporarily broken"], [200, "thanks"]])
       const app = yield* startApp()
@@ -402,7 +402,7 @@ describe("admin API: messages and dead letters", () => {
       expect((yield* call(app.baseUrl, "GET", "/admin/messages/m-retry", { authorization: null })).status).toBe(401)
     }))
 
-  it.scopedLive("a permanent 404 dead-letters the job; it is listed, replayed, delivered again and no longer listed", () =>
+  it.live("a permanent 404 dead-letters the job; it is listed, replayed, delivered again and no longer listed", () =>
     Effect.gen(function*() {
       const { script, server: receiver } = yield* scriptedReceiver([])
       script.then = [404, "no such hook"]

@@ -9,7 +9,7 @@ import { call, pollUntil, track } from "../support/http.js"
 const writeKey = "wk_endpoint_tests_0123456789abcdef"
 
 describe("admin API: endpoints and bulk recovery", () => {
-  it.scopedLive("a 410 disables the URL; its jobs die \"endpoint disabled\"; enabling resets; replay recovers them", () =>
+  it.live("a 410 disables the URL; its jobs die \"endpoint disabled\"; enabling resets; replay recovers them", () =>
     Effect.gen(function*() {
       const { app, receiver, setStatus, url } = yield* startWithGoneEndpoint(writeKey)
       const endpoints = () => call(app.baseUrl, "GET", "/admin/endpoints?sourceId=web")
@@ -65,7 +65,7 @@ describe("admin API: endpoints and bulk recovery", () => {
       yield* pollUntil(Effect.sync(() => receiver.requests.length), (n) => n === 3, "the replays delivered")
     }))
 
-  it.scopedLive("bad input is a 400 naming the field; an unknown source a 404", () =>
+  it.live("bad input is a 400 naming the field; an unknown source a 404", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const list = yield* call(app.baseUrl, "GET", "/admin/endpoints")
@@ -79,7 +79,7 @@ describe("admin API: endpoints and bulk recovery", () => {
       expect(unknown.status).toBe(404)
     }))
 
-  it.scopedLive("a body over 256 KB is a 413 on every admin route that takes one, and nothing changes", () =>
+  it.live("a body over 256 KB is a 413 on every admin route that takes one, and nothing changes", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const huge = JSON.stringify({ url: `https://hooks.example.com/${"x".repeat(300 * 1024)}` })

@@ -16,7 +16,7 @@ const pathsOf = (body: { readonly errors: ReadonlyArray<{ readonly path: string 
   body.errors.map((issue) => issue.path)
 
 describe("admin API: Standard Webhooks secrets", () => {
-  it.scopedLive("a generated secret is shown in full once, in the answer of the save that made it", () =>
+  it.live("a generated secret is shown in full once, in the answer of the save that made it", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const created = yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: source({ signing: "standard" }) })
@@ -46,7 +46,7 @@ describe("admin API: Standard Webhooks secrets", () => {
       expect(listed.text).not.toContain(secret)
     }))
 
-  it.scopedLive("a rotation answers the new secret once; the old one gets its expiry", () =>
+  it.live("a rotation answers the new secret once; the old one gets its expiry", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const old = secretOf(3)
@@ -74,7 +74,7 @@ describe("admin API: Standard Webhooks secrets", () => {
       for (const secret of [old, rotated.body.secret, byDefault.body.secret]) expect(shown.text).not.toContain(secret)
     }))
 
-  it.scopedLive("asymmetric: the admin API shows the whpk_ public key, never the private key", () =>
+  it.live("asymmetric: the admin API shows the whpk_ public key, never the private key", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const saved = yield* call(app.baseUrl, "PUT", "/admin/sources/web", {
@@ -89,7 +89,7 @@ describe("admin API: Standard Webhooks secrets", () => {
       expect(saved.text).not.toContain(privateKey.slice("whsk_".length))
     }))
 
-  it.scopedLive("bad signing settings are 400s naming the field, and store nothing", () =>
+  it.live("bad signing settings are 400s naming the field, and store nothing", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const refused = (webhooks: Record<string, unknown>) =>
@@ -119,7 +119,7 @@ describe("admin API: Standard Webhooks secrets", () => {
       expect(yield* app.store.listSources()).toStrictEqual([])
     }))
 
-  it.scopedLive("a rotation refuses a bad keepOldFor (naming it), an unknown source, and an 11th secret", () =>
+  it.live("a rotation refuses a bad keepOldFor (naming it), an unknown source, and an 11th secret", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const rotate = (body?: unknown, id = "web") =>

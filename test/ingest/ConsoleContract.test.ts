@@ -20,7 +20,9 @@ describe("the console's admin calls", () => {
   it("are endpoints of the contract, with its method and path", () => {
     expect(entries.length).toBeGreaterThan(0)
     for (const [name, route] of entries) {
-      const endpoint = AdminContract.groups[route.group]?.endpoints[name]
+      const endpoints: Readonly<Record<string, { readonly method: string; readonly path: string }>> | undefined =
+        AdminContract.groups[route.group]?.endpoints
+      const endpoint = endpoints?.[name]
       expect(endpoint, `${route.group}.${name}`).toBeDefined()
       expect({ name, method: endpoint?.method, path: endpoint?.path }).toEqual({
         name,

@@ -67,7 +67,7 @@ const setup = (store: (typeof storeVariants)[number]["store"]) =>
 describe("destination filters over HTTP ingest and Relay.ingest", () => {
   for (const variant of storeVariants) {
     for (const door of ["HTTP", "Relay.ingest"] as const) {
-      it.scopedLive.skipIf(variant.skip !== undefined)(
+      it.live.skipIf(variant.skip !== undefined)(
         `${variant.name}, ${door}: each condition alone and combined; filtered messages answer, count, and are not delivered`,
         () =>
           Effect.gen(function*() {
@@ -108,7 +108,7 @@ describe("destination filters over HTTP ingest and Relay.ingest", () => {
     }
   }
 
-  it.scopedLive("a filter change applies to the next message, in this process at once (no cache delay)", () =>
+  it.live("a filter change applies to the next message, in this process at once (no cache delay)", () =>
     Effect.gen(function*() {
       const { app, put, receivedIds, settings, today } = yield* setup(() => undefined)
       expect((yield* put(settings({}))).status).toBe(200)
@@ -134,7 +134,7 @@ describe("destination filters over HTTP ingest and Relay.ingest", () => {
       expect(yield* today).toMatchObject({ apiCalls: 3, messages: 4, filtered: 2 })
     }))
 
-  it.scopedLive("invalid filters are refused with 400 naming the field, and nothing is stored", () =>
+  it.live("invalid filters are refused with 400 naming the field, and nothing is stored", () =>
     Effect.gen(function*() {
       const { app, put, settings } = yield* setup(() => undefined)
       const good = [{ if: { event: ["Debug"] }, then: "drop" }]

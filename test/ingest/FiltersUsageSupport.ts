@@ -23,7 +23,7 @@ export const pgSkipReason = await postgresUnavailable().then((reason) =>
 /** A store in a schema of its own, dropped when the layer's scope closes. */
 const freshPg = (): Layer.Layer<Store, unknown> => {
   const schema = `hookrelay_test_${randomBytes(6).toString("hex")}`
-  const drop = Layer.scopedDiscard(Effect.addFinalizer(() =>
+  const drop = Layer.effectDiscard(Effect.addFinalizer(() =>
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
       yield* sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`

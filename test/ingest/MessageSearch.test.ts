@@ -40,7 +40,7 @@ const setup = (store: (typeof storeVariants)[number]["store"]) =>
 
 describe("message search", () => {
   for (const variant of storeVariants) {
-    it.scopedLive.skipIf(variant.skip !== undefined)(
+    it.live.skipIf(variant.skip !== undefined)(
       `${variant.name}: by user (optionally of one source) and by source, newest first, with jobs and attempts`,
       () =>
         Effect.gen(function*() {
@@ -131,7 +131,7 @@ describe("message search", () => {
     )
   }
 
-  it.scopedLive("validation: userId or sourceId required, limit 1..500, 404 for an unknown source's list", () =>
+  it.live("validation: userId or sourceId required, limit 1..500, 404 for an unknown source's list", () =>
     Effect.gen(function*() {
       const { app } = yield* setup(() => undefined)
       const refused = (query: string, path: string, message: string) =>

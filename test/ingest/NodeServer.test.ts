@@ -1,6 +1,7 @@
-import { HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Exit, Fiber, TestClock } from "effect"
+import { ConfigProvider, Duration, Effect, Exit, Fiber } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { TestClock } from "effect/testing"
 import type { AddressInfo } from "node:net"
 import { connect } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -14,7 +15,7 @@ import {
 import { requestDeadlineDefault, withDeadline } from "../../src/ingest/Server.js"
 
 const read = (env: Record<string, string>) =>
-  Effect.withConfigProvider(keepAliveTimeoutConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+  Effect.provideService(keepAliveTimeoutConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown(env))
 
 describe("the node HTTP server's keep-alive", () => {
   it.effect("defaults to 65 s and reads HOOKRELAY_KEEP_ALIVE_TIMEOUT as milliseconds or a duration", () =>
@@ -155,7 +156,7 @@ describe("a request that reaches the port", () => {
   it.effect("has a deadline of 60 s, or HOOKRELAY_REQUEST_DEADLINE", () =>
     Effect.gen(function*() {
       const deadline = (env: Record<string, string>) =>
-        Effect.withConfigProvider(requestDeadlineConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+        Effect.provideService(requestDeadlineConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown(env))
       expect(Duration.toMillis(yield* deadline({}))).toBe(Duration.toMillis(requestDeadlineDefault))
       expect(Duration.toMillis(yield* deadline({ HOOKRELAY_REQUEST_DEADLINE: "30 seconds" }))).toBe(30_000)
       expect(Exit.isFailure(yield* Effect.exit(deadline({ HOOKRELAY_REQUEST_DEADLINE: "soon" })))).toBe(true)
@@ -164,9 +165,9 @@ describe("a request that reaches the port", () => {
   it.effect("gets 503 timeout once its deadline passes, even while its handler cannot be interrupted", () =>
     Effect.gen(function*() {
       const handler = Effect.uninterruptible(Effect.as(Effect.never, HttpServerResponse.empty()))
-      const fiber = yield* Effect.fork(withDeadline(handler, requestDeadlineDefault))
+      const fiber = yield* Effect.forkChild(withDeadline(handler, requestDeadlineDefault))
       yield* TestClock.adjust(Duration.subtract(requestDeadlineDefault, Duration.millis(1)))
-      expect(fiber.unsafePoll()).toBeNull()
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust(Duration.millis(1))
       const response = yield* Fiber.join(fiber)
       expect(response.status).toBe(503)
@@ -176,7 +177,7 @@ describe("a request that reaches the port", () => {
   it.effect("is answered by its handler within the deadline", () =>
     Effect.gen(function*() {
       const handler = Effect.as(Effect.sleep("59 seconds"), HttpServerResponse.empty({ status: 204 }))
-      const fiber = yield* Effect.fork(withDeadline(handler, requestDeadlineDefault))
+      const fiber = yield* Effect.forkChild(withDeadline(handler, requestDeadlineDefault))
       yield* TestClock.adjust("59 seconds")
       expect((yield* Fiber.join(fiber)).status).toBe(204)
     }))

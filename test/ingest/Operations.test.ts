@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Metric, TestClock } from "effect"
+import { Context, Effect, Layer, Metric } from "effect"
+import { TestClock } from "effect/testing"
 import * as BacklogGauge from "../../src/metrics/BacklogGauge.js"
 import { backlogWithStatus } from "../../src/metrics/Metrics.js"
 import type { BacklogOptions } from "../../src/store/Model.js"
@@ -50,7 +51,7 @@ const scrapeUntil = (app: App, done: (samples: Map<string, number>) => boolean, 
   })
 
 describe("operations: health and 404", () => {
-  it.scopedLive("GET /healthz answers 200 without any token", () =>
+  it.live("GET /healthz answers 200 without any token", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const answer = yield* get(app.baseUrl, "/healthz")
@@ -59,7 +60,7 @@ describe("operations: health and 404", () => {
       expect(JSON.parse(answer.text)).toStrictEqual({ status: "ok" })
     }))
 
-  it.scopedLive("an unknown route, or a known path with the wrong method, is a JSON 404", () =>
+  it.live("an unknown route, or a known path with the wrong method, is a JSON 404", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       const notFound = { success: false, code: "not_found", message: "no such route", errors: [] }
@@ -79,7 +80,7 @@ describe("operations: health and 404", () => {
 })
 
 describe("operations: /metrics", () => {
-  it.scopedLive("Prometheus text with ingested, delivered, dead, attempts by outcome, latencies and backlog", () =>
+  it.live("Prometheus text with ingested, delivered, dead, attempts by outcome, latencies and backlog", () =>
     Effect.gen(function*() {
       const ok = yield* startServer((_request, response) => response.writeHead(200).end())
       const gone = yield* startServer((_request, response) => response.writeHead(410).end("gone"))
@@ -170,7 +171,7 @@ describe("operations: backlog gauge", () => {
   const gaugeValue = (status: "pending" | "delivering" | "dead") =>
     Effect.map(Metric.value(backlogWithStatus(status)), (state) => state.value)
 
-  it.scoped("counts the outbox by status at start and then every 5 s on the Clock", () =>
+  it.effect("counts the outbox by status at start and then every 5 s on the Clock", () =>
     Effect.gen(function*() {
       const context = yield* Layer.build(StoreLayers.layerSqlite({ filename: ":memory:" }))
       const store = Store.pipe(Effect.provide(context))
@@ -188,7 +189,7 @@ describe("operations: backlog gauge", () => {
         Store.of({
           ...outbox,
           backlog: (options) =>
-            Effect.zipRight(Effect.sync(() => asked.push(options)), outbox.backlog(options)).pipe(
+            Effect.andThen(Effect.sync(() => asked.push(options)), outbox.backlog(options)).pipe(
               Effect.tap(() => Effect.sync(() => answered++))
             )
         })

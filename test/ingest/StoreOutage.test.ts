@@ -37,7 +37,7 @@ const startFlaky = Effect.gen(function*() {
 })
 
 describe("a store that cannot answer", () => {
-  it.scopedLive("is 503 store_unavailable with Retry-After on the tracking API, the settings and the admin API", () =>
+  it.live("is 503 store_unavailable with Retry-After on the tracking API, the settings and the admin API", () =>
     Effect.gen(function*() {
       const { app, outage } = yield* startFlaky
       // Never looked up before the outage: no cached entry to fall back on, as after the cache's entry expired.
@@ -80,7 +80,7 @@ describe("a store that cannot answer", () => {
       expect(jobs.body.jobs).toHaveLength(1)
     }))
 
-  it.scopedLive("a full disk refuses ingest with 503 and /readyz says so until a write succeeds again", () =>
+  it.live("a full disk refuses ingest with 503 and /readyz says so until a write succeeds again", () =>
     Effect.gen(function*() {
       const { app, outage } = yield* startFlaky
       yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: source })
@@ -99,7 +99,7 @@ describe("a store that cannot answer", () => {
       expect((yield* get(app.baseUrl, "/readyz")).status).toBe(200)
     }))
 
-  it.scopedLive("an outage is logged once, and its end once, however many requests it refuses", () =>
+  it.live("an outage is logged once, and its end once, however many requests it refuses", () =>
     Effect.gen(function*() {
       const logs = captureLogs()
       const { app, outage } = yield* Effect.provide(startFlaky, logs.layer)

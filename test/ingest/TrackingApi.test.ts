@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { createHmac } from "node:crypto"
 import * as http from "node:http"
 import { gzipSync } from "node:zlib"
@@ -47,7 +48,7 @@ const receivedBodies = (receiver: { readonly requests: ReadonlyArray<{ readonly 
   receiver.requests.map((request) => JSON.parse(request.body.toString("utf8")) as Record<string, unknown>)
 
 describe("tracking API: authentication", () => {
-  it.scopedLive("refuses a missing, unknown or malformed write key with 401 and a JSON error", () =>
+  it.live("refuses a missing, unknown or malformed write key with 401 and a JSON error", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const message = { userId: "u", event: "E" }
@@ -64,7 +65,7 @@ describe("tracking API: authentication", () => {
       expect(backlog.pending + backlog.delivering).toBe(0)
     }))
 
-  it.scopedLive("accepts the write key in the body when there is no Basic header", () =>
+  it.live("accepts the write key in the body when there is no Basic header", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const answer = yield* post(app.baseUrl, "/v1/track", { userId: "u", event: "E", writeKey }, {})
@@ -73,7 +74,7 @@ describe("tracking API: authentication", () => {
 })
 
 describe("tracking API: limits and validation", () => {
-  it.scopedLive("answers 413 for a 33 KB message and for a 501 KB body, storing nothing", () =>
+  it.live("answers 413 for a 33 KB message and for a 501 KB body, storing nothing", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const big = yield* post(app.baseUrl, "/v1/track", {
@@ -99,7 +100,7 @@ describe("tracking API: limits and validation", () => {
       expect(backlog.pending).toBe(0)
     }))
 
-  it.scopedLive("reads a chunked body without Content-Length, and refuses one that passes 500 KB while streaming", () =>
+  it.live("reads a chunked body without Content-Length, and refuses one that passes 500 KB while streaming", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       // Chunks written one by one with no Content-Length: the limit is applied while reading.
@@ -139,7 +140,7 @@ describe("tracking API: limits and validation", () => {
       expect(after.status).toBe(200)
     }))
 
-  it.scopedLive("takes a body that starts with a UTF-8 byte order mark, plain or gzipped", () =>
+  it.live("takes a body that starts with a UTF-8 byte order mark, plain or gzipped", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const bom = Buffer.from([0xef, 0xbb, 0xbf])
@@ -162,7 +163,7 @@ describe("tracking API: limits and validation", () => {
       expect(junk.status).toBe(400)
     }))
 
-  it.scopedLive("applies the limit to decoded bytes of a gzip body (a compression bomb is refused)", () =>
+  it.live("applies the limit to decoded bytes of a gzip body (a compression bomb is refused)", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const bomb = gzipSync(Buffer.from(JSON.stringify({ batch: [], pad: "0".repeat(5_000_000) })))
@@ -181,7 +182,7 @@ describe("tracking API: limits and validation", () => {
       expect(accepted.status).toBe(200)
     }))
 
-  it.scopedLive("answers 400 for a body that is not JSON", () =>
+  it.live("answers 400 for a body that is not JSON", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const answer = yield* post(app.baseUrl, "/v1/track", "{not json")
@@ -194,7 +195,7 @@ describe("tracking API: limits and validation", () => {
       })
     }))
 
-  it.scopedLive("refuses a whole batch with one bad message, naming its index, and stores nothing", () =>
+  it.live("refuses a whole batch with one bad message, naming its index, and stores nothing", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const answer = yield* post(app.baseUrl, "/v1/batch", {
@@ -214,7 +215,7 @@ describe("tracking API: limits and validation", () => {
       expect(yield* app.relay.messageJobs("ok-2")).toStrictEqual([])
     }))
 
-  it.scopedLive("answers 400 for more than 2 500 messages in a batch", () =>
+  it.live("answers 400 for more than 2 500 messages in a batch", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const batch = Array.from({ length: 2501 }, () => ({ type: "track", userId: "u", event: "E" }))
@@ -223,7 +224,7 @@ describe("tracking API: limits and validation", () => {
       expect(answer.body).toMatchObject({ code: "too_many_messages", errors: [{ path: "batch" }] })
     }))
 
-  it.scopedLive("refuses a type that disagrees with the endpoint, naming type", () =>
+  it.live("refuses a type that disagrees with the endpoint, naming type", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ dispatch: false })
       const answer = yield* post(app.baseUrl, "/v1/track", { type: "identify", userId: "u", event: "E" })
@@ -233,7 +234,7 @@ describe("tracking API: limits and validation", () => {
 })
 
 describe("tracking API: routing, dedupe and delivery", () => {
-  it.scopedLive("integrations: All:false is not delivered, Webhooks:true is, lowercase webhooks does not match", () =>
+  it.live("integrations: All:false is not delivered, Webhooks:true is, lowercase webhooks does not match", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
       const send = (messageId: string, integrations: Record<string, unknown>) =>
@@ -248,7 +249,7 @@ describe("tracking API: routing, dedupe and delivery", () => {
       expect(receivedBodies(receiver).map((body) => body.messageId).sort()).toStrictEqual(["plain", "webhooks-true"])
     }))
 
-  it.scopedLive("a repeated messageId is answered 200 and delivered once", () =>
+  it.live("a repeated messageId is answered 200 and delivered once", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
       for (let i = 0; i < 3; i++) {
@@ -263,7 +264,7 @@ describe("tracking API: routing, dedupe and delivery", () => {
       expect(receiver.requests).toHaveLength(1)
     }))
 
-  it.scopedLive("delivers the exact signed body with the Segment fields", () =>
+  it.live("delivers the exact signed body with the Segment fields", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
       const answer = yield* post(app.baseUrl, "/v1/batch", {
@@ -300,7 +301,7 @@ describe("tracking API: routing, dedupe and delivery", () => {
 })
 
 describe("tracking API: clock-skew correction", () => {
-  it.scoped("stamps receivedAt from the server clock and corrects the device's skew", () =>
+  it.effect("stamps receivedAt from the server clock and corrects the device's skew", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
       const { app, receiver } = yield* setup()
@@ -323,7 +324,7 @@ describe("tracking API: clock-skew correction", () => {
 })
 
 describe("tracking API: commit before answer", () => {
-  it.scopedLive("answers 503 and delivers nothing when the store cannot commit", () =>
+  it.live("answers 503 and delivers nothing when the store cannot commit", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const failingEnqueue = Layer.effect(

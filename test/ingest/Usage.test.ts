@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { InvalidAdminRequest } from "../../src/audiences/AudienceErrors.js"
 import { UnknownSource } from "../../src/domain/IngestErrors.js"
 import { layerSqlite } from "../../src/store/index.js"
@@ -20,7 +21,7 @@ const putSource = (baseUrl: string, url: string, filters?: ReadonlyArray<unknown
   })
 
 describe("usage endpoint", () => {
-  it.scoped("lists the asked days oldest first, today (by Clock) last, days without traffic as zeros", () =>
+  it.effect("lists the asked days oldest first, today (by Clock) last, days without traffic as zeros", () =>
     Effect.gen(function*() {
       // Day 1 in one run of the server, day 3 in the next on the same file: moving the TestClock two
       // days under a running server would make its periodic fibers (backlog gauge…) tick through them.
@@ -76,7 +77,7 @@ describe("usage endpoint", () => {
       ])
     }))
 
-  it.scopedLive("refuses days outside 1..366 naming days, and answers 404 for an unknown source", () =>
+  it.live("refuses days outside 1..366 naming days, and answers 404 for an unknown source", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ dispatch: false })
       expect((yield* putSource(app.baseUrl, "https://example.com/hook")).status).toBe(200)
@@ -101,7 +102,7 @@ describe("usage endpoint", () => {
 
 describe("usage counts what a run actually did", () => {
   for (const variant of storeVariants) {
-    it.scopedLive.skipIf(variant.skip !== undefined)(
+    it.live.skipIf(variant.skip !== undefined)(
       `${variant.name}: N messages in K requests with F filtered, then one dead letter; latency of the deliveries`,
       () =>
         Effect.gen(function*() {

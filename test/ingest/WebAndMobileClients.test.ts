@@ -53,7 +53,7 @@ const deliveredBodies = (receiver: { readonly requests: ReadonlyArray<{ readonly
   receiver.requests.map((request) => JSON.parse(request.body.toString("utf8")) as Record<string, unknown>)
 
 describe("tracking API: Segment's short paths", () => {
-  it.scopedLive("/v1/i, /v1/t, /v1/p, /v1/s, /v1/g and /v1/a take one message of their type each", () =>
+  it.live("/v1/i, /v1/t, /v1/p, /v1/s, /v1/g and /v1/a take one message of their type each", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup
       const messages = [
@@ -83,7 +83,7 @@ describe("tracking API: Segment's short paths", () => {
       }
     }))
 
-  it.scopedLive("a short path checks the type as its long one does", () =>
+  it.live("a short path checks the type as its long one does", () =>
     Effect.gen(function*() {
       const { app } = yield* setup
       const answer = yield* fromPage(app.baseUrl, "/v1/t", { type: "identify", userId: "u", event: "E", writeKey })
@@ -93,7 +93,7 @@ describe("tracking API: Segment's short paths", () => {
       expect(backlog.pending + backlog.delivering).toBe(0)
     }))
 
-  it.scopedLive("/v1/b takes a mobile library's batch: gzipped text/plain, chunked, Basic auth", () =>
+  it.live("/v1/b takes a mobile library's batch: gzipped text/plain, chunked, Basic auth", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup
       const batch = Array.from({ length: 20 }, (_, index) => ({
@@ -129,7 +129,7 @@ describe("tracking API: Segment's short paths", () => {
 })
 
 describe("tracking API: cross-origin requests from web pages", () => {
-  it.scopedLive("every answer of the tracking API is readable from another origin, refusals included", () =>
+  it.live("every answer of the tracking API is readable from another origin, refusals included", () =>
     Effect.gen(function*() {
       const { app } = yield* setup
       const accepted = yield* fromPage(app.baseUrl, "/v1/t", { userId: "u", event: "E", writeKey })
@@ -148,7 +148,7 @@ describe("tracking API: cross-origin requests from web pages", () => {
       }
     }))
 
-  it.scopedLive("answers a preflight for JSON with Basic auth, which a browser then sends", () =>
+  it.live("answers a preflight for JSON with Basic auth, which a browser then sends", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup
       const preflight = yield* send(`${app.baseUrl}/v1/track`, {
@@ -181,7 +181,7 @@ describe("tracking API: cross-origin requests from web pages", () => {
       expect(deliveredBodies(receiver)[0]).toMatchObject({ messageId: "after-preflight", event: "After Preflight" })
     }))
 
-  it.scopedLive("the admin API, metrics and health stay same-origin", () =>
+  it.live("the admin API, metrics and health stay same-origin", () =>
     Effect.gen(function*() {
       const { app } = yield* setup
       for (const path of ["/admin/sources", "/metrics", "/healthz"]) {
@@ -200,7 +200,7 @@ describe("tracking API: cross-origin requests from web pages", () => {
 })
 
 describe("analytics.js settings: GET /v1/projects/:writeKey/settings", () => {
-  it.scopedLive("point the library back at the host and scheme the browser used, readable from any origin", () =>
+  it.live("point the library back at the host and scheme the browser used, readable from any origin", () =>
     Effect.gen(function*() {
       const { app } = yield* setup
       const direct = yield* send(`${app.baseUrl}/v1/projects/${writeKey}/settings`, { headers: { origin: pageOrigin } })
@@ -221,7 +221,7 @@ describe("analytics.js settings: GET /v1/projects/:writeKey/settings", () => {
       })
     }))
 
-  it.scopedLive("answer 404 naming the write key for an unknown one", () =>
+  it.live("answer 404 naming the write key for an unknown one", () =>
     Effect.gen(function*() {
       const { app } = yield* setup
       const answer = yield* send(`${app.baseUrl}/v1/projects/not-a-key/settings`, { headers: { origin: pageOrigin } })

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Metric, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Metric } from "effect"
+import { TestClock } from "effect/testing"
 import { claimsHeldForIngest } from "../../src/metrics/Metrics.js"
 import * as IngestPressure from "../../src/overload/IngestPressure.js"
 import { commitEvery10Millis, scriptedLoop } from "./support.js"
 
 /** Lets forked fibers run up to their next wait (TestClock does not move). */
-const settle = Effect.yieldNow().pipe(Effect.repeatN(20))
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
 /** The last commit just ended, on a busy loop: ingest counts as saturating for 50 ms more, and no longer. */
 const lastSampleOfIngest = (pressure: IngestPressure.IngestPressureShape) =>
@@ -17,7 +18,7 @@ const lastSampleOfIngest = (pressure: IngestPressure.IngestPressureShape) =>
   })
 
 describe("IngestPressure", () => {
-  it.scoped("counts as saturated only while the loop is busy past the threshold and ingest commits", () =>
+  it.effect("counts as saturated only while the loop is busy past the threshold and ingest commits", () =>
     Effect.gen(function*() {
       const { loop, loopTimes } = scriptedLoop()
       const pressure = yield* IngestPressure.make({ loopTimes })
@@ -26,7 +27,7 @@ describe("IngestPressure", () => {
       yield* TestClock.adjust("50 millis")
       expect(yield* pressure.saturated).toBe(false)
       const committed = yield* Deferred.make<void>()
-      const commit = yield* Effect.fork(pressure.ingesting(Deferred.await(committed)))
+      const commit = yield* Effect.forkChild(pressure.ingesting(Deferred.await(committed)))
       yield* settle
       expect(yield* pressure.saturated).toBe(true)
       // Ingesting, but the loop has room (80 % busy under the 85 % threshold).
@@ -43,20 +44,23 @@ describe("IngestPressure", () => {
       yield* lastSampleOfIngest(pressure)
     }))
 
-  it.scoped("stops counting a commit that failed or was interrupted", () =>
+  it.effect("stops counting a commit that failed or was interrupted", () =>
     Effect.gen(function*() {
       const { loop, loopTimes } = scriptedLoop()
       const pressure = yield* IngestPressure.make({ loopTimes })
       loop.busy = 1
       yield* TestClock.adjust("50 millis")
-      expect(yield* Effect.either(pressure.ingesting(Effect.fail("store down")))).toMatchObject({ _tag: "Left" })
-      const stuck = yield* Effect.fork(pressure.ingesting(Effect.never))
+      expect(yield* Effect.result(pressure.ingesting(Effect.fail("store down")))).toMatchObject({
+        _tag: "Failure",
+        failure: "store down"
+      })
+      const stuck = yield* Effect.forkChild(pressure.ingesting(Effect.never))
       yield* settle
       yield* Fiber.interrupt(stuck)
       yield* lastSampleOfIngest(pressure)
     }))
 
-  it.scoped("holds a caller while ingest saturates the loop and lets it go within 10 ms of the sample that shows room", () =>
+  it.effect("holds a caller while ingest saturates the loop and lets it go within 10 ms of the sample that shows room", () =>
     Effect.gen(function*() {
       const { loop, loopTimes } = scriptedLoop()
       const pressure = yield* IngestPressure.make({ loopTimes })
@@ -66,30 +70,30 @@ describe("IngestPressure", () => {
       loop.busy = 1
       yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("50 millis")
-      const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
+      const held = yield* Effect.forkChild(pressure.yieldToIngest("500 millis"))
       yield* commitEvery10Millis(pressure, 10, settle)
-      expect(held.unsafePoll()).toBeNull()
+      expect(held.pollUnsafe()).toBeUndefined()
       // The loop gets room again (ingest still committing): the sample at +200 ms shows it, the next look lets the
       // caller go.
       loop.busy = 0.5
       yield* TestClock.adjust("49 millis")
       yield* settle
-      expect(held.unsafePoll()).toBeNull()
+      expect(held.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("11 millis")
       yield* Fiber.join(held)
     }))
 
-  it.scoped("lets a caller go after maxHold however long ingest stays saturated", () =>
+  it.effect("lets a caller go after maxHold however long ingest stays saturated", () =>
     Effect.gen(function*() {
       const { loop, loopTimes } = scriptedLoop()
       const pressure = yield* IngestPressure.make({ loopTimes })
       loop.busy = 1
       yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("50 millis")
-      const held = yield* Effect.fork(pressure.yieldToIngest("500 millis"))
+      const held = yield* Effect.forkChild(pressure.yieldToIngest("500 millis"))
       yield* commitEvery10Millis(pressure, 49, settle)
       expect(yield* pressure.saturated).toBe(true)
-      expect(held.unsafePoll()).toBeNull()
+      expect(held.pollUnsafe()).toBeUndefined()
       const heldBefore = (yield* Metric.value(claimsHeldForIngest)).count
       yield* pressure.ingesting(Effect.void)
       yield* TestClock.adjust("10 millis")

@@ -1,4 +1,5 @@
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import type { IngestPressureShape } from "../../src/overload/IngestPressure.js"
 
 /**

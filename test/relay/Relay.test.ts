@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { InvalidMessages, MessageTooLarge, TooManyMessages, UnknownSource } from "../../src/domain/IngestErrors.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp } from "../support/app.js"
@@ -19,7 +20,7 @@ const setup = Effect.gen(function*() {
 })
 
 describe("Relay.ingest (the library door)", () => {
-  it.scopedLive("refuses invalid input with the HTTP API's typed errors and commits nothing", () =>
+  it.live("refuses invalid input with the HTTP API's typed errors and commits nothing", () =>
     Effect.gen(function*() {
       const { app } = yield* setup
       const invalid = yield* Effect.flip(app.relay.ingest("lib", [
@@ -41,7 +42,7 @@ describe("Relay.ingest (the library door)", () => {
       expect(backlog.pending + backlog.delivering + backlog.delivered).toBe(0)
     }))
 
-  it.scoped("delivers byte-identical bodies for the same input through HTTP and through Relay.ingest", () =>
+  it.effect("delivers byte-identical bodies for the same input through HTTP and through Relay.ingest", () =>
     Effect.gen(function*() {
       // A fixed server clock: both doors stamp the same receivedAt.
       yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))

@@ -7,7 +7,7 @@ describe("FailureRun", () => {
     Effect.gen(function*() {
       const lines: Array<string> = []
       const capture = Logger.make(({ logLevel, message }) => {
-        lines.push(`${logLevel.label} ${String(Array.isArray(message) ? message[0] : message)}`)
+        lines.push(`${logLevel.toUpperCase()} ${String(Array.isArray(message) ? message[0] : message)}`)
       })
       const run = yield* makeFailureRun("the count")
       const results = yield* Effect.all([
@@ -18,7 +18,7 @@ describe("FailureRun", () => {
         run.succeeded,
         run.succeeded,
         run.failed(new Error("down again"))
-      ]).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+      ]).pipe(Effect.provide(Logger.layer([capture])))
       assert.deepStrictEqual(results, [false, true, false, false, true, false, true])
       assert.deepStrictEqual(lines, [
         "WARN the count failed; trying again until it succeeds",

@@ -9,9 +9,9 @@ describe("FifoGate", () => {
       const release = yield* Deferred.make<void>()
       const started: Array<number> = []
       const task = (n: number) =>
-        gate.withPermit(Effect.zipRight(Effect.sync(() => started.push(n)), Deferred.await(release)))
-      const fibers = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => Effect.fork(task(n)))
-      yield* Effect.yieldNow()
+        gate.withPermit(Effect.andThen(Effect.sync(() => started.push(n)), Deferred.await(release)))
+      const fibers = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => Effect.forkChild(task(n)))
+      yield* Effect.yieldNow
       expect(started).toStrictEqual([1, 2])
       expect(gate.waiting).toBe(3)
       yield* Deferred.succeed(release, undefined)
@@ -22,10 +22,10 @@ describe("FifoGate", () => {
   it.effect("a waiter interrupted in the queue gives up its turn; a holder interrupted gives back its permit", () =>
     Effect.gen(function*() {
       const gate = new FifoGate(1)
-      const holder = yield* Effect.fork(gate.withPermit(Effect.never))
-      yield* Effect.yieldNow()
-      const queued = yield* Effect.fork(gate.withPermit(Effect.succeed("queued")))
-      yield* Effect.yieldNow()
+      const holder = yield* Effect.forkChild(gate.withPermit(Effect.never))
+      yield* Effect.yieldNow
+      const queued = yield* Effect.forkChild(gate.withPermit(Effect.succeed("queued")))
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(queued)
       expect(gate.waiting).toBe(0)
       yield* Fiber.interrupt(holder)
@@ -38,8 +38,8 @@ describe("FifoGate", () => {
       expect(gate.tryTake()).toBe(true)
       expect(gate.tryTake()).toBe(true)
       expect(gate.tryTake()).toBe(false)
-      const queued = yield* Effect.fork(gate.withPermit(Effect.succeed("after a giveBack")))
-      yield* Effect.yieldNow()
+      const queued = yield* Effect.forkChild(gate.withPermit(Effect.succeed("after a giveBack")))
+      yield* Effect.yieldNow
       expect(gate.waiting).toBe(1)
       gate.giveBack()
       expect(yield* Fiber.join(queued)).toBe("after a giveBack")
@@ -56,8 +56,8 @@ describe("FifoGate: first in, first out", () => {
       const order: Array<string> = []
       const turn = (name: string) => gate.withPermit(Effect.sync(() => order.push(name)))
       yield* gate.take
-      const waiter = yield* Effect.fork(turn("waiter"))
-      yield* Effect.yieldNow()
+      const waiter = yield* Effect.forkChild(turn("waiter"))
+      yield* Effect.yieldNow
       // Effect's Semaphore wakes its waiters in a task scheduled after the release: the releasing fiber took the
       // permit back before the waiter ran (a loop of transactions starved a commit on the SQLite lock).
       yield* gate.release

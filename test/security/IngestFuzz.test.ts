@@ -1,6 +1,6 @@
 import { describe, expect, layer } from "@effect/vitest"
-// fast-check as `it.prop` takes it: the version that `effect` ships.
-import { Context, Effect, FastCheck as fc, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import fc from "fast-check"
 import { deflateSync, gzipSync } from "node:zlib"
 import { startServer, type TestServer } from "../delivery/support.js"
 import { startApp } from "../support/app.js"
@@ -38,9 +38,9 @@ interface FuzzAppShape {
   readonly accepted: Map<string, number>
 }
 
-class FuzzApp extends Context.Tag("test/FuzzApp")<FuzzApp, FuzzAppShape>() {}
+class FuzzApp extends Context.Service<FuzzApp, FuzzAppShape>()("test/FuzzApp") {}
 
-const FuzzAppLive = Layer.scoped(
+const FuzzAppLive = Layer.effect(
   FuzzApp,
   Effect.gen(function*() {
     const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
@@ -210,104 +210,136 @@ const authorization = fc.oneof(
   fc.constant("Bearer x")
 )
 
+/**
+ * A fast-check property whose runs are effects over the shared app: Effect's own `Arbitrary` has no JSON, grapheme or
+ * byte generators, so the property runs under fast-check, each run in the test's context.
+ */
+const property = <const Ts extends [unknown, ...Array<unknown>]>(
+  arbitraries: { [K in keyof Ts]: fc.Arbitrary<Ts[K]> },
+  run: (values: Ts) => Effect.Effect<void, never, FuzzApp>,
+  options: { readonly numRuns: number }
+) =>
+() =>
+  Effect.flatMap(Effect.context<FuzzApp>(), (context) =>
+    Effect.promise(() =>
+      fc.assert(
+        fc.asyncProperty(...arbitraries, (...values: Ts) => Effect.runPromiseWith(context)(run(values))),
+        options
+      )
+    ))
+
 describe("fuzzed ingest", () => {
   layer(FuzzAppLive, { excludeTestServices: true, timeout: "60 seconds" })((it) => {
-    it.effect.prop(
+    it.effect(
       "arbitrary JSON to every endpoint: 200 or a 4xx naming the field, never 5xx",
-      [fc.constantFrom(...endpoints), anyJson],
-      ([endpoint, value]) =>
-        Effect.gen(function*() {
-          const { baseUrl } = yield* FuzzApp
-          const answer = yield* post(baseUrl, endpoint, JSON.stringify(value), {
-            "content-type": "application/json",
-            authorization: basic(writeKey)
-          })
-          expectWellFormed(answer, value)
-        }),
-      { fastCheck: { numRuns: 150 } }
+      property(
+        [fc.constantFrom(...endpoints), anyJson],
+        ([endpoint, value]) =>
+          Effect.gen(function*() {
+            const { baseUrl } = yield* FuzzApp
+            const answer = yield* post(baseUrl, endpoint, JSON.stringify(value), {
+              "content-type": "application/json",
+              authorization: basic(writeKey)
+            })
+            expectWellFormed(answer, value)
+          }),
+        { numRuns: 150 }
+      )
     )
 
-    it.effect.prop(
+    it.effect(
       "plausible messages with wrong fields, single and batched: 200 ones are recorded for delivery",
-      [
-        fc.constantFrom(...endpoints),
-        fc.array(plausibleMessage(fc.constantFrom(...singleTypes)), { minLength: 1, maxLength: 5 }),
-        fc.boolean(),
-        fc.option(objectish, { nil: undefined }),
-        fc.option(timestampish, { nil: undefined })
-      ],
-      ([endpoint, messages, keyInBody, batchContext, batchSentAt]) =>
-        Effect.gen(function*() {
-          const { accepted, baseUrl } = yield* FuzzApp
-          const isBatch = endpoint.type === undefined
-          // A single-message endpoint fixes the type: keep a drawn type only when it was mutated into something odd.
-          const typed = messages.map((message) =>
-            !isBatch && singleTypes.includes(message.type as never) ? { ...message, type: endpoint.type } : message
-          )
-          const withIds = typed.map((message) => ({ ...message, messageId: freshId() }))
-          const auth = keyInBody ? { writeKey } : {}
-          const body = isBatch
-            ? { batch: withIds, context: batchContext, sentAt: batchSentAt, ...auth }
-            : { ...withIds[0], ...auth }
-          const answer = yield* post(baseUrl, endpoint, JSON.stringify(body), {
-            "content-type": "application/json",
-            ...(!keyInBody && { authorization: basic(writeKey) })
-          })
-          expectWellFormed(answer, body)
-          if (answer.status === 200) {
-            for (const message of isBatch ? withIds : withIds.slice(0, 1)) {
-              accepted.set(message.messageId, (accepted.get(message.messageId) ?? 0) + 1)
+      property(
+        [
+          fc.constantFrom(...endpoints),
+          fc.array(plausibleMessage(fc.constantFrom(...singleTypes)), { minLength: 1, maxLength: 5 }),
+          fc.boolean(),
+          fc.option(objectish, { nil: undefined }),
+          fc.option(timestampish, { nil: undefined })
+        ],
+        ([endpoint, messages, keyInBody, batchContext, batchSentAt]) =>
+          Effect.gen(function*() {
+            const { accepted, baseUrl } = yield* FuzzApp
+            const isBatch = endpoint.type === undefined
+            // A single-message endpoint fixes the type: keep a drawn type only when it was mutated into something odd.
+            const typed = messages.map((message) =>
+              !isBatch && singleTypes.includes(message.type as never) ? { ...message, type: endpoint.type } : message
+            )
+            const withIds = typed.map((message) => ({ ...message, messageId: freshId() }))
+            const auth = keyInBody ? { writeKey } : {}
+            const body = isBatch
+              ? { batch: withIds, context: batchContext, sentAt: batchSentAt, ...auth }
+              : { ...withIds[0], ...auth }
+            const answer = yield* post(baseUrl, endpoint, JSON.stringify(body), {
+              "content-type": "application/json",
+              ...(!keyInBody && { authorization: basic(writeKey) })
+            })
+            expectWellFormed(answer, body)
+            if (answer.status === 200) {
+              for (const message of isBatch ? withIds : withIds.slice(0, 1)) {
+                accepted.set(message.messageId, (accepted.get(message.messageId) ?? 0) + 1)
+              }
             }
-          }
-        }),
-      { fastCheck: { numRuns: 200 } }
+          }),
+        { numRuns: 200 }
+      )
     )
 
-    it.effect.prop(
+    it.effect(
       "arbitrary bytes with arbitrary Content-Type, Content-Encoding and Authorization: never 5xx",
-      [fc.constantFrom(...endpoints), fc.uint8Array({ maxLength: 2048 }), contentType, contentEncoding, authorization],
-      ([endpoint, bytes, type, encoding, auth]) =>
-        Effect.gen(function*() {
-          const { baseUrl } = yield* FuzzApp
-          const answer = yield* post(baseUrl, endpoint, bytes, {
-            "content-type": type,
-            "content-encoding": encoding,
-            authorization: auth
-          })
-          expectWellFormed(answer, { endpoint: endpoint.path, bytes: bytes.length, type, encoding, auth })
-        }),
-      { fastCheck: { numRuns: 150 } }
+      property(
+        [
+          fc.constantFrom(...endpoints),
+          fc.uint8Array({ maxLength: 2048 }),
+          contentType,
+          contentEncoding,
+          authorization
+        ],
+        ([endpoint, bytes, type, encoding, auth]) =>
+          Effect.gen(function*() {
+            const { baseUrl } = yield* FuzzApp
+            const answer = yield* post(baseUrl, endpoint, bytes, {
+              "content-type": type,
+              "content-encoding": encoding,
+              authorization: auth
+            })
+            expectWellFormed(answer, { endpoint: endpoint.path, bytes: bytes.length, type, encoding, auth })
+          }),
+        { numRuns: 150 }
+      )
     )
 
-    it.effect.prop(
+    it.effect(
       "gzip and deflate bodies cut anywhere, or labelled with the wrong encoding: never 5xx",
-      [
-        fc.constantFrom(...endpoints),
-        plausibleMessage(fc.constantFrom(...singleTypes)),
-        fc.constantFrom("gzip", "deflate"),
-        fc.constantFrom("gzip", "deflate", "identity", "x-gzip"),
-        fc.double({ min: 0, max: 1, noNaN: true })
-      ],
-      ([endpoint, message, compression, label, cut]) =>
-        Effect.gen(function*() {
-          const { accepted, baseUrl } = yield* FuzzApp
-          const isBatch = endpoint.type === undefined
-          const typed = !isBatch && singleTypes.includes(message.type as never)
-            ? { ...message, type: endpoint.type }
-            : message
-          const withId = { ...typed, messageId: freshId() }
-          const json = JSON.stringify(isBatch ? { batch: [withId] } : withId)
-          const compressed = compression === "gzip" ? gzipSync(json) : deflateSync(json)
-          const body = compressed.subarray(0, Math.floor(compressed.length * cut))
-          const answer = yield* post(baseUrl, endpoint, body, {
-            "content-type": "application/x-www-form-urlencoded",
-            "content-encoding": label,
-            authorization: basic(writeKey)
-          })
-          expectWellFormed(answer, { endpoint: endpoint.path, cut, compression, label })
-          if (answer.status === 200) accepted.set(withId.messageId, (accepted.get(withId.messageId) ?? 0) + 1)
-        }),
-      { fastCheck: { numRuns: 100 } }
+      property(
+        [
+          fc.constantFrom(...endpoints),
+          plausibleMessage(fc.constantFrom(...singleTypes)),
+          fc.constantFrom("gzip", "deflate"),
+          fc.constantFrom("gzip", "deflate", "identity", "x-gzip"),
+          fc.double({ min: 0, max: 1, noNaN: true })
+        ],
+        ([endpoint, message, compression, label, cut]) =>
+          Effect.gen(function*() {
+            const { accepted, baseUrl } = yield* FuzzApp
+            const isBatch = endpoint.type === undefined
+            const typed = !isBatch && singleTypes.includes(message.type as never)
+              ? { ...message, type: endpoint.type }
+              : message
+            const withId = { ...typed, messageId: freshId() }
+            const json = JSON.stringify(isBatch ? { batch: [withId] } : withId)
+            const compressed = compression === "gzip" ? gzipSync(json) : deflateSync(json)
+            const body = compressed.subarray(0, Math.floor(compressed.length * cut))
+            const answer = yield* post(baseUrl, endpoint, body, {
+              "content-type": "application/x-www-form-urlencoded",
+              "content-encoding": label,
+              authorization: basic(writeKey)
+            })
+            expectWellFormed(answer, { endpoint: endpoint.path, cut, compression, label })
+            if (answer.status === 200) accepted.set(withId.messageId, (accepted.get(withId.messageId) ?? 0) + 1)
+          }),
+        { numRuns: 100 }
+      )
     )
 
     it.effect("the server is still up, and every message answered 200 is delivered exactly once", () =>

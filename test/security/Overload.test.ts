@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Duration, Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
+import { ConfigProvider, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Metric } from "effect"
+import { TestClock } from "effect/testing"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import { ingestCommitLatency } from "../../src/metrics/Metrics.js"
 import * as EgressPolicy from "../../src/network/EgressPolicy.js"
@@ -19,7 +20,7 @@ import { basic } from "../support/http.js"
 const writeKey = "wk_overload_tests_1"
 
 /** Lets forked fibers run up to their next wait (TestClock does not move). */
-const settle = Effect.yieldNow().pipe(Effect.repeatN(20))
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
 describe("TimedPermits", () => {
   it.effect("hands permits first come, first served and gives up after the wait, holding nothing", () =>
@@ -27,8 +28,8 @@ describe("TimedPermits", () => {
       const permits = yield* makeTimedPermits(2)
       expect(yield* permits.acquire("2 seconds")).toBe(true)
       expect(yield* permits.acquire("2 seconds")).toBe(true)
-      const third = yield* Effect.fork(permits.acquire("2 seconds"))
-      const fourth = yield* Effect.fork(permits.acquire("2 seconds"))
+      const third = yield* Effect.forkChild(permits.acquire("2 seconds"))
+      const fourth = yield* Effect.forkChild(permits.acquire("2 seconds"))
       yield* settle
       expect(yield* permits.state).toEqual({ free: 0, waiting: 2 })
       yield* TestClock.adjust("1999 millis")
@@ -47,12 +48,12 @@ describe("TimedPermits", () => {
     Effect.gen(function*() {
       const permits = yield* makeTimedPermits(1)
       expect(yield* permits.acquire("1 second")).toBe(true)
-      const waiter = yield* Effect.fork(permits.acquire("10 seconds"))
+      const waiter = yield* Effect.forkChild(permits.acquire("10 seconds"))
       yield* settle
       yield* Fiber.interrupt(waiter)
       expect(yield* permits.state).toEqual({ free: 0, waiting: 0 })
       // The wait is bounded inside an uninterruptible region too (the HTTP handlers run in one).
-      const bounded = yield* Effect.fork(Effect.uninterruptible(permits.acquire("3 seconds")))
+      const bounded = yield* Effect.forkChild(Effect.uninterruptible(permits.acquire("3 seconds")))
       yield* TestClock.adjust("3 seconds")
       expect(yield* Fiber.join(bounded)).toBe(false)
       yield* permits.release
@@ -64,7 +65,7 @@ describe("TimedPermits", () => {
       const permits = yield* makeTimedPermits(1)
       expect(permits.tryAcquire()).toBe(true)
       expect(permits.tryAcquire()).toBe(false)
-      const waiter = yield* Effect.fork(permits.acquire("1 second"))
+      const waiter = yield* Effect.forkChild(permits.acquire("1 second"))
       yield* settle
       permits.releaseNow()
       // Handed to the waiter, not freed: a synchronous taker cannot jump the queue.
@@ -77,7 +78,7 @@ describe("TimedPermits", () => {
 })
 
 describe("IngestAdmission", () => {
-  it.scoped(
+  it.effect(
     "gives the commit's permit back however it ends, and counts only the jobs a commit created",
     () =>
       Effect.gen(function*() {
@@ -87,18 +88,18 @@ describe("IngestAdmission", () => {
             Layer.provide(StoreLayers.layerSqlite({ directory }))
           )
         )
-        const admission = yield* Effect.provide(IngestAdmission.IngestAdmission, context)
+        const admission = Context.get(context, IngestAdmission.IngestAdmission)
         const created = (jobsCreated: number) => Effect.succeed({ jobsCreated })
 
         expect(yield* Effect.flip(admission.admit(Effect.fail("store down")))).toBe("store down")
-        expect(Exit.isFailure(yield* Effect.exit(admission.admit(Effect.dieMessage("defect"))))).toBe(true)
-        const stuck = yield* Effect.fork(admission.admit(Effect.never))
+        expect(Exit.isFailure(yield* Effect.exit(admission.admit(Effect.die(new Error("defect")))))).toBe(true)
+        const stuck = yield* Effect.forkChild(admission.admit(Effect.never))
         yield* settle
         yield* Fiber.interrupt(stuck)
         // Each of them gave the one permit back: the next commit is admitted without waiting for the clock.
-        const next = yield* Effect.fork(admission.admit(created(2)))
+        const next = yield* Effect.forkChild(admission.admit(created(2)))
         yield* settle
-        expect(next.unsafePoll()).not.toBeNull()
+        expect(next.pollUnsafe()).toBeDefined()
         expect(yield* Fiber.join(next)).toEqual({ jobsCreated: 2 })
         expect(yield* admission.estimatedBacklog).toBe(2)
       }),
@@ -118,8 +119,8 @@ const slowStore = (directory: string, gate: Deferred.Deferred<void>, entered: De
       ...store,
       enqueue: (...args: Parameters<typeof store.enqueue>) =>
         Deferred.succeed(entered, undefined).pipe(
-          Effect.zipRight(Deferred.await(gate)),
-          Effect.zipRight(store.enqueue(...args))
+          Effect.andThen(Deferred.await(gate)),
+          Effect.andThen(store.enqueue(...args))
         )
     }))
   ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
@@ -142,7 +143,7 @@ const slowRelay = (overload: Parameters<typeof IngestAdmission.layer>[0]) =>
     const gate = yield* Deferred.make<void>()
     const entered = yield* Deferred.make<void>()
     const context = yield* Layer.build(relayOver(slowStore(directory, gate, entered), overload))
-    const relay = yield* Effect.provide(Relay, context)
+    const relay = Context.get(context, Relay)
     yield* relay.putSource({
       id: "web",
       writeKey,
@@ -152,12 +153,12 @@ const slowRelay = (overload: Parameters<typeof IngestAdmission.layer>[0]) =>
   })
 
 describe("ingest commit latency", () => {
-  it.scoped("hookrelay_ingest_commit_seconds records how long the store took to commit, on the Clock", () =>
+  it.effect("hookrelay_ingest_commit_seconds records how long the store took to commit, on the Clock", () =>
     Effect.gen(function*() {
       const { entered, gate, relay } = yield* slowRelay({})
       const before = yield* Metric.value(ingestCommitLatency)
 
-      const committing = yield* Effect.fork(relay.ingest("web", [track("timed-1")]))
+      const committing = yield* Effect.forkChild(relay.ingest("web", [track("timed-1")]))
       yield* Deferred.await(entered)
       yield* TestClock.adjust("1500 millis")
       yield* Deferred.succeed(gate, undefined)
@@ -174,20 +175,20 @@ describe("ingest commit latency", () => {
 })
 
 describe("ingest admission: a slow store", () => {
-  it.scoped("refuses with Overloaded after the admission wait, and the slow commit still lands in full", () =>
+  it.effect("refuses with Overloaded after the admission wait, and the slow commit still lands in full", () =>
     Effect.gen(function*() {
       const { context, entered, gate, relay } = yield* slowRelay({
         maxConcurrentIngests: 1,
         admissionWait: "2 seconds"
       })
-      const store = yield* Effect.provide(Store, context)
+      const store = Context.get(context, Store)
 
-      const first = yield* Effect.fork(relay.ingest("web", [track("slow-1")]))
+      const first = yield* Effect.forkChild(relay.ingest("web", [track("slow-1")]))
       yield* Deferred.await(entered)
-      const second = yield* Effect.fork(relay.ingest("web", [track("refused-1")]))
+      const second = yield* Effect.forkChild(relay.ingest("web", [track("refused-1")]))
       yield* settle
       yield* TestClock.adjust("1999 millis")
-      expect(second.unsafePoll()).toBeNull()
+      expect(second.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 millis")
       const refused = yield* Fiber.join(second).pipe(Effect.flip)
       expect(refused).toBeInstanceOf(Overloaded)
@@ -195,7 +196,7 @@ describe("ingest admission: a slow store", () => {
 
       // The commit that holds the slot is never cut, however long the store takes.
       yield* TestClock.adjust("30 seconds")
-      expect(first.unsafePoll()).toBeNull()
+      expect(first.pollUnsafe()).toBeUndefined()
       yield* Deferred.succeed(gate, undefined)
       const committed = yield* Fiber.join(first)
       expect(committed).toMatchObject({ accepted: 1, jobs: 1, messageIds: ["slow-1"] })
@@ -207,7 +208,7 @@ describe("ingest admission: a slow store", () => {
       expect(again).toMatchObject({ accepted: 1, duplicates: 0, jobs: 1 })
     }))
 
-  it.scopedLive("over HTTP: 503 with Retry-After and a JSON error body, nothing stored", () =>
+  it.live("over HTTP: 503 with Retry-After and a JSON error body, nothing stored", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const gate = yield* Deferred.make<void>()
@@ -235,7 +236,7 @@ describe("ingest admission: a slow store", () => {
             body: (await response.json()) as { readonly message?: string }
           }
         })
-      const first = yield* Effect.fork(post("http-slow-1"))
+      const first = yield* Effect.forkChild(post("http-slow-1"))
       yield* Deferred.await(entered)
       const refused = yield* post("http-refused-1")
       expect(refused.status).toBe(503)
@@ -249,7 +250,7 @@ describe("ingest admission: a slow store", () => {
 })
 
 describe("ingest admission: the backlog bound (real SQLite store)", () => {
-  it.scoped("counts once per refresh period on the Clock, not once per request", () =>
+  it.effect("counts once per refresh period on the Clock, not once per request", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       let counts = 0
@@ -257,11 +258,11 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
         Store,
         Effect.map(Store, (store) => ({
           ...store,
-          backlog: () => Effect.zipRight(Effect.sync(() => counts++), store.backlog())
+          backlog: () => Effect.andThen(Effect.sync(() => counts++), store.backlog())
         }))
       ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
       const context = yield* Layer.build(relayOver(counting, { maxBacklog: 10, backlogRefresh: "5 seconds" }))
-      const relay = yield* Effect.provide(Relay, context)
+      const relay = Context.get(context, Relay)
       yield* relay.putSource({
         id: "web",
         writeKey,
@@ -279,7 +280,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
       expect(yield* relay.ingest("web", [track("c-over")]).pipe(Effect.flip)).toMatchObject({ reason: "backlog" })
     }))
 
-  it.scopedLive("refuses past the bound without a query per request, and accepts again once delivered", () =>
+  it.live("refuses past the bound without a query per request, and accepts again once delivered", () =>
     Effect.gen(function*() {
       let healthy = false
       const receiver = yield* startServer((_request, response) => response.writeHead(healthy ? 200 : 500).end())
@@ -341,7 +342,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
       expect(status).toBe(200)
     }))
 
-  it.scopedLive("a restarted engine counts the backlog left on disk before its first request", () =>
+  it.live("a restarted engine counts the backlog left on disk before its first request", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const store = StoreLayers.layerSqlite({ directory })
@@ -362,7 +363,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
 
 describe("overload configuration", () => {
   const read = (env: Record<string, string>) =>
-    Effect.withConfigProvider(overloadConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+    Effect.provideService(overloadConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
 
   it.effect("defaults: 1 000 000 jobs, 32 concurrent commits, a 2 s wait", () =>
     Effect.gen(function*() {

@@ -7,10 +7,9 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
-import pg from "pg"
 import { secretsEqual } from "../../src/domain/Secrets.js"
 import { layerSqlite, Store } from "../../src/store/Store.js"
-import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { connectSql, databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
 
@@ -523,8 +522,7 @@ describe.skipIf(pgSkip)("secrets never in logs or answers: store errors (Postgre
   it("the database password, write key, shared secret and admin token stay out of the store errors' logs", async () => {
     const password = `pgpw_${nonce}_N4`
     const schema = `secrets_${nonce}`
-    const client = new pg.Client({ connectionString: databaseUrl })
-    await client.connect()
+    const client = await connectSql(databaseUrl)
     cleanups.push(async () => {
       await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined)
       await client.end()

@@ -34,7 +34,7 @@ interface Listener {
 }
 
 const startListener: Effect.Effect<Listener, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.async<{ server: http.Server; listener: Listener }>((resume) => {
+  Effect.callback<{ server: http.Server; listener: Listener }>((resume) => {
     const listener: Listener = { port: 0, connections: 0, paths: [] }
     const server = http.createServer((request, response) => {
       listener.paths.push(request.url ?? "")
@@ -48,7 +48,7 @@ const startListener: Effect.Effect<Listener, never, Scope.Scope> = Effect.acquir
     })
   }),
   ({ server }) =>
-    Effect.async<void>((resume) => {
+    Effect.callback<void>((resume) => {
       server.closeAllConnections()
       server.close(() => resume(Effect.void))
     })
@@ -130,7 +130,7 @@ const cases: ReadonlyArray<Case> = [
 const hint = " (refused unless HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true)"
 
 describe("SSRF guard at delivery: refused without the escape hatch", () => {
-  it.scopedLive("refuses every internal address before connecting: one permanent attempt that says why, no retry", () =>
+  it.live("refuses every internal address before connecting: one permanent attempt that says why, no retry", () =>
     Effect.gen(function*() {
       const listener = yield* startListener
       for (const { host, reason } of cases) {
@@ -164,7 +164,7 @@ describe("SSRF guard at delivery: refused without the escape hatch", () => {
       expect(listener.paths).toStrictEqual([])
     }))
 
-  it.scopedLive("refuses localhost through the system resolver", () =>
+  it.live("refuses localhost through the system resolver", () =>
     Effect.gen(function*() {
       const listener = yield* startListener
       const transport = yield* Transport.make({ allowPrivateNetworks: false })
@@ -178,13 +178,13 @@ describe("SSRF guard at delivery: refused without the escape hatch", () => {
       expect(listener.connections).toBe(0)
     }))
 
-  it.scopedLive("the refused path leaves the transport working: a public-looking name that fails DNS stays retryable", () =>
+  it.live("the refused path leaves the transport working: a public-looking name that fails DNS stays retryable", () =>
     Effect.gen(function*() {
       const dns = scriptedDns()
       const { records, sink } = recorder()
       const fiber = yield* deliver(job("http://nowhere.test/hook"), { recordAttempt: sink }).pipe(
         Effect.provide(guardedTransport(false, dns.layer)),
-        Effect.fork
+        Effect.forkChild
       )
       yield* pollUntil(Effect.sync(() => records.length), (n) => n >= 1, "the first attempt is recorded")
       expect(records[0]).toMatchObject({ outcome: "Retryable" })
@@ -194,7 +194,7 @@ describe("SSRF guard at delivery: refused without the escape hatch", () => {
 })
 
 describe("SSRF guard at delivery: allowed with HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true", () => {
-  it.scopedLive("delivers the loopback forms to the real listener", () =>
+  it.live("delivers the loopback forms to the real listener", () =>
     Effect.gen(function*() {
       const listener = yield* startListener
       const reaching = cases.filter((entry) => entry.reachesListener)
@@ -225,7 +225,7 @@ describe("SSRF guard at delivery: allowed with HOOKRELAY_ALLOW_PRIVATE_NETWORKS=
 })
 
 describe("SSRF guard at delivery, through the engine", () => {
-  it.scopedLive("DNS rebinding: saved while public, refused when delivering; nothing reaches the listener", () =>
+  it.live("DNS rebinding: saved while public, refused when delivering; nothing reaches the listener", () =>
     Effect.gen(function*() {
       const listener = yield* startListener
       const dns = scriptedDns()
@@ -262,7 +262,7 @@ describe("SSRF guard when settings are saved", () => {
     webhooks: { enabled: true, endpoints: urls.map((url) => ({ url })) }
   })
 
-  it.scopedLive("PUT /admin/sources refuses internal URLs with a 400 naming the field, and stores nothing", () =>
+  it.live("PUT /admin/sources refuses internal URLs with a 400 naming the field, and stores nothing", () =>
     Effect.gen(function*() {
       const dns = scriptedDns()
       const app = yield* startApp({ egress: egress(false, dns.layer), dispatch: false })
@@ -299,7 +299,7 @@ describe("SSRF guard when settings are saved", () => {
       expect(unresolved.status).toBe(200)
     }))
 
-  it.scopedLive("refuses localhost through the system resolver, and the library's putSource refuses too", () =>
+  it.live("refuses localhost through the system resolver, and the library's putSource refuses too", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ egress: EgressPolicy.layer({ allowPrivateNetworks: false }), dispatch: false })
       const answer = yield* call(app.baseUrl, "PUT", "/admin/sources/saved", {
@@ -321,7 +321,7 @@ describe("SSRF guard when settings are saved", () => {
       expect(yield* app.relay.listSources).toStrictEqual([])
     }))
 
-  it.scopedLive("accepts the same URLs with the escape hatch", () =>
+  it.live("accepts the same URLs with the escape hatch", () =>
     Effect.gen(function*() {
       const app = yield* startApp({ egress: egress(true, scriptedDns().layer), dispatch: false })
       const answer = yield* call(app.baseUrl, "PUT", "/admin/sources/saved", {
@@ -331,7 +331,7 @@ describe("SSRF guard when settings are saved", () => {
       expect((yield* app.relay.getSource("saved")).webhooks?.endpoints).toHaveLength(4)
     }))
 
-  it.scopedLive("HOOKRELAY_CONFIG provisioning refuses the whole file, naming the source and field", () =>
+  it.live("HOOKRELAY_CONFIG provisioning refuses the whole file, naming the source and field", () =>
     Effect.gen(function*() {
       const dns = scriptedDns()
       const policy = egress(false, dns.layer)
@@ -381,7 +381,7 @@ describe("SSRF guard in the server process (src/main.ts)", () => {
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const port = yield* Effect.promise(freePort)
-      return yield* Effect.async<{ readonly code: number | null; readonly output: string }>((resume) => {
+      return yield* Effect.callback<{ readonly code: number | null; readonly output: string }>((resume) => {
         const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "src/main.ts")], {
           cwd: repoRoot,
           env: {
@@ -406,7 +406,7 @@ describe("SSRF guard in the server process (src/main.ts)", () => {
       })
     })
 
-  it.scopedLive("refuses to start with the sample config (a loopback webhook) unless private networks are allowed", () =>
+  it.live("refuses to start with the sample config (a loopback webhook) unless private networks are allowed", () =>
     Effect.gen(function*() {
       const refused = yield* runServer({
         HOOKRELAY_CONFIG: "examples/config.sample.json",

@@ -1,13 +1,12 @@
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, FileSystem, Layer } from "effect"
 import { layerSqlite, Store } from "../../src/store/index.js"
 
 const body = new TextEncoder().encode("{}")
 
 describe("Store.backlog", () => {
-  it.scoped("counts only the statuses asked for, the others reported as 0", () =>
+  it.effect("counts only the statuses asked for, the others reported as 0", () =>
     Effect.gen(function*() {
       const directory = yield* FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeTempDirectoryScoped()))
       const store = yield* Effect.provide(Store, yield* Layer.build(layerSqlite({ directory })))

@@ -1,9 +1,8 @@
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { Migrator } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Clock, Context, Effect, Layer, TestClock } from "effect"
+import { Clock, Context, Effect, FileSystem, Layer } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import * as Path from "node:path"
 import { migrate, migrations, migrationsTable } from "../../src/store/Migrations.js"
 import type { MessageIdLogOptions } from "../../src/store/sqlite/MessageIdLog.js"
@@ -12,6 +11,7 @@ import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
 import { loadDriver } from "../../src/store/sqlite/SqliteDriver.js"
 import * as SqliteStore from "../../src/store/sqlite/SqliteStore.js"
 import { layerSqlite, Store } from "../../src/store/Store.js"
+import { pendingSleeps } from "../support/pendingSleeps.js"
 import { body, entry } from "./storeSuite.js"
 
 /** An id the tests put in the indexes first, greater than theirs: their ids then go to the log. */
@@ -45,15 +45,15 @@ const eventually = <A>(read: Effect.Effect<A>, done: (a: A) => boolean, tries = 
   })
 
 /**
- * Moves the Clock `seconds` forward a second at a time, each step once the merge loop sleeps again. A look that finds
- * nothing due waits for the store's thread in real time, which the TestClock does not wait for: one jump of several
- * seconds could pass while it waits, and leave its next sleep after the jump's end.
+ * Moves the Clock `seconds` forward a second at a time, each step once the merge loop sleeps again (on the clock of
+ * `sleeps`). A look that finds nothing due waits for the store's thread in real time, which the TestClock does not
+ * wait for: one jump of several seconds could pass while it waits, and leave its next sleep after the jump's end.
  */
-const advance = (seconds: number) =>
+const advance = (sleeps: Effect.Effect<ReadonlyArray<number>>, seconds: number) =>
   Effect.gen(function*() {
     for (let i = 0; i < seconds; i++) {
       const now = yield* Clock.currentTimeMillis
-      yield* eventually(TestClock.sleeps(), (sleeps) => Chunk.some(sleeps, (at) => at <= now + 1000))
+      yield* eventually(sleeps, (pending) => pending.some((at) => at <= now + 1000))
       yield* TestClock.adjust("1 second")
     }
   })
@@ -75,18 +75,25 @@ const migratedBefore = (number: number) =>
     return { context, filename, sql: Context.get(context, SqlClient.SqlClient) }
   })
 
-/** Builds the SQLite store on `filename` in this scope; answers it. */
+/** Builds the SQLite store on `filename` in this scope; answers it, and the sleeps pending on its clock. */
 const openStore = (filename: string, messageIdLog: MessageIdLogOptions) =>
-  Effect.map(
-    Layer.build(layerSqlite({ filename, checkpoints: false, reader: false, messageIdLog })),
-    (context) => Context.get(context, Store)
-  )
+  Effect.gen(function*() {
+    const { provide, sleeps } = yield* pendingSleeps
+    const context = yield* provide(
+      Layer.build(layerSqlite({ filename, checkpoints: false, reader: false, messageIdLog }))
+    )
+    return { store: Context.get(context, Store), sleeps }
+  })
 
 describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes later)", () => {
-  it.scoped("merges once the oldest row is maxAge old, driven by the Clock; dedupe and look-ups answer alike", () =>
+  it.effect("merges once the oldest row is maxAge old, driven by the Clock; dedupe and look-ups answer alike", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const store = yield* openStore(filename, { interval: "1 second", maxAge: "10 seconds", minRows: 1000 })
+      const { sleeps, store } = yield* openStore(filename, {
+        interval: "1 second",
+        maxAge: "10 seconds",
+        minRows: 1000
+      })
       const now = yield* Clock.currentTimeMillis
       yield* store.enqueue("web", [entry(edge)], now)
       yield* store.enqueue("web", [entry("a"), entry("b"), { messageId: "f", filtered: true }], now)
@@ -95,10 +102,10 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       assert.deepStrictEqual(yield* tables(filename), logged)
       assert.deepStrictEqual((yield* store.jobsForMessage("a")).map((job) => job.messageId), ["a"])
 
-      yield* advance(9)
+      yield* advance(sleeps, 9)
       assert.deepStrictEqual(yield* eventually(tables(filename), () => false, 20), logged, "young and few: not yet")
 
-      yield* advance(2)
+      yield* advance(sleeps, 2)
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
       assert.deepStrictEqual(merged, { log: [], seen: ["a", "b", "f", edge], jobs: ["a", "aud-1", "b", edge] })
 
@@ -111,34 +118,43 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       ])
     }))
 
-  it.scoped("jobs the product makes itself (audiences, deletions) are merged by age too, with no ingest after them", () =>
+  it.effect("jobs the product makes itself (audiences, deletions) are merged by age too, with no ingest after them", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const store = yield* openStore(filename, { interval: "1 second", maxAge: "10 seconds", minRows: 1000 })
+      const { sleeps, store } = yield* openStore(filename, {
+        interval: "1 second",
+        maxAge: "10 seconds",
+        minRows: 1000
+      })
       const now = yield* Clock.currentTimeMillis
       yield* store.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
       assert.deepStrictEqual(yield* tables(filename), { log: ["aud-1"], seen: [], jobs: [] })
-      yield* advance(11)
+      yield* advance(sleeps, 11)
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
       assert.deepStrictEqual(merged, { log: [], seen: [], jobs: ["aud-1"] })
     }))
 
-  it.scoped("merges at the next look once the log holds minRows rows", () =>
+  it.effect("merges at the next look once the log holds minRows rows", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const store = yield* openStore(filename, { interval: "1 second", maxAge: "1 hour", minRows: 50, step: 7 })
+      const { sleeps, store } = yield* openStore(filename, {
+        interval: "1 second",
+        maxAge: "1 hour",
+        minRows: 50,
+        step: 7
+      })
       const now = yield* Clock.currentTimeMillis
       const ids = Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, "0")}`)
       yield* store.enqueue("web", [entry(edge)], now)
       yield* store.enqueue("web", ids.map((id) => entry(id)), now)
       assert.strictEqual((yield* tables(filename)).log.length, 60)
-      yield* advance(1)
+      yield* advance(sleeps, 1)
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
       assert.deepStrictEqual(merged, { log: [], seen: [...ids, edge], jobs: [...ids, edge] })
       assert.strictEqual((yield* store.enqueue("web", ids.map((id) => entry(id)), now)).duplicates, 60)
     }))
 
-  it.scoped("a log left unmerged (a killed process) is merged at start; an orderly stop merges its own", () =>
+  it.effect("a log left unmerged (a killed process) is merged at start; an orderly stop merges its own", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
       // The store's connection alone, without the merges, as a process killed before its next merge leaves the file.
@@ -158,7 +174,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
 
       const never = { interval: "1 second", maxAge: "1 day", minRows: 1_000_000 } as const
       yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* openStore(filename, never)
+        const { store } = yield* openStore(filename, never)
         assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f", edge], jobs: ["a", edge] })
         const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("b")], 2000)
         assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"])
@@ -171,7 +187,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       })
     }))
 
-  it.scoped("migration 9 indexes the jobs stored before it by message id, and drops jobs_message", () =>
+  it.effect("migration 9 indexes the jobs stored before it by message id, and drops jobs_message", () =>
     Effect.gen(function*() {
       const { context, filename, sql } = yield* migratedBefore(9)
       yield* sql`
@@ -187,7 +203,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       assert.deepStrictEqual((yield* store.jobsForMessage("m1")).map((job) => job.id), ["j1", "j2"])
     }))
 
-  it.scoped("migration 10: a store migrated by migration 9 as first shipped stops logging ingest's jobs by trigger", () =>
+  it.effect("migration 10: a store migrated by migration 9 as first shipped stops logging ingest's jobs by trigger", () =>
     Effect.gen(function*() {
       const { context, sql } = yield* migratedBefore(10)
       const insertJob = (id: string, messageId: string, kind: string) =>
@@ -206,7 +222,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
     }))
 
   describe("the merge on the thread", () => {
-    const enqueue = (hot: SqliteHotPaths["Type"], messageIds: ReadonlyArray<string>, now: number) =>
+    const enqueue = (hot: SqliteHotPaths["Service"], messageIds: ReadonlyArray<string>, now: number) =>
       hot.enqueue({ sourceId: "s1", entries: messageIds.map((id) => entry(id)), now, options: undefined })
     /** The store's thread on a new file whose indexes hold `edge`: the ids of the tests go to the log. */
     const thread = Effect.gen(function*() {
@@ -219,7 +235,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
     })
     const everything = { minRows: 0, olderThan: Number.POSITIVE_INFINITY, maxRows: 1000 }
 
-    it.scoped("keeps what is logged during a merge for the next one, and counts it as seen meanwhile", () =>
+    it.effect("keeps what is logged during a merge for the next one, and counts it as seen meanwhile", () =>
       Effect.gen(function*() {
         const { filename, hot } = yield* thread
         const early = Array.from({ length: 10 }, (_, i) => `early-${i}`)
@@ -243,7 +259,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
         })
       }))
 
-    it.scoped("ids beyond the greatest one indexed are indexed at once; any other goes to the log", () =>
+    it.effect("ids beyond the greatest one indexed are indexed at once; any other goes to the log", () =>
       Effect.gen(function*() {
         const { filename, hot, sql } = yield* thread
         // Time-ordered, as analytics-node's: each beyond the last.
@@ -266,7 +282,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
         assert.strictEqual((yield* enqueue(hot, ["zzz"], 1004)).duplicates, 1)
       }))
 
-    it.scoped("merges at most maxRows rows at a time, the oldest first", () =>
+    it.effect("merges at most maxRows rows at a time, the oldest first", () =>
       Effect.gen(function*() {
         const { filename, hot } = yield* thread
         const first = ["y1", "y2", "y3"]
@@ -290,7 +306,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
         assert.strictEqual((yield* enqueue(hot, [...first, "a1", "a2"], 1002)).duplicates, 5)
       }))
 
-    it.scoped("a job deleted before its merge gets no look-up entry; one deleted after loses its entry", () =>
+    it.effect("a job deleted before its merge gets no look-up entry; one deleted after loses its entry", () =>
       Effect.gen(function*() {
         const { filename, hot, sql } = yield* thread
         yield* enqueue(hot, ["m1", "m2"], 1000)

@@ -27,7 +27,7 @@ const newSchema = () => `hookrelay_test_${randomBytes(6).toString("hex")}`
 
 /** Drops the schema when the layer's scope closes (after the store's own pool has closed). */
 const dropSchemaAfterwards = (url: string, schema: string) =>
-  Layer.scopedDiscard(Effect.addFinalizer(() =>
+  Layer.effectDiscard(Effect.addFinalizer(() =>
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
       yield* sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
@@ -60,7 +60,7 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
   })
 
   // Live clock: real connections; the wait only bounds how long the held row may keep the others back.
-  it.scopedLive("an ingest commit does not queue behind another transaction holding the day's usage row", () =>
+  it.live("an ingest commit does not queue behind another transaction holding the day's usage row", () =>
     Effect.gen(function*() {
       const schema = newSchema()
       const context = yield* Layer.build(
@@ -74,7 +74,7 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
       // Another session holds shard 0 of the day's usage row in an open transaction.
       const holding = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(
+      const holder = yield* Effect.forkChild(
         Effect.gen(function*() {
           const sql = yield* PgClient.PgClient
           yield* sql.withTransaction(Effect.gen(function*() {
@@ -89,11 +89,14 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
       yield* Deferred.await(holding)
 
       let committed = 0
+      // Forked one after the other by this fiber (forking returns at once): a fiber forked by a concurrent
+      // `forEach`'s worker would be interrupted when that worker ends.
       const ingests = yield* Effect.forEach(
         Array.from({ length: 8 }, (_, i) => i),
         (i) =>
-          Effect.fork(Effect.tap(store.enqueue("web", [entry(`m${i}`)], now), () => Effect.sync(() => committed++))),
-        { concurrency: "unbounded" }
+          Effect.forkChild(
+            Effect.tap(store.enqueue("web", [entry(`m${i}`)], now), () => Effect.sync(() => committed++))
+          )
       )
       yield* Effect.sleep("3 seconds").pipe(
         Effect.race(Effect.repeat(Effect.sleep("20 millis"), { until: () => committed >= 7 }))

@@ -1,8 +1,7 @@
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, type Either, Exit, Fiber, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Result, Scope } from "effect"
+import { SqlClient } from "effect/sql"
 import { migrate } from "../../src/store/Migrations.js"
 import { SqliteHotPaths, SqliteReader } from "../../src/store/sqlite/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
@@ -14,7 +13,7 @@ const openTransaction = (before: Effect.Effect<unknown, unknown, SqlClient.SqlCl
   Effect.gen(function*() {
     const inside = yield* Deferred.make<void>()
     const finish = yield* Deferred.make<void>()
-    const transaction = yield* Effect.fork(
+    const transaction = yield* Effect.forkChild(
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
         sql.withTransaction(Effect.gen(function*() {
           yield* before
@@ -24,19 +23,19 @@ const openTransaction = (before: Effect.Effect<unknown, unknown, SqlClient.SqlCl
         })))
     )
     yield* Deferred.await(inside)
-    return { finish: Effect.zipRight(Deferred.succeed(finish, undefined), Fiber.await(transaction)) }
+    return { finish: Effect.andThen(Deferred.succeed(finish, undefined), Fiber.await(transaction)) }
   })
 
 describe("SqliteConnection (the SQLite thread)", () => {
   // Live clock: the thread is real, and the short sleep only gives it time to (wrongly) answer.
-  it.scopedLive("a statement of another fiber waits for a transaction in progress instead of landing inside it", () =>
+  it.live("a statement of another fiber waits for a transaction in progress instead of landing inside it", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE t (n INTEGER)`
       const open = yield* openTransaction(sql`INSERT INTO t (n) VALUES (1)`, true)
-      const outside = yield* Effect.fork(sql`INSERT INTO t (n) VALUES (2)`)
+      const outside = yield* Effect.forkChild(sql`INSERT INTO t (n) VALUES (2)`)
       yield* Effect.sleep("20 millis")
-      assert.isNull(outside.unsafePoll(), "the statement waits for the transaction's lock")
+      assert.isUndefined(outside.pollUnsafe(), "the statement waits for the transaction's lock")
       yield* open.finish
       yield* Fiber.join(outside)
       // The transaction was rolled back; the other fiber's insert was not part of it.
@@ -44,7 +43,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
       assert.deepStrictEqual(rows.map((row) => row.n), [2])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
-  it.scopedLive("a hot transaction waits for a SqlClient transaction in progress, then sees what it committed", () =>
+  it.live("a hot transaction waits for a SqlClient transaction in progress, then sees what it committed", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const hot = yield* SqliteHotPaths
@@ -52,41 +51,41 @@ describe("SqliteConnection (the SQLite thread)", () => {
       const open = yield* openTransaction(sql`
         INSERT INTO jobs (id, source_id, message_id, kind, body, status, created_at, next_due_at)
         VALUES ('j1', 's1', 'm1', 'message', ${new Uint8Array([123, 125])}, 'pending', 1000, 1000)`)
-      const claiming = yield* Effect.fork(
+      const claiming = yield* Effect.forkChild(
         hot.claim({ owner: "me", now: 2000, limit: 10, leaseMs: 60_000, excludeSourceIds: [], expired: true })
       )
       yield* Effect.sleep("20 millis")
-      assert.isNull(claiming.unsafePoll(), "the claim waits for the transaction's lock")
+      assert.isUndefined(claiming.pollUnsafe(), "the claim waits for the transaction's lock")
       yield* open.finish
       const claimed = yield* Fiber.join(claiming)
       assert.deepStrictEqual(claimed.map((job) => [job.id, job.leaseExpiresAt]), [["j1", 62_000]])
       assert.deepStrictEqual(Array.from(claimed[0]!.body), [123, 125])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
-  it.scopedLive("a statement waiting for the lock can be interrupted and is never sent; one already sent still runs", () =>
+  it.live("a statement waiting for the lock can be interrupted and is never sent; one already sent still runs", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE t (n INTEGER)`
       const open = yield* openTransaction(sql`INSERT INTO t (n) VALUES (1)`)
-      const waiting = yield* Effect.fork(sql`INSERT INTO t (n) VALUES (2)`)
+      const waiting = yield* Effect.forkChild(sql`INSERT INTO t (n) VALUES (2)`)
       yield* Effect.sleep("20 millis")
       yield* Fiber.interrupt(waiting)
       yield* open.finish
       // The interrupted statement left the lock's queue without ever being sent.
-      const sent = yield* Effect.fork(sql`INSERT INTO t (n) VALUES (3)`)
-      yield* Effect.yieldNow().pipe(Effect.repeatN(5))
+      const sent = yield* Effect.forkChild(sql`INSERT INTO t (n) VALUES (3)`)
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 5 }))
       yield* Fiber.interrupt(sent)
       const rows = yield* sql<{ n: number }>`SELECT n FROM t ORDER BY n`
       assert.deepStrictEqual(rows.map((row) => row.n), [1, 3])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
-  it.scoped("a failing statement is a SqlError with SQLite's code, and the connection goes on", () =>
+  it.effect("a failing statement is a SqlError with SQLite's code, and the connection goes on", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE t (n INTEGER NOT NULL)`
       const error = yield* sql`INSERT INTO t (n) VALUES (NULL)`.pipe(Effect.flip)
       assert.strictEqual(error._tag, "SqlError")
-      assert.strictEqual((error.cause as { code?: string }).code, "SQLITE_CONSTRAINT_NOTNULL")
+      assert.strictEqual((error.reason.cause as { code?: string }).code, "SQLITE_CONSTRAINT_NOTNULL")
       yield* sql`INSERT INTO t (n) VALUES (1)`
       const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM t`
       assert.strictEqual(rows[0]!.n, 1)
@@ -103,7 +102,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
     )
 
   /** Sends each id again, one request each: the ids accepted as new. */
-  const acceptedAgain = (hot: SqliteHotPaths["Type"], messageIds: ReadonlyArray<string>) =>
+  const acceptedAgain = (hot: SqliteHotPaths["Service"], messageIds: ReadonlyArray<string>) =>
     Effect.map(
       Effect.forEach(messageIds, (messageId) =>
         Effect.map(
@@ -113,7 +112,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
       (accepted) => accepted.flat()
     )
 
-  it.scoped("a failing hot transaction rolls back whole", () =>
+  it.effect("a failing hot transaction rolls back whole", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const hot = yield* SqliteHotPaths
@@ -159,7 +158,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
     const busyThread = (sql: SqlClient.SqlClient) =>
       sql`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3000000) SELECT count(*) AS n FROM c`
 
-    const track = (hot: SqliteHotPaths["Type"], messageId: string, bad = false) =>
+    const track = (hot: SqliteHotPaths["Service"], messageId: string, bad = false) =>
       hot.enqueue({
         sourceId: "s1",
         // A body that is not bytes binds as NULL, which the job row refuses: that request fails.
@@ -169,7 +168,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
       })
 
     // Live clock: the thread is real; the short sleep lets the busy statement reach it first.
-    it.scopedLive("each is answered on its own; one that fails rolls back alone; together they write far fewer pages", () =>
+    it.live("each is answered on its own; one that fails rolls back alone; together they write far fewer pages", () =>
       Effect.gen(function*() {
         const { hot, resetWal, sql, walFrames } = yield* fileThread
         const ids = (prefix: string) => Array.from({ length: 10 }, (_, i) => `${prefix}${i}`)
@@ -180,17 +179,17 @@ describe("SqliteConnection (the SQLite thread)", () => {
         const framesOneByOne = yield* walFrames
 
         yield* resetWal
-        const busy = yield* Effect.fork(busyThread(sql))
+        const busy = yield* Effect.forkChild(busyThread(sql))
         yield* Effect.sleep("5 millis")
         const results = yield* Effect.all(
-          ids("queued-").map((id, i) => Effect.either(track(hot, id, i === 4))),
+          ids("queued-").map((id, i) => Effect.result(track(hot, id, i === 4))),
           { concurrency: "unbounded" }
         )
         yield* Fiber.join(busy)
         const framesQueued = yield* walFrames
 
         assert.deepStrictEqual(
-          results.map((result) => result._tag === "Right" ? result.right.accepted : result.left._tag),
+          results.map((result) => Result.isSuccess(result) ? result.success.accepted : result.failure._tag),
           [1, 1, 1, 1, "SqlError", 1, 1, 1, 1, 1]
         )
         const stored = yield* sql<{ message_id: string }>`
@@ -207,18 +206,18 @@ describe("SqliteConnection (the SQLite thread)", () => {
     // A full database fails a statement and may end the whole transaction (SQLite's SQLITE_FULL): either way, what each
     // request is answered must be what is stored, with nothing of a failed request kept and nothing run outside the
     // group's transaction.
-    it.scopedLive("on a full database each request's answer is what is stored", () =>
+    it.live("on a full database each request's answer is what is stored", () =>
       Effect.gen(function*() {
         const { hot, sql } = yield* fileThread
         const pages = yield* sql.unsafe<{ page_count: number }>("PRAGMA page_count")
         yield* sql.unsafe(`PRAGMA max_page_count = ${pages[0]!.page_count + 30}`)
-        const busy = yield* Effect.fork(busyThread(sql))
+        const busy = yield* Effect.forkChild(busyThread(sql))
         yield* Effect.sleep("5 millis")
         const large = new Uint8Array(400_000).fill(32)
         const ids = Array.from({ length: 8 }, (_, i) => `full-${i}`)
         const results = yield* Effect.all(
           ids.map((messageId, i) =>
-            Effect.either(hot.enqueue({
+            Effect.result(hot.enqueue({
               sourceId: "s1",
               entries: [i === 3 ? { messageId, body: large } : entry(messageId)],
               now: 1000,
@@ -228,10 +227,10 @@ describe("SqliteConnection (the SQLite thread)", () => {
           { concurrency: "unbounded" }
         )
         yield* Fiber.join(busy)
-        const failed = results.flatMap((result, i) => result._tag === "Left" ? [ids[i]!] : [])
+        const failed = results.flatMap((result, i) => Result.isFailure(result) ? [ids[i]!] : [])
         assert.include(failed, "full-3")
         assert.match(
-          String((results[3] as Either.Left<{ message: string }, unknown>).left.message),
+          String((results[3] as Result.Failure<unknown, { message: string }>).failure.message),
           /full/i
         )
         const stored = yield* sql<{ message_id: string }>`SELECT message_id FROM jobs ORDER BY message_id`
@@ -242,10 +241,10 @@ describe("SqliteConnection (the SQLite thread)", () => {
         assert.deepStrictEqual(yield* acceptedAgain(hot, ids), failed)
       }))
 
-    it.scopedLive("a repeated message id among them is accepted once, as one after the other", () =>
+    it.live("a repeated message id among them is accepted once, as one after the other", () =>
       Effect.gen(function*() {
         const { hot, sql } = yield* fileThread
-        const busy = yield* Effect.fork(busyThread(sql))
+        const busy = yield* Effect.forkChild(busyThread(sql))
         yield* Effect.sleep("5 millis")
         const results = yield* Effect.all([track(hot, "m1"), track(hot, "m2"), track(hot, "m1")], {
           concurrency: "unbounded"
@@ -257,7 +256,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
       }))
   })
 
-  it.scoped("a completion batch that cannot be encoded fails with a SqlError, writes nothing, and the thread goes on", () =>
+  it.effect("a completion batch that cannot be encoded fails with a SqlError, writes nothing, and the thread goes on", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const hot = yield* SqliteHotPaths
@@ -288,7 +287,7 @@ describe("SqliteConnection (the SQLite thread)", () => {
       assert.deepStrictEqual(rows.map((row) => [row.status, row.attempts]), [["delivered", 1]])
     }).pipe(Effect.provide(SqliteConnection.layer(":memory:"))))
 
-  it.scoped("blobs come back as Buffers", () =>
+  it.effect("blobs come back as Buffers", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ b: Uint8Array }>`SELECT X'7b7d' AS b`
@@ -338,7 +337,7 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
     openTransaction(Effect.void).pipe(Effect.provide(context))
 
   // Live clock: the threads are real, and the short sleep only gives a queued write time to (wrongly) finish.
-  it.scopedLive("counts, searches and lookups answer while a transaction holds the writer; each sees what was committed before it", () =>
+  it.live("counts, searches and lookups answer while a transaction holds the writer; each sees what was committed before it", () =>
     Effect.gen(function*() {
       const { context, store } = yield* fileStore(true)
       yield* store.upsertSource({ id: "web", writeKey: "wk_reader" }, 1)
@@ -347,16 +346,19 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
       yield* store.markDead("w", dead!.id, 11, "410 Gone")
 
       const open = yield* heldTransaction(context)
-      const ingest = yield* Effect.fork(store.enqueue("web", [entry("m3", "u1")], 12))
+      const ingest = yield* Effect.forkChild(store.enqueue("web", [entry("m3", "u1")], 12))
       const reads = yield* Effect.all({
         backlog: store.backlog(),
         search: store.searchMessages({ userId: "u1", limit: 10 }),
         jobs: store.jobsForMessage("m2"),
         deadLetters: store.listDeadLetters({ limit: 10 }),
         usage: store.usage("web", 12, 1)
-      }).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "the reads waited for the writer" }))
+      }).pipe(Effect.timeoutOrElse({
+        duration: "5 seconds",
+        orElse: () => Effect.fail("the reads waited for the writer" as const)
+      }))
       yield* Effect.sleep("20 millis")
-      assert.isNull(ingest.unsafePoll(), "the commit waits for the transaction's lock")
+      assert.isUndefined(ingest.pollUnsafe(), "the commit waits for the transaction's lock")
 
       assert.deepStrictEqual(reads.backlog, { pending: 1, delivering: 0, delivered: 0, dead: 1 })
       assert.deepStrictEqual(reads.search.map((message) => message.messageId).sort(), ["m1", "m2"])
@@ -370,18 +372,18 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
       assert.strictEqual((yield* store.backlog()).pending, 2)
     }))
 
-  it.scopedLive("without the reader, the same count waits behind the transaction", () =>
+  it.live("without the reader, the same count waits behind the transaction", () =>
     Effect.gen(function*() {
       const { context, store } = yield* fileStore(false)
       const open = yield* heldTransaction(context)
-      const counting = yield* Effect.fork(store.backlog())
+      const counting = yield* Effect.forkChild(store.backlog())
       yield* Effect.sleep("50 millis")
-      assert.isNull(counting.unsafePoll(), "the count is queued for the writing connection")
+      assert.isUndefined(counting.pollUnsafe(), "the count is queued for the writing connection")
       yield* open.finish
       assert.deepStrictEqual(yield* Fiber.join(counting), { pending: 0, delivering: 0, delivered: 0, dead: 0 })
     }))
 
-  it.scoped("the reader's connection cannot write", () =>
+  it.effect("the reader's connection cannot write", () =>
     Effect.gen(function*() {
       const { filename } = yield* fileStore(true)
       const reader = yield* Effect.provide(SqliteReader, yield* Layer.build(SqliteConnection.layerReader(filename)))
@@ -393,18 +395,18 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
 
 describe("SqliteConnection's lock", () => {
   // Live clock: the thread is real.
-  it.scopedLive("a loop of transactions does not starve a statement waiting for the lock", () =>
+  it.live("a loop of transactions does not starve a statement waiting for the lock", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE t (n INTEGER)`
       const loops = 40
       let transactions = 0
       let insertedAfter = -1
-      const loop = yield* Effect.fork(Effect.repeatN(
-        sql.withTransaction(Effect.zipRight(sql`INSERT INTO t (n) VALUES (1)`, sql`SELECT count(*) FROM t`)).pipe(
+      const loop = yield* Effect.forkChild(Effect.repeat(
+        sql.withTransaction(Effect.andThen(sql`INSERT INTO t (n) VALUES (1)`, sql`SELECT count(*) FROM t`)).pipe(
           Effect.tap(() => Effect.sync(() => transactions++))
         ),
-        loops - 1
+        { times: loops - 1 }
       ))
       yield* Effect.sleep("5 millis")
       yield* sql`INSERT INTO t (n) VALUES (2)`
@@ -417,7 +419,7 @@ describe("SqliteConnection's lock", () => {
 })
 
 describe("SqliteHotPaths.purge", () => {
-  it.scoped("deletes the oldest finished jobs of the status asked, with their attempts, a chunk at a time", () =>
+  it.effect("deletes the oldest finished jobs of the status asked, with their attempts, a chunk at a time", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const hot = yield* SqliteHotPaths

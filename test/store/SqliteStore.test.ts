@@ -1,7 +1,6 @@
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Effect, FileSystem, Layer } from "effect"
 import * as Path from "node:path"
 import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
@@ -12,7 +11,7 @@ import { storeSuite, survivesReopen } from "./storeSuite.js"
 
 /** A new store in a new temporary directory, removed when the test's scope closes. */
 const freshSqlite = () =>
-  Layer.unwrapScoped(
+  Layer.unwrap(
     Effect.map(FileSystem.FileSystem.pipe(Effect.flatMap((fs) => fs.makeTempDirectoryScoped())), (directory) =>
       layerSqlite({ directory }))
   ).pipe(Layer.provide(NodeFileSystem.layer))
@@ -24,7 +23,7 @@ describe("Store (SQLite)", () => {
   messageLogStoreSuite(freshSqlite)
   endpointStoreSuite(freshSqlite)
 
-  it.scopedLive("data survives closing and reopening the file", () =>
+  it.live("data survives closing and reopening the file", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const directory = yield* fs.makeTempDirectoryScoped()
@@ -32,17 +31,15 @@ describe("Store (SQLite)", () => {
       assert.isTrue(yield* fs.exists(Path.join(directory, "nested", "store.db")))
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
-  it.scopedLive("layerFromConfig picks SQLite under HOOKRELAY_DATA_DIR without a postgres:// DATABASE_URL", () =>
+  it.live("layerFromConfig picks SQLite under HOOKRELAY_DATA_DIR without a postgres:// DATABASE_URL", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const directory = yield* fs.makeTempDirectoryScoped()
-      const provider = ConfigProvider.fromMap(
-        new Map([["HOOKRELAY_DATA_DIR", directory], ["DATABASE_URL", "mysql://nope"]])
-      )
+      const provider = ConfigProvider.fromEnv({ env: { HOOKRELAY_DATA_DIR: directory, DATABASE_URL: "mysql://nope" } })
       yield* Effect.gen(function*() {
         const store = yield* Store
         yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
-      }).pipe(Effect.provide(layerFromConfig.pipe(Layer.provide(Layer.setConfigProvider(provider)))))
+      }).pipe(Effect.provide(layerFromConfig.pipe(Layer.provide(ConfigProvider.layer(provider)))))
       assert.isTrue(yield* fs.exists(Path.join(directory, sqliteFileName)))
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 })

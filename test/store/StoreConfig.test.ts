@@ -1,7 +1,7 @@
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Chunk, ConfigProvider, Duration, Effect, Either, Layer, Option, Redacted, TestClock } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, FileSystem, Layer, Option, Redacted, Result } from "effect"
+import { TestClock } from "effect/testing"
 import {
   layerRetention,
   layerSqlite,
@@ -10,18 +10,20 @@ import {
   retentionConfig,
   Store
 } from "../../src/store/index.js"
+import { pendingSleeps } from "../support/pendingSleeps.js"
 import { entry } from "./storeSuite.js"
 
-const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromJson(env))
+const withEnv = (env: Record<string, string>) =>
+  Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown(env))
 
 describe("store configuration", () => {
   it("HOOKRELAY_RETENTION takes days or a duration", () => {
-    assert.deepStrictEqual(parseRetention("7"), Either.right(Duration.days(7)))
-    assert.deepStrictEqual(parseRetention(" 36 hours "), Either.right(Duration.hours(36)))
-    assert.deepStrictEqual(parseRetention("2 days"), Either.right(Duration.days(2)))
-    assert.isTrue(Either.isLeft(parseRetention("0")))
-    assert.isTrue(Either.isLeft(parseRetention("soon")))
-    assert.isTrue(Either.isLeft(parseRetention("-3 days")))
+    assert.deepStrictEqual(parseRetention("7"), Result.succeed(Duration.days(7)))
+    assert.deepStrictEqual(parseRetention(" 36 hours "), Result.succeed(Duration.hours(36)))
+    assert.deepStrictEqual(parseRetention("2 days"), Result.succeed(Duration.days(2)))
+    assert.isTrue(Result.isFailure(parseRetention("0")))
+    assert.isTrue(Result.isFailure(parseRetention("soon")))
+    assert.isTrue(Result.isFailure(parseRetention("-3 days")))
   })
 
   it.effect("retention defaults to 7 days and rejects nonsense", () =>
@@ -44,13 +46,14 @@ describe("store configuration", () => {
 })
 
 describe("retention layer", () => {
-  it.scoped("purges on its schedule, driven by the Clock", () =>
+  it.effect("purges on its schedule, driven by the Clock", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const directory = yield* fs.makeTempDirectoryScoped()
+      const { clock, provide, sleeps } = yield* pendingSleeps
       const context = yield* Layer.build(
         layerRetention({ retention: "1 day", every: "1 hour" }).pipe(Layer.provideMerge(layerSqlite({ directory })))
-      )
+      ).pipe(provide)
       const store = yield* Effect.provide(Store, context)
       // TestClock starts at 0: a job delivered at 0 is purged once the clock passes 1 day.
       yield* store.enqueue("web", [entry("m1"), entry("m2")], 0)
@@ -63,15 +66,14 @@ describe("retention layer", () => {
       const parkedUntil = (due: number) =>
         Effect.gen(function*() {
           for (let waited = 0; waited < 5_000; waited += 5) {
-            const sleeps = yield* TestClock.sleeps()
-            if (Chunk.some(sleeps, (at) => at === due)) return
+            if ((yield* sleeps).includes(due)) return
             yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
           }
           assert.fail(`the retention pass did not go back to sleep until ${due}`)
         })
       const passesUntil = (hours: number) =>
         Effect.gen(function*() {
-          for (let at = (yield* TestClock.currentTimeMillis) / hour + 1; at <= hours; at++) {
+          for (let at = clock.currentTimeMillisUnsafe() / hour + 1; at <= hours; at++) {
             yield* parkedUntil(at * hour)
             yield* TestClock.adjust("1 hour")
           }

@@ -1,14 +1,14 @@
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, TestClock, TestServices } from "effect"
+import { Clock, Context, Effect, FileSystem, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import * as Path from "node:path"
 import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
 import * as WalCheckpoints from "../../src/store/sqlite/WalCheckpoints.js"
 import { layerOnSqliteConnection, Store } from "../../src/store/Store.js"
 import { mountSmallDisk, smallDiskUnavailable } from "../support/faultStores.js"
+import { pendingSleeps } from "../support/pendingSleeps.js"
 import { skipUnlessCi } from "../support/services.js"
 
 /** A source and `count` messages of about 600 bytes each, so that every batch adds a few dozen WAL pages. */
@@ -17,7 +17,7 @@ const entries = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => ({ messageId: `${prefix}-${i}`, userId: `user-${i % 50}`, body }))
 
 /** Real time passes (the worker answers through the event loop) while the test's clock stays put. */
-const liveSleep = (millis: number) => TestServices.provideLive(Effect.sleep(millis))
+const liveSleep = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
 
 const waitUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, what: string) =>
   Effect.gen(function*() {
@@ -26,10 +26,13 @@ const waitUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, what:
       if (done(value)) return value
       yield* liveSleep(10)
     }
-    return yield* Effect.dieMessage(`timed out waiting for ${what}`)
+    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
   })
 
-/** The store (on its SQLite thread) and its checkpoints over one SQLite file in a temporary directory, built in the test's scope. */
+/**
+ * The store (on its SQLite thread) and its checkpoints over one SQLite file in a temporary directory, built in the
+ * test's scope; the checkpoints' loop sleeps on a clock whose pending sleeps `sleeps` answers.
+ */
 const openStore = (options: WalCheckpoints.WalCheckpointOptions, inDirectory?: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -38,12 +41,13 @@ const openStore = (options: WalCheckpoints.WalCheckpointOptions, inDirectory?: s
     const context = yield* Layer.build(
       layerOnSqliteConnection.pipe(Layer.provideMerge(SqliteConnection.layer(filename)))
     )
-    const stats = yield* WalCheckpoints.make(filename, options).pipe(Effect.provide(context))
-    return { filename, stats, store: context.unsafeMap.get(Store.key) as Store["Type"], context, fs }
+    const { provide, sleeps } = yield* pendingSleeps
+    const stats = yield* WalCheckpoints.make(filename, options).pipe(Effect.provide(context), provide)
+    return { filename, stats, store: Context.get(context, Store), context, fs, sleeps }
   })
 
 describe("WAL checkpoints on a worker thread", () => {
-  it.scopedLive("copy the WAL into the database file while commits go on, and start the WAL over", () =>
+  it.live("copy the WAL into the database file while commits go on, and start the WAL over", () =>
     Effect.gen(function*() {
       const { context, filename, fs, stats, store } = yield* openStore({
         interval: "5 millis",
@@ -82,15 +86,15 @@ describe("WAL checkpoints on a worker thread", () => {
 
       // What was committed is all there for another connection that reads the file alone.
       const counted = yield* Effect.gen(function*() {
-        const other = yield* SqlClient.SqlClient
+        const other = yield* SqliteConnection.SqliteReader
         return yield* other<{ n: number }>`SELECT count(*) AS n FROM jobs`
-      }).pipe(Effect.provide(SqliteClient.layer({ filename, readonly: true })))
+      }).pipe(Effect.provide(SqliteConnection.layerReader(filename)))
       assert.strictEqual(counted[0]!.n, 6_000)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
-  it.scoped("run on Effect's Clock: one at start, then one an interval after a commit, none while idle", () =>
+  it.effect("run on Effect's Clock: one at start, then one an interval after a commit, none while idle", () =>
     Effect.gen(function*() {
-      const { stats, store } = yield* openStore({ interval: "1 second" })
+      const { sleeps, stats, store } = yield* openStore({ interval: "1 second" })
       yield* waitUntil(stats, (s) => s.byWorker === 1, "the first checkpoint")
 
       // Idle: a day passes on the clock without a checkpoint (nor a step per interval).
@@ -101,8 +105,8 @@ describe("WAL checkpoints on a worker thread", () => {
       yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
       yield* store.enqueue("web", entries("a", 10), 2)
       // The change of the WAL file reaches the loop in real time (a watch of the file); it then sleeps on the clock.
-      const now = yield* TestClock.currentTimeMillis
-      yield* waitUntil(TestClock.sleeps(), (sleeps) => Chunk.some(sleeps, (at) => at <= now + 1000), "the loop's sleep")
+      const now = yield* Clock.currentTimeMillis
+      yield* waitUntil(sleeps, (pending) => pending.some((at) => at <= now + 1000), "the loop's sleep")
       yield* TestClock.adjust("999 millis")
       yield* liveSleep(50)
       assert.strictEqual((yield* stats).byWorker, 1, "nothing before the interval is over")
@@ -113,7 +117,7 @@ describe("WAL checkpoints on a worker thread", () => {
       assert.strictEqual(second.last!.checkpointed, second.last!.log)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
-  it.scoped("a worker that cannot open the file gives the main connection its checkpoint on commit back", () =>
+  it.effect("a worker that cannot open the file gives the main connection its checkpoint on commit back", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const directory = yield* fs.makeTempDirectoryScoped()
@@ -127,13 +131,13 @@ describe("WAL checkpoints on a worker thread", () => {
       Effect.provide(NodeFileSystem.layer)
     ))
 
-  it.scoped.skipIf(skipUnlessCi("the full-disk checkpoint test", smallDiskUnavailable()))(
+  it.effect.skipIf(skipUnlessCi("the full-disk checkpoint test", smallDiskUnavailable()))(
     "a checkpoint that fails on a full disk is tried again, and the worker takes over again once it succeeds",
     () =>
       Effect.gen(function*() {
         const disk = yield* Effect.acquireRelease(Effect.sync(() => mountSmallDisk("6m")), (disk) =>
           Effect.sync(() => disk.destroy()))
-        const { context, stats, store } = yield* openStore({ interval: "1 second" }, disk.directory)
+        const { context, sleeps, stats, store } = yield* openStore({ interval: "1 second" }, disk.directory)
         const autocheckpoint = Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`).pipe(
             Effect.map((rows) =>
@@ -149,8 +153,8 @@ describe("WAL checkpoints on a worker thread", () => {
         yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
         for (let batch = 0; batch < 20; batch++) yield* store.enqueue("web", entries(`b${batch}`, 100), 2 + batch)
         disk.fill()
-        const now = yield* TestClock.currentTimeMillis
-        yield* waitUntil(TestClock.sleeps(), (sleeps) => Chunk.some(sleeps, (at) => at <= now + 1000), "the sleep")
+        const now = yield* Clock.currentTimeMillis
+        yield* waitUntil(sleeps, (pending) => pending.some((at) => at <= now + 1000), "the sleep")
         yield* TestClock.adjust("1 second")
         const failing = yield* waitUntil(stats, (s) => s.checkpointError !== undefined, "a failed checkpoint")
         assert.match(failing.checkpointError!, /full|space/i)

@@ -76,7 +76,7 @@ export const claimSuite = (fresh: FreshStore, options: SuiteOptions) => {
               const jobs = yield* store.claimDue(owner, T0 + hour, 7, 60 * second)
               if (jobs.length === 0) return mine
               for (const job of jobs) mine.push(job.id)
-              yield* Effect.yieldNow()
+              yield* Effect.yieldNow
             }
           })
         const results = yield* Effect.all(

@@ -1,7 +1,7 @@
-import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { Scope } from "effect"
+import { HttpServer } from "effect/http"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
@@ -82,16 +82,15 @@ export const startApp = (options: AppOptions = {}) =>
       Layer.provideMerge(engine)
     )
     const context = yield* Layer.build(http)
-    const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    const address = server.address
-    const baseUrl = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+    const address = Context.get(context, HttpServer.HttpServer).address
+    const baseUrl = address._tag === "UnixPathAddress" ? "" : `http://127.0.0.1:${address.port}`
     return {
       baseUrl,
-      relay: yield* Effect.provide(Relay, context),
-      store: yield* Effect.provide(Store, context),
+      relay: Context.get(context, Relay),
+      store: Context.get(context, Store),
       directory
     }
   })
 
-export type App = Effect.Effect.Success<ReturnType<typeof startApp>>
+export type App = Effect.Success<ReturnType<typeof startApp>>
 export type AppScope = Scope.Scope

@@ -223,7 +223,7 @@ const main = async () => {
     Effect.map(Outcomes.make(), (inner) =>
       DeliveryOutcomes.of({
         publish: (outcome) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => {
               if (outcome.status === "delivered") delivered++
               else dead++
@@ -231,7 +231,7 @@ const main = async () => {
             inner.publish(outcome)
           ),
         publishAll: (outcomes) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.sync(() => {
               for (const outcome of outcomes) {
                 if (outcome.status === "delivered") delivered++
@@ -247,7 +247,7 @@ const main = async () => {
     Layer.provideMerge(storeLayer())
   )
   const baseRuntime = ManagedRuntime.make(base)
-  const context = (await baseRuntime.runtime()).context
+  const context = await baseRuntime.context()
 
   collectGarbage()
   const baseline = memory()
@@ -281,11 +281,11 @@ const main = async () => {
   }, gcEveryMillis)
 
   const dispatcherRuntime = ManagedRuntime.make(
-    Layer.scopedDiscard(Effect.map(Dispatcher.start(options), (dispatcher) => {
+    Layer.effectDiscard(Effect.map(Dispatcher.start(options), (dispatcher) => {
       heldNow = () => dispatcher.held.size
     })).pipe(Layer.provide(Layer.succeedContext(context)))
   )
-  await dispatcherRuntime.runtime()
+  await dispatcherRuntime.context()
 
   const stats = (): DispatcherStats => {
     const now = memory()

@@ -1,21 +1,22 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Duration, Effect, LogLevel, Option } from "effect"
-import type { ConfigError } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, Option } from "effect"
+import type { Config } from "effect"
 import { logLevelConfig } from "../../src/telemetry/LogLevel.js"
 import { telemetryConfig } from "../../src/telemetry/TelemetryConfig.js"
 
-const text = (error: ConfigError.ConfigError) => Cause.pretty(Cause.fail(error))
+const text = (error: Config.ConfigError) => Cause.pretty(Cause.fail(error))
 
-const withEnv = (env: Record<string, string>) =>
-  Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+/** `config` read from `env` as the process environment. */
+const withEnv = (env: Record<string, string>) => <A>(config: Config.Config<A>) =>
+  config.parse(ConfigProvider.fromEnv({ env }))
 
 describe("HOOKRELAY_LOG_LEVEL", () => {
   it.effect("defaults to info, and takes a level's name in any case", () =>
     Effect.gen(function*() {
-      expect(yield* withEnv({})(logLevelConfig)).toBe(LogLevel.Info)
-      expect(yield* withEnv({ HOOKRELAY_LOG_LEVEL: "debug" })(logLevelConfig)).toBe(LogLevel.Debug)
-      expect(yield* withEnv({ HOOKRELAY_LOG_LEVEL: "Warning" })(logLevelConfig)).toBe(LogLevel.Warning)
-      expect(yield* withEnv({ HOOKRELAY_LOG_LEVEL: "NONE" })(logLevelConfig)).toBe(LogLevel.None)
+      expect(yield* withEnv({})(logLevelConfig)).toBe("Info")
+      expect(yield* withEnv({ HOOKRELAY_LOG_LEVEL: "debug" })(logLevelConfig)).toBe("Debug")
+      expect(yield* withEnv({ HOOKRELAY_LOG_LEVEL: "Warning" })(logLevelConfig)).toBe("Warn")
+      expect(yield* withEnv({ HOOKRELAY_LOG_LEVEL: "NONE" })(logLevelConfig)).toBe("None")
     }))
 
   it.effect("refuses another value, naming the variable and the levels", () =>
@@ -29,14 +30,14 @@ describe("HOOKRELAY_LOG_LEVEL", () => {
 describe("telemetry configuration (the standard OpenTelemetry variables)", () => {
   const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }
 
-  it.effect("is off without an OTLP endpoint, or when the SDK or both signals are disabled", () =>
+  it.effect("is off without an OTLP endpoint, or when the SDK or every signal is disabled", () =>
     Effect.gen(function*() {
       for (
         const env of [
           {},
           { OTEL_SERVICE_NAME: "x" },
           { ...endpoint, OTEL_SDK_DISABLED: "true" },
-          { ...endpoint, OTEL_TRACES_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none" }
+          { ...endpoint, OTEL_TRACES_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none", OTEL_LOGS_EXPORTER: "none" }
         ]
       ) expect(yield* withEnv(env)(telemetryConfig), JSON.stringify(env)).toStrictEqual(Option.none())
     }))
@@ -51,11 +52,12 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
   const settings = (env: Record<string, string>) =>
     Effect.map(withEnv(env)(telemetryConfig), Option.getOrThrowWith(() => new Error("telemetry is off")))
 
-  it.effect("exports traces and metrics to the common endpoint, each signal to its own, under the service's name", () =>
+  it.effect("exports traces, metrics and logs to the common endpoint, each signal to its own, under the service's name", () =>
     Effect.gen(function*() {
       expect(yield* settings(endpoint)).toStrictEqual({
         traces: target("http://collector:4318/v1/traces"),
         metrics: target("http://collector:4318/v1/metrics"),
+        logs: target("http://collector:4318/v1/logs"),
         metricInterval: Duration.seconds(60),
         serviceName: "hookrelay",
         sampler: { parentBased: true, root: "always" },
@@ -70,6 +72,7 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
       ).toMatchObject({
         traces: target("https://collector.example/custom/traces"),
         metrics: undefined,
+        logs: undefined,
         metricInterval: Duration.seconds(5),
         serviceName: "relay-eu"
       })
@@ -77,6 +80,13 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
         traces: undefined,
         metrics: target("http://collector:4318/v1/metrics")
       })
+      expect(yield* settings({ ...endpoint, OTEL_LOGS_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none" })).toMatchObject(
+        {
+          traces: target("http://collector:4318/v1/traces"),
+          metrics: undefined,
+          logs: undefined
+        }
+      )
       // A trailing slash is not doubled; an empty variable is unset.
       expect(yield* settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/", OTEL_SERVICE_NAME: "" }))
         .toMatchObject({ traces: { url: "http://collector:4318/v1/traces" }, serviceName: "hookrelay" })
@@ -145,6 +155,7 @@ describe("telemetry configuration (the standard OpenTelemetry variables)", () =>
           ["OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"],
           ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"],
           ["OTEL_TRACES_EXPORTER", "zipkin"],
+          ["OTEL_LOGS_EXPORTER", "console"],
           ["OTEL_METRIC_EXPORT_INTERVAL", "0"],
           ["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "collector:4318"],
           ["OTEL_EXPORTER_OTLP_HEADERS", "x-tenant"],

@@ -234,7 +234,8 @@ describe("telemetry (a real server process, configured as a user would)", () => 
         expect(await track(server, "plain-1", { traceparent: `00-${clientTraceId}-${clientSpanId}-01` })).toBe(200)
         await waitUntil(() => receiver.deliveries.length === 1, "the delivery")
         expect(receiver.deliveries[0]!.traceparent).toBeUndefined()
-        const debug = server.output().split("\n").filter((line) => line.includes("\"logLevel\":\"DEBUG\""))
+        // Effect 4's JSON lines name the level `level`.
+        const debug = server.output().split("\n").filter((line) => line.includes("\"level\":\"DEBUG\""))
         expect(debug.some((line) => line.includes("\"telemetry\"") && line.includes("\"traces\":false"))).toBe(true)
         await stopsCleanly(server)
       }),

@@ -1,4 +1,4 @@
-import { Duration, Effect, Option } from "effect"
+import { Clock, Duration, Effect, Option } from "effect"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import type { ClaimedJob, StoreShape } from "../../store/Model.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
@@ -39,7 +39,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
       for (const job of claimed) {
         if (bySource.has(job.sourceId)) continue
         const source = yield* sources.byId(job.sourceId).pipe(
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             Effect.as(Effect.logError("could not read a source; its jobs wait for their lease", error), undefined)
           )
         )
@@ -77,7 +77,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
   const claimBackoffMaxMillis = Math.max(idlePollMillis, 2_000)
 
   return Effect.gen(function*() {
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     while (true) {
       // The doorbell is reset before looking, so a ring that comes while we claim is not lost.
       yield* signal.reset
@@ -91,7 +91,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
       // can take at most the least room one of them has, so a claim is rarely sent back as overflow.
       const { room: mailboxRoom, saturated } = mailboxes.claimShape()
       const limit = Math.min(room, settings.claimBatch, mailboxRoom)
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       const exclusionKey = saturated.length === 0 ? undefined : saturated.sort().join("\n")
       if (exclusionKey !== undefined && emptyExclusion?.key === exclusionKey && now < emptyExclusion.until) {
         yield* signal.wait(Duration.millis(emptyExclusion.until - now))
@@ -103,8 +103,8 @@ export const makeClaimer = (config: ClaimerConfig) => {
         excludeSourceIds: saturated,
         expired
       }).pipe(
-        Effect.tap(() => (claimFailures = 0)),
-        Effect.catchAll((error) => {
+        Effect.tap(() => Effect.sync(() => (claimFailures = 0))),
+        Effect.catch((error) => {
           claimFailures += 1
           const logged = claimFailures === 1
             ? Effect.logError("could not claim due jobs; trying again with backoff until the store answers", error)

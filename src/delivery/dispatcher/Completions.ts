@@ -1,4 +1,5 @@
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Latch } from "effect"
+import type { Context } from "effect"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../../metrics/Metrics.js"
 import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion, StoreShape } from "../../store/Model.js"
 import type { AttemptRecord } from "../AttemptRecord.js"
@@ -31,11 +32,11 @@ const toStoredAttempt = (record: AttemptRecord): StoredAttemptRecord => ({
   responseSnippet: record.responseSnippet ?? null
 })
 
-const countAttempts = (records: ReadonlyArray<StoredAttemptRecord>) => {
+const countAttempts = (records: ReadonlyArray<StoredAttemptRecord>, context: Context.Context<never>) => {
   const byOutcome = { success: 0, retryable: 0, permanent: 0, aborted: 0 }
   for (const record of records) byOutcome[record.outcome] += 1
   for (const [outcome, count] of Object.entries(byOutcome) as Array<[keyof typeof byOutcome, number]>) {
-    if (count > 0) attemptsWithOutcome(outcome).unsafeUpdate(count, [])
+    if (count > 0) attemptsWithOutcome(outcome).updateUnsafe(count, context)
   }
 }
 
@@ -64,19 +65,21 @@ export const makeCompletions = (config: CompletionsConfig) =>
     /** Attempts at the head of `attempts` that a failed write put back: already counted in the metrics. */
     let counted = 0
     const flushDelayMillis = Math.max(1, Duration.toMillis(config.flushDelay))
-    const workWaiting = yield* Effect.makeLatch(false)
+    // The metrics are updated in one synchronous step per flush, in the registry of the dispatcher's context.
+    const context = yield* Effect.context<never>()
+    const workWaiting = yield* Latch.make(false)
     // Open when `flushSize` finished jobs wait: the flusher stops waiting for `flushDelay`.
-    const batchFull = yield* Effect.makeLatch(false)
+    const batchFull = yield* Latch.make(false)
 
     const attempt = (record: AttemptRecord): void => {
       attempts.push(toStoredAttempt(record))
-      workWaiting.unsafeOpen()
+      workWaiting.openUnsafe()
     }
 
     const book = (completion: Completion, outcome: DeliveryOutcome): void => {
-      if (completions.push(completion) === flushSize) batchFull.unsafeOpen()
+      if (completions.push(completion) === flushSize) batchFull.openUnsafe()
       finished.push(outcome)
-      workWaiting.unsafeOpen()
+      workWaiting.openUnsafe()
     }
 
     const delivered = (job: ClaimedJob, at: number, firstAttemptAt: number, url: string): void => {
@@ -133,17 +136,17 @@ export const makeCompletions = (config: CompletionsConfig) =>
           endpointState: persistStates(outcome.endpoints),
           lastError: last === undefined || last._tag === "Success" ? null : last.reason
         }) === flushSize
-      ) batchFull.unsafeOpen()
-      workWaiting.unsafeOpen()
+      ) batchFull.openUnsafe()
+      workWaiting.openUnsafe()
     }
 
     const report = (done: ReadonlyArray<DeliveryOutcome>, latency: ReadonlyArray<number>) =>
       Effect.suspend(() => {
         let deliveredCount = 0
         for (const outcome of done) if (outcome.status === "delivered") deliveredCount++
-        if (deliveredCount > 0) jobsDelivered.unsafeUpdate(deliveredCount, [])
-        if (done.length > deliveredCount) jobsDead.unsafeUpdate(done.length - deliveredCount, [])
-        for (const seconds of latency) deliveryLatency.unsafeUpdate(seconds, [])
+        if (deliveredCount > 0) jobsDelivered.updateUnsafe(deliveredCount, context)
+        if (done.length > deliveredCount) jobsDead.updateUnsafe(done.length - deliveredCount, context)
+        for (const seconds of latency) deliveryLatency.updateUnsafe(seconds, context)
         return outcomes.publishAll(done)
       })
 
@@ -158,7 +161,7 @@ export const makeCompletions = (config: CompletionsConfig) =>
       attempts = []
       finished = []
       latencies = []
-      countAttempts(counted === 0 ? records : records.slice(counted))
+      countAttempts(counted === 0 ? records : records.slice(counted), context)
       counted = 0
       const write = batch.length === 0 && records.length === 0 ?
         Effect.void :
@@ -168,21 +171,21 @@ export const makeCompletions = (config: CompletionsConfig) =>
               `${result.refused.length} finished jobs had been taken over by another dispatcher; their outcome was not written`
             )
           ),
-          Effect.tap(() => (writeFailures = 0)),
-          Effect.catchAll((error) => {
+          Effect.tap(() => Effect.sync(() => (writeFailures = 0))),
+          Effect.catch((error) => {
             // Kept for the next flush, which the flusher tries again with backoff: written once the store answers
             // within the jobs' leases, they are not delivered a second time (past their leases, they are).
             completions = batch.concat(completions)
             attempts = records.concat(attempts)
             counted = records.length
             writeFailures += 1
-            workWaiting.unsafeOpen()
+            workWaiting.openUnsafe()
             return writeFailures === 1
               ? Effect.logError("could not write finished jobs; trying again until the store answers", error)
               : Effect.void
           })
         )
-      return Effect.zipRight(write, report(done, latency))
+      return Effect.andThen(write, report(done, latency))
     }))
 
     const flusher = Effect.gen(function*() {
@@ -202,4 +205,4 @@ export const makeCompletions = (config: CompletionsConfig) =>
     return { attempt, delivered, deadLetter, failed, deferred, flush, flusher }
   })
 
-export type Completions = Effect.Effect.Success<ReturnType<typeof makeCompletions>>
+export type Completions = Effect.Success<ReturnType<typeof makeCompletions>>

@@ -37,7 +37,7 @@ export interface ActorsConfig {
   readonly leases: Leases
   readonly guards: EndpointGuardsShape
   /** Starts a fiber in the dispatcher's scope, interruptible. */
-  readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
+  readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.Fiber<void, never>
   /** Delivers one job and concludes it (`JobRuns`); called when the job starts. */
   readonly runJob: (run: Run) => Effect.Effect<void>
 }
@@ -121,13 +121,13 @@ export const makeActors = (config: ActorsConfig) => {
    * a worker that stops early leaves its place to a new one.
    */
   const worker = (actor: Actor): Effect.Effect<void, never, Transport> =>
-    Effect.withFiberRuntime((fiber) => {
+    Effect.withFiber((fiber) => {
       actor.starting -= 1
       const next: Effect.Effect<void, never, Transport> = Effect.suspend(() => {
         const run = take(actor)
         if (run === undefined) return Effect.void
         run.held.fiber = fiber
-        return Effect.zipRight(config.runJob(run), next)
+        return Effect.andThen(config.runJob(run), next)
       })
       return next
     })

@@ -24,7 +24,7 @@ export interface JobRunsConfig {
   /** The delivery's services, looked up once for every job. */
   readonly services: AttemptServices
   /** Starts a fiber in the dispatcher's scope, interruptible. */
-  readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.RuntimeFiber<void, never>
+  readonly fork: (effect: Effect.Effect<void, never, Transport>) => Fiber.Fiber<void, never>
 }
 
 /**
@@ -69,7 +69,7 @@ export const makeJobRuns = (config: JobRunsConfig) => {
   const conclude = (run: Run, result: DeliveryResult, startedAt: number, firstAttemptAt: number, fresh: boolean) => {
     const entry = run.held
     const job = entry.job
-    const now = clock.unsafeCurrentTimeMillis()
+    const now = clock.currentTimeMillisUnsafe()
     // Its worker goes on with other jobs: a lost lease must not stop it any more.
     entry.fiber = undefined
     if (result._tag === "Delivered") {
@@ -92,8 +92,8 @@ export const makeJobRuns = (config: JobRunsConfig) => {
   const waitForRetry = (run: Run, result: Deferred): void => {
     const entry = run.held
     entry.fiber = config.fork(
-      Effect.sleep(Duration.millis(Math.max(0, result.nextAttemptAt - clock.unsafeCurrentTimeMillis()))).pipe(
-        Effect.zipRight(Effect.sync(() => {
+      Effect.sleep(Duration.millis(Math.max(0, result.nextAttemptAt - clock.currentTimeMillisUnsafe()))).pipe(
+        Effect.andThen(Effect.sync(() => {
           entry.fiber = undefined
           if (entry.lost) leases.release(entry)
           else actors.post(run)
@@ -110,7 +110,7 @@ export const makeJobRuns = (config: JobRunsConfig) => {
   const deliverJob = (run: Run): Effect.Effect<void> => {
     const entry = run.held
     const job = entry.job
-    const startedAt = clock.unsafeCurrentTimeMillis()
+    const startedAt = clock.currentTimeMillisUnsafe()
     const firstAttemptAt = run.firstAttemptAt ?? job.firstAttemptAt ?? startedAt
     const single = run.settings.endpoints.length === 1
     const delivery = deliverWith(services, {
@@ -130,17 +130,17 @@ export const makeJobRuns = (config: JobRunsConfig) => {
         return Effect.void
       },
       onFailure: (cause) => {
-        const failure = Cause.failureOption(cause)
+        const failure = Cause.findErrorOption(cause)
         if (failure._tag === "Some") {
           attemptFailed(job.sourceId)
-          completions.failed(job, clock.unsafeCurrentTimeMillis(), failure.value)
+          completions.failed(job, clock.currentTimeMillisUnsafe(), failure.value)
           leases.release(entry)
           return Effect.logWarning(`message dead-lettered: ${failure.value.message}`).pipe(
             Effect.annotateLogs({ jobId: job.id, messageId: job.messageId, sourceId: job.sourceId })
           )
         }
         leases.release(entry)
-        return Cause.isInterruptedOnly(cause)
+        return Cause.hasInterruptsOnly(cause)
           ? Effect.void
           : Effect.logError("delivery job failed unexpectedly", cause).pipe(
             Effect.annotateLogs({ jobId: job.id, messageId: job.messageId })
@@ -164,7 +164,7 @@ export const makeJobRuns = (config: JobRunsConfig) => {
   /** A job whose source cannot be delivered to: dead at once, without an attempt. */
   const deadLetter = (entry: Held, reason: string): void => {
     attemptFailed(entry.job.sourceId)
-    completions.deadLetter(entry.job, clock.unsafeCurrentTimeMillis(), reason)
+    completions.deadLetter(entry.job, clock.currentTimeMillisUnsafe(), reason)
     leases.release(entry)
   }
 

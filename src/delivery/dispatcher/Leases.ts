@@ -9,7 +9,7 @@ import type { Settings } from "./Options.js"
 export interface Held {
   readonly job: ClaimedJob
   /** The fiber delivering the job; none while it waits in its endpoint's mailbox. */
-  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  fiber: Fiber.Fiber<unknown, unknown> | undefined
   /** Its lease was taken over by another dispatcher: drop it wherever it is. */
   lost: boolean
 }
@@ -48,7 +48,7 @@ export const makeLeases = (config: LeasesConfig) => {
   /** Jobs handed back to the outbox before any attempt (their leases released). */
   const giveBack = (ids: ReadonlyArray<string>, what: string) =>
     store.releaseLeases(owner, ids).pipe(
-      Effect.catchAll((error) => Effect.logError(`could not hand ${what} back to the outbox`, error))
+      Effect.catch((error) => Effect.logError(`could not hand ${what} back to the outbox`, error))
     )
 
   const renewer = Effect.gen(function*() {
@@ -58,7 +58,7 @@ export const makeLeases = (config: LeasesConfig) => {
       const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       const asked = held.keys()
       const kept = yield* store.renewLeases(owner, asked, now + settings.leaseMillis).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
+        Effect.catch((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
       )
       if (kept === undefined) continue
       // A lease that lapsed and was taken over: that dispatcher delivers the job now, so stop ours (its request is
@@ -71,7 +71,7 @@ export const makeLeases = (config: LeasesConfig) => {
         lost += 1
         entry.lost = true
         // Running: its fiber stops (and the job is forgotten); queued: dropped when its turn comes.
-        if (entry.fiber !== undefined) yield* Fiber.interruptFork(entry.fiber)
+        if (entry.fiber !== undefined) yield* Effect.forkDetach(Fiber.interrupt(entry.fiber))
       }
       if (lost > 0) yield* Effect.logWarning(`${lost} jobs were taken over by another dispatcher`)
     }

@@ -21,13 +21,13 @@ export interface DispatcherOptions {
   /** Jobs claimed per store round trip at most. Default 512. */
   readonly claimBatch?: number | undefined
   /** How long a claim is held before another process may take the job over. Default 60 s; renewed at a third. */
-  readonly lease?: Duration.DurationInput | undefined
+  readonly lease?: Duration.Input | undefined
   /** How long the dispatcher sleeps when the outbox has nothing due (ingest in this process wakes it at once). */
-  readonly idlePoll?: Duration.DurationInput | undefined
+  readonly idlePoll?: Duration.Input | undefined
   /** A retry due later than this goes back to the store instead of waiting in memory. Default 5 s. */
-  readonly maxInlineDelay?: Duration.DurationInput | undefined
+  readonly maxInlineDelay?: Duration.Input | undefined
   /** How long finished jobs wait to be written together (one transaction for all). Default 20 ms. */
-  readonly flushDelay?: Duration.DurationInput | undefined
+  readonly flushDelay?: Duration.Input | undefined
   /** Finished jobs that are written at once, without waiting for `flushDelay`: a bound on one transaction. Default 512. */
   readonly flushSize?: number | undefined
   /**
@@ -35,16 +35,16 @@ export interface DispatcherOptions {
    * it); after that one claim goes out anyway, so that a sustained load slows delivery but never stops it. `false`:
    * never held back. Default 500 ms.
    */
-  readonly maxIngestYield?: Duration.DurationInput | false | undefined
+  readonly maxIngestYield?: Duration.Input | false | undefined
 }
 
 /**
  * What the dispatcher asks before each claim: return once the process has time for deliveries again, or after
  * `maxHold` at the latest. Ingest provides it (`overload/IngestPressure`); without it claims are never held back.
  */
-export class YieldToIngest extends Context.Tag("hookrelay/delivery/YieldToIngest")<YieldToIngest, {
-  readonly yieldToIngest: (maxHold: Duration.DurationInput) => Effect.Effect<void>
-}>() {}
+export class YieldToIngest extends Context.Service<YieldToIngest, {
+  readonly yieldToIngest: (maxHold: Duration.Input) => Effect.Effect<void>
+}>()("hookrelay/delivery/YieldToIngest") {}
 
 /** The options with their defaults, in the units the roles use. */
 export interface Settings {
@@ -63,7 +63,7 @@ export interface Settings {
   readonly maxIngestYield: Duration.Duration | false
 }
 
-const millis = (input: Duration.DurationInput) => Duration.toMillis(Duration.decode(input))
+const millis = (input: Duration.Input) => Duration.toMillis(Duration.fromInputUnsafe(input))
 
 export const settings = (options: DispatcherOptions): Settings => {
   const mailboxPerSource = Math.max(1, options.mailboxPerSource ?? 256)
@@ -80,10 +80,12 @@ export const settings = (options: DispatcherOptions): Settings => {
     claimBatch,
     claimThreshold: Math.max(1, Math.floor(claimBatch / 4)),
     leaseMillis: millis(options.lease ?? Duration.seconds(60)),
-    idlePoll: Duration.decode(options.idlePoll ?? Duration.millis(200)),
-    maxInlineDelay: Duration.decode(options.maxInlineDelay ?? Duration.seconds(5)),
-    flushDelay: Duration.decode(options.flushDelay ?? Duration.millis(20)),
+    idlePoll: Duration.fromInputUnsafe(options.idlePoll ?? Duration.millis(200)),
+    maxInlineDelay: Duration.fromInputUnsafe(options.maxInlineDelay ?? Duration.seconds(5)),
+    flushDelay: Duration.fromInputUnsafe(options.flushDelay ?? Duration.millis(20)),
     flushSize: Math.max(1, options.flushSize ?? 512),
-    maxIngestYield: options.maxIngestYield === false ? false : Duration.decode(options.maxIngestYield ?? "500 millis")
+    maxIngestYield: options.maxIngestYield === false
+      ? false
+      : Duration.fromInputUnsafe(options.maxIngestYield ?? "500 millis")
   }
 }

@@ -1,6 +1,6 @@
-import type { SqlClient } from "@effect/sql"
-import type * as Statement from "@effect/sql/Statement"
 import { Effect } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
 import type { ClaimOptions } from "../Model.js"
 import { claimColumns, type ClaimRow, rowsInDueOrder, toClaimed } from "../Rows.js"
 import { fail, type StoreKit, untraced } from "../StoreKit.js"

@@ -1,5 +1,5 @@
-import type { SqlClient } from "@effect/sql"
 import { Array as Arr, Effect } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
 import type { AttemptWriter } from "../Attempts.js"
 import type { AttemptRecord, CompleteResult, Completion } from "../Model.js"
 import { type CompletionRow, completionRows, idChunk, jsonChunk, makeTally } from "../Rows.js"

@@ -1,9 +1,14 @@
+import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Effect } from "effect"
 import type { EnqueueEntry, EnqueueOptions, EnqueueResult } from "../Model.js"
 import { dedupeWindowMs } from "../Model.js"
 import { firstOfEachMessageId, usageOnShardConflict, utcDay } from "../Rows.js"
 import { fail, type StoreKit, untraced } from "../StoreKit.js"
 import type { UsageWriter } from "../Usage.js"
+
+/** The driver infers an array's type from its elements: a column that may hold only NULLs is typed here. */
+const typedArray = (values: ReadonlyArray<unknown>, elementOid: number) =>
+  Effect.fromResult(PgTypes.array(values, elementOid))
 
 const enqueueResult = (
   accepted: ReadonlySet<string>,
@@ -30,13 +35,15 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       const inputs = Array.from(unique.values())
       const ids = newJobIds(now, inputs.length)
+      const userIds = yield* typedArray(inputs.map((entry) => entry.userId ?? null), PgTypes.OID.text)
+      const bodies = yield* typedArray(inputs.map((entry) => entry.body ?? null), PgTypes.OID.bytea)
+      const types = yield* typedArray(inputs.map((entry) => entry.type ?? null), PgTypes.OID.text)
+      const events = yield* typedArray(inputs.map((entry) => entry.event ?? null), PgTypes.OID.text)
       const rows = yield* sql<{ message_id: string }>`
         WITH input AS (
           SELECT * FROM unnest(
             ${ids}::text[], ${inputs.map((entry) => entry.messageId)}::text[],
-            ${inputs.map((entry) => entry.userId ?? null)}::text[],
-            ${inputs.map((entry) => entry.body ?? null)}::bytea[],
-            ${inputs.map((entry) => entry.type ?? null)}::text[], ${inputs.map((entry) => entry.event ?? null)}::text[],
+            ${userIds}::text[], ${bodies}::bytea[], ${types}::text[], ${events}::text[],
             ${inputs.map((entry) => entry.filtered === true)}::boolean[],
             ${inputs.map((entry) => entry.body !== undefined)}::boolean[]
           ) AS t(id, message_id, user_id, body, message_type, event, filtered, has_body)

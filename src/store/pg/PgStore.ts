@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { migrate } from "../Migrations.js"
 import type { StoreShape } from "../Model.js"
 import { purgeChunk } from "../Purge.js"

@@ -1,4 +1,4 @@
-import { Data, Deferred, Duration, Effect, Exit, Option, Scope } from "effect"
+import { Data, Deferred, Duration, Effect, Exit, Option, type Scope, Semaphore } from "effect"
 import { Worker } from "node:worker_threads"
 import { loadDriver } from "./SqliteDriver.js"
 
@@ -77,8 +77,8 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
 
     const fail = (error: CheckpointWorkerError) => {
       failure = Option.some(error)
-      Deferred.unsafeDone(ready, Exit.fail(error))
-      if (Option.isSome(waiting)) Deferred.unsafeDone(waiting.value, Exit.fail(error))
+      Deferred.doneUnsafe(ready, Exit.fail(error))
+      if (Option.isSome(waiting)) Deferred.doneUnsafe(waiting.value, Exit.fail(error))
       waiting = Option.none()
     }
 
@@ -87,11 +87,11 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
         try: () => {
           const worker = new Worker(workerSource, { eval: true, workerData: { driver, filename } })
           worker.on("message", (reply: Reply) => {
-            if ("ready" in reply) return Deferred.unsafeDone(ready, Exit.void)
+            if ("ready" in reply) return Deferred.doneUnsafe(ready, Exit.void)
             const current = waiting
             waiting = Option.none()
             if (Option.isNone(current)) return
-            Deferred.unsafeDone(
+            Deferred.doneUnsafe(
               current.value,
               reply.ok
                 ? Exit.succeed({ busy: reply.busy, log: reply.log, checkpointed: reply.checkpointed })
@@ -101,7 +101,7 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
           worker.on("error", (cause) => fail(new CheckpointWorkerError({ cause })))
           worker.on("exit", (code) => {
             fail(new CheckpointWorkerError({ cause: `the checkpoint thread exited (${code})` }))
-            Deferred.unsafeDone(exited, Exit.void)
+            Deferred.doneUnsafe(exited, Exit.void)
           })
           return worker
         },
@@ -110,13 +110,13 @@ export const start = (filename: string): Effect.Effect<CheckpointWorker, Checkpo
       (worker) =>
         Effect.gen(function*() {
           worker.postMessage("close")
-          const closed = yield* Deferred.await(exited).pipe(Effect.timeout(closeWait), Effect.option)
+          const closed = yield* Deferred.await(exited).pipe(Effect.timeoutOption(closeWait))
           if (Option.isNone(closed)) yield* Effect.promise(() => worker.terminate())
         })
     )
     yield* Deferred.await(ready)
 
-    const lock = yield* Effect.makeSemaphore(1)
+    const lock = yield* Semaphore.make(1)
     const checkpoint = lock.withPermits(1)(
       Effect.suspend(() => {
         if (Option.isSome(failure)) return Effect.fail(failure.value)

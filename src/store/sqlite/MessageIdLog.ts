@@ -1,16 +1,16 @@
-import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Layer } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
 import { makeFailureRun } from "../../runtime/FailureRun.js"
 import { StoreError } from "../StoreError.js"
 import { SqliteHotPaths } from "./SqliteConnection.js"
 
 export interface MessageIdLogOptions {
   /** How long after something is logged the log is looked at, and between looks while it holds rows. */
-  readonly interval?: Duration.DurationInput | undefined
+  readonly interval?: Duration.Input | undefined
   /** Merge once the log holds this many rows… */
   readonly minRows?: number | undefined
   /** …or its oldest row is this old. */
-  readonly maxAge?: Duration.DurationInput | undefined
+  readonly maxAge?: Duration.Input | undefined
   /** Rows per step: one transaction on the store's connection, between which ingest commits run. */
   readonly step?: number | undefined
   /** At most this many rows per merge: its sorted copy is held in memory while it runs. */
@@ -39,7 +39,7 @@ export const messageIdLogDefaults = {
  * older than `maxAgeMs` (everything: `mergeAll`); answers the rows left in it.
  */
 export const mergeWhenDue = (
-  hot: SqliteHotPaths["Type"],
+  hot: SqliteHotPaths["Service"],
   due: { readonly minRows: number; readonly maxAgeMs: number; readonly step: number; readonly maxRows: number }
 ): Effect.Effect<number, SqlError> =>
   Effect.gen(function*() {
@@ -51,7 +51,7 @@ export const mergeWhenDue = (
     }
   })
 
-export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
+export const mergeAll = (hot: SqliteHotPaths["Service"]) =>
   mergeWhenDue(hot, {
     minRows: 0,
     maxAgeMs: Number.NEGATIVE_INFINITY,
@@ -67,7 +67,7 @@ export const mergeAll = (hot: SqliteHotPaths["Type"]) =>
 export const make = (options: MessageIdLogOptions = {}) =>
   Effect.gen(function*() {
     const hot = yield* SqliteHotPaths
-    const interval = Duration.decode(options.interval ?? messageIdLogDefaults.interval)
+    const interval = Duration.fromInputUnsafe(options.interval ?? messageIdLogDefaults.interval)
     const minRows = options.minRows ?? messageIdLogDefaults.minRows
     const maxAgeMs = Duration.toMillis(options.maxAge ?? messageIdLogDefaults.maxAge)
     const step = options.step ?? messageIdLogDefaults.step
@@ -85,7 +85,7 @@ export const make = (options: MessageIdLogOptions = {}) =>
         yield* Effect.sleep(interval)
         left = yield* mergeWhenDue(hot, { minRows, maxAgeMs, step, maxRows }).pipe(
           Effect.tap(() => failures.succeeded),
-          Effect.catchAll((error) => Effect.as(failures.failed(error), 1))
+          Effect.catch((error) => Effect.as(failures.failed(error), 1))
         )
       }
     })
@@ -93,11 +93,11 @@ export const make = (options: MessageIdLogOptions = {}) =>
     // A process stopped in order leaves the next one nothing to merge before it can start.
     yield* Effect.addFinalizer(() =>
       mergeAll(hot).pipe(
-        Effect.catchAll((error) => Effect.logWarning("the message id log is left for the next start to merge", error))
+        Effect.catch((error) => Effect.logWarning("the message id log is left for the next start to merge", error))
       )
     )
   })
 
 /** The merges for the life of the layer, over the SQLite connection in context. */
 export const layer = (options: MessageIdLogOptions = {}): Layer.Layer<never, StoreError, SqliteHotPaths> =>
-  Layer.scopedDiscard(make(options))
+  Layer.effectDiscard(make(options))

@@ -1,9 +1,9 @@
-import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient } from "@effect/sql"
-import type { Connection } from "@effect/sql/SqlConnection"
-import { SqlError } from "@effect/sql/SqlError"
-import * as Statement from "@effect/sql/Statement"
-import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, type Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, Latch, Layer, Option, type Scope, Stream } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { Connection } from "effect/sql/SqlConnection"
+import { classifySqliteError, ConnectionError, SqlError } from "effect/sql/SqlError"
+import * as Statement from "effect/sql/Statement"
 import { Worker } from "node:worker_threads"
 import { FifoGate } from "../../runtime/FifoGate.js"
 import { Slots } from "../../runtime/Slots.js"
@@ -25,7 +25,7 @@ import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./Sqli
  * lock as `SqlClient`'s statements and transactions, so nothing interleaves with them. Never call
  * them inside a `sql.withTransaction` (that transaction holds the lock).
  */
-export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<SqliteHotPaths, {
+export class SqliteHotPaths extends Context.Service<SqliteHotPaths, {
   readonly enqueue: (request: EnqueueRequest) => Effect.Effect<EnqueueResult, SqlError>
   readonly claim: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
   readonly complete: (request: CompleteRequest) => Effect.Effect<CompleteResult, SqlError>
@@ -35,7 +35,15 @@ export class SqliteHotPaths extends Context.Tag("hookrelay/SqliteHotPaths")<Sqli
   readonly noteLogged: Effect.Effect<void>
   /** Waits for a `noteLogged` since the last wait (`MessageIdLog`). */
   readonly awaitLogged: Effect.Effect<void>
-}>() {}
+}>()("hookrelay/SqliteHotPaths") {}
+
+/** A SqlError whose reason SQLite's code classifies (a constraint, a busy lock, ...); `cause` keeps that code. */
+const sqlError = (cause: unknown, message: string, operation: string): SqlError =>
+  new SqlError({ reason: classifySqliteError(cause, { message, operation }) })
+
+/** The thread cannot answer at all: it did not start, failed or exited. */
+const connectionError = (cause: unknown, message: string): SqlError =>
+  new SqlError({ reason: new ConnectionError({ cause, message, operation: "connect" }) })
 
 /** How long closing waits for the statements already sent before the thread is terminated. */
 const closeWait = Duration.seconds(10)
@@ -78,22 +86,24 @@ const connection = (send: (request: Request) => Effect.Effect<unknown, SqlError>
         (rows) =>
           transformRows === undefined ? rows as ReadonlyArray<never> : transformRows(rows as ReadonlyArray<never>)
       ),
-    executeStream: () => Effect.dieMessage("executeStream not implemented") as never
+    executeValuesUnprepared: (sql, params) =>
+      execute(sql, params, "values") as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>,
+    executeStream: () => Stream.die(new Error("executeStream not implemented"))
   }
 }
 
 /** The hot transactions, each one message sent as any statement outside a transaction is. */
 const hotPaths = (
   sendOutside: (request: Request, transfer?: ReadonlyArray<ArrayBuffer>) => Effect.Effect<unknown, SqlError>,
-  loggedLatch: Effect.Latch
-): SqliteHotPaths["Type"] => ({
+  loggedLatch: Latch.Latch
+): SqliteHotPaths["Service"] => ({
   enqueue: (request) =>
     Effect.suspend(() => {
       const wire = encodeEnqueue(request)
-      return Effect.tap(
-        sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]) as Effect.Effect<EnqueueResult, SqlError>,
-        () => loggedLatch.unsafeOpen()
-      )
+      return Effect.map(sendOutside({ op: "enqueue", wire }, [wire.bodies.buffer]), (result) => {
+        loggedLatch.openUnsafe()
+        return result as EnqueueResult
+      })
     }),
   claim: (request) => Effect.map(sendOutside({ op: "claim", request }), (wire) => decodeClaim(wire as ClaimWire)),
   // An endpoint state that is not JSON (a BigInt from a caller outside the types) fails the batch as the thread's
@@ -102,14 +112,14 @@ const hotPaths = (
     Effect.flatMap(
       Effect.try({
         try: () => encodeComplete(request),
-        catch: (cause) => new SqlError({ cause, message: "Failed to encode a completion batch" })
+        catch: (cause) => sqlError(cause, "Failed to encode a completion batch", "complete")
       }),
       (wire) => sendOutside({ op: "complete", wire }, [wire.numbers.buffer]) as Effect.Effect<CompleteResult, SqlError>
     ),
   purge: (request) => sendOutside({ op: "purge", request }) as Effect.Effect<number, SqlError>,
   merge: (request) => sendOutside({ op: "merge", request }) as Effect.Effect<MergeProgress, SqlError>,
   noteLogged: loggedLatch.open,
-  awaitLogged: Effect.zipRight(loggedLatch.await, loggedLatch.close)
+  awaitLogged: Effect.andThen(loggedLatch.await, loggedLatch.close)
 })
 
 /**
@@ -118,21 +128,21 @@ const hotPaths = (
  * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
  * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
  *
- * As `@effect/sql-sqlite-node`'s `SqliteClient`, one connection serves every write (the long reads have a
+ * As in Effect's own SQLite clients, one connection serves every write (the long reads have a
  * connection of their own, `SqliteReader`). The thread runs what it receives in order; a transaction
  * holds a first-in-first-out, one-permit lock for its scope, so nothing else is
  * sent between its BEGIN and its COMMIT. Waits for answers are not interruptible: what was sent runs
  * to its end either way, and a claim's or a commit's answer must not be lost.
  */
 export const make = (filename: string, options: { readonly readonly?: boolean } = {}): Effect.Effect<
-  { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Type"] },
+  { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Service"] },
   SqlError,
   Scope.Scope | Reactivity.Reactivity
 > =>
   Effect.gen(function*() {
     const loaded = yield* Effect.try({
       try: () => ({ driver: loadDriver().path, program: threadProgram() }),
-      catch: (cause) => new SqlError({ cause, message: "Failed to load the SQLite driver" })
+      catch: (cause) => sqlError(cause, "Failed to load the SQLite driver", "open")
     })
     const ready = yield* Deferred.make<void, SqlError>()
     const exited = yield* Deferred.make<void>()
@@ -142,7 +152,7 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
 
     const breakDown = (error: SqlError) => {
       broken ??= error
-      Deferred.unsafeDone(ready, Exit.fail(error))
+      Deferred.doneUnsafe(ready, Exit.fail(error))
       const callbacks = waiting.drain()
       for (const callback of callbacks) callback({ id: -1, ok: false, message: error.message, code: undefined })
     }
@@ -156,29 +166,29 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
             : new Worker(loaded.program.url, { workerData })
           worker.on("message", (reply: ThreadReply) => {
             if ("ready" in reply) {
-              return Deferred.unsafeDone(
+              return Deferred.doneUnsafe(
                 ready,
                 reply.ready ? Exit.void : Exit.fail(
-                  new SqlError({ cause: reply, message: `Failed to open the database: ${reply.message}` })
+                  sqlError(reply, `Failed to open the database: ${reply.message}`, "open")
                 )
               )
             }
             waiting.take(reply.id)?.(reply)
           })
-          worker.on("error", (cause) => breakDown(new SqlError({ cause, message: "The SQLite thread failed" })))
+          worker.on("error", (cause) => breakDown(connectionError(cause, "The SQLite thread failed")))
           worker.on("exit", (code) => {
-            breakDown(new SqlError({ cause: code, message: `The SQLite thread exited (${code})` }))
-            Deferred.unsafeDone(exited, Exit.void)
+            breakDown(connectionError(code, `The SQLite thread exited (${code})`))
+            Deferred.doneUnsafe(exited, Exit.void)
           })
           return worker
         },
-        catch: (cause) => new SqlError({ cause, message: "Failed to start the SQLite thread" })
+        catch: (cause) => connectionError(cause, "Failed to start the SQLite thread")
       }),
       (worker) =>
         Effect.gen(function*() {
           if (broken !== undefined) return
           worker.postMessage({ op: "close" } satisfies ThreadRequest)
-          const closed = yield* Deferred.await(exited).pipe(Effect.timeout(closeWait), Effect.option)
+          const closed = yield* Deferred.await(exited).pipe(Effect.timeoutOption(closeWait))
           if (Option.isNone(closed)) yield* Effect.promise(() => worker.terminate())
         })
     )
@@ -188,7 +198,7 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
       if ("ok" in reply && reply.ok) return Exit.succeed(reply.value)
       const message = "message" in reply ? reply.message : "no answer"
       const code = "code" in reply ? reply.code : undefined
-      return Exit.fail(new SqlError({ cause: Object.assign(new Error(message), { code }), message }))
+      return Exit.fail(sqlError(Object.assign(new Error(message), { code }), message, "execute"))
     }
 
     /** Sends `request` now; `answered` gets the thread's answer. */
@@ -211,16 +221,16 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
 
     // Once sent, a request is waited for whatever happens to its caller: the thread runs it anyway.
     const sendInside = (request: Request): Effect.Effect<unknown, SqlError> =>
-      Effect.uninterruptible(Effect.async((resume) => post(request, undefined, resume)))
+      Effect.uninterruptible(Effect.callback((resume) => post(request, undefined, resume)))
 
     // Sent while the lock is held, then waited for without it. A free lock (no transaction open or queued) is taken,
-    // used and given back within the registration of one `async`, a synchronous step nothing can interrupt: the same
+    // used and given back within the registration of one `callback`, a synchronous step nothing can interrupt: the same
     // order as `withPermit`, without its fiber steps and a Deferred on every tracking request and claim (a Deferred is
     // built by copying Effect's prototype: ~1.5 % of the event loop under single-message ingest).
     // Otherwise the lock is waited for as interruptibly as the caller is.
     const sendOutside = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>): Effect.Effect<unknown, SqlError> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.async((resume) => {
+        Effect.callback((resume) => {
           if (!lock.tryTake()) return resume(restore(sendWhenFree(request, transfer)))
           try {
             post(request, transfer, resume)
@@ -232,8 +242,8 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
     const sendWhenFree = (request: Request, transfer: ReadonlyArray<ArrayBuffer> | undefined) =>
       Effect.flatMap(
         lock.withPermit(Effect.sync(() => {
-          const answer = Deferred.unsafeMake<unknown, SqlError>(FiberId.none)
-          post(request, transfer, (exit) => Deferred.unsafeDone(answer, exit))
+          const answer = Deferred.makeUnsafe<unknown, SqlError>()
+          post(request, transfer, (exit) => Deferred.doneUnsafe(answer, exit))
           return answer
         })),
         (answer) => Effect.uninterruptible(Deferred.await(answer))
@@ -244,13 +254,16 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
 
     const sql = yield* SqlClient.make({
       acquirer: Effect.succeed(outside),
+      // A statement outside a transaction borrows the connection without a scope of its own: it takes the lock itself.
+      borrower: (f) => f(outside),
       transactionAcquirer: Effect.uninterruptibleMask((restore) =>
-        Effect.as(Effect.zipRight(restore(lock.take), Effect.addFinalizer(() => lock.release)), inside)
+        Effect.as(Effect.andThen(restore(lock.take), Effect.addFinalizer(() => lock.release)), inside)
       ),
       compiler: Statement.makeCompilerSqlite(),
+      driver: "sqlite-thread",
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const hot = hotPaths(sendOutside, yield* Effect.makeLatch(false))
+    const hot = hotPaths(sendOutside, yield* Latch.make(false))
     return { sql, hot }
   })
 
@@ -260,17 +273,17 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
  * in WAL mode a reader never waits for the writer nor holds it up, so such a read no longer queues in front of
  * ingest commits on the store's one writing connection. A read sent after a commit was answered sees that commit.
  */
-export class SqliteReader extends Context.Tag("hookrelay/SqliteReader")<SqliteReader, SqlClient.SqlClient>() {}
+export class SqliteReader extends Context.Service<SqliteReader, SqlClient.SqlClient>()("hookrelay/SqliteReader") {}
 
 /** `SqliteReader` over a read-only connection to `filename` (which must exist, in WAL mode), closed with the layer. */
 export const layerReader = (filename: string): Layer.Layer<SqliteReader, SqlError> =>
-  Layer.scoped(SqliteReader, Effect.map(make(filename, { readonly: true }), ({ sql }) => sql)).pipe(
+  Layer.effect(SqliteReader, Effect.map(make(filename, { readonly: true }), ({ sql }) => sql)).pipe(
     Layer.provide(Reactivity.layer)
   )
 
 /** `SqlClient` and `SqliteHotPaths` over one connection to `filename` on its own thread, closed with the layer. */
 export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient | SqliteHotPaths, SqlError> =>
-  Layer.scopedContext(
+  Layer.effectContext(
     Effect.map(
       make(filename),
       ({ hot, sql }) => Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteHotPaths, hot))

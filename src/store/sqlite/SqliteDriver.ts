@@ -24,11 +24,12 @@ export interface PreparedStatement {
 }
 
 /**
- * better-sqlite3 as `@effect/sql-sqlite-node` loads it: resolved from that package, which depends on
- * it (hookrelay does not directly). `path` is absolute, for threads that load it themselves.
+ * better-sqlite3, an optional dependency of hookrelay (a project that only uses `hookrelay/client` never needs it).
+ * `path` is absolute, for threads that load it themselves. Missing, it throws Node's own "Cannot find module
+ * 'better-sqlite3'" error, whose first line the CLI shows as the reason the SQLite store cannot open.
  */
 export const loadDriver = (): { readonly path: string; readonly Database: new(filename: string) => Database } => {
-  const fromSqlite = createRequire(createRequire(import.meta.url).resolve("@effect/sql-sqlite-node"))
-  const path = fromSqlite.resolve("better-sqlite3")
-  return { path, Database: fromSqlite(path) as new(filename: string) => Database }
+  const require = createRequire(import.meta.url)
+  const path = require.resolve("better-sqlite3")
+  return { path, Database: require(path) as new(filename: string) => Database }
 }

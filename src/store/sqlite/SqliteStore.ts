@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { migrate } from "../Migrations.js"
 import type { AttemptRecord, ClaimOptions, CompleteResult, Completion, EnqueueEntry, EnqueueOptions } from "../Model.js"
 import type { StoreShape } from "../Model.js"
@@ -40,7 +40,7 @@ const nothingCompleted: CompleteResult = { applied: [], refused: [] }
  * The hot paths as whole transactions on SQLite's thread (`SqliteConnection`), each one message. They run no
  * `SqlClient` statement, so there is no inner span to silence: no `untraced` (two fiber-ref writes a call).
  */
-const threadHotPaths = (sql: SqlClient.SqlClient, thread: SqliteHotPaths["Type"]): HotPaths => ({
+const threadHotPaths = (sql: SqlClient.SqlClient, thread: SqliteHotPaths["Service"]): HotPaths => ({
   enqueue: (sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) =>
     failEnqueue(thread.enqueue({ sourceId, entries, now, options })),
   // Sources whose mailbox is full in this dispatcher wait out the claim, so their backlog cannot crowd the others out.

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
-import { Data, Deferred, Duration, Effect, Exit, Layer, Ref, Schedule, type Scope } from "effect"
+import { Data, Deferred, Duration, Effect, Exit, Layer, Ref, Result, Schedule, type Scope } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type FSWatcher, watch } from "node:fs"
 import { makeFailureRun } from "../../runtime/FailureRun.js"
 import * as CheckpointWorker from "./CheckpointWorker.js"
@@ -24,10 +24,10 @@ const walChanges = (
         try: () => {
           const watcher = watch(file, { persistent: false }, () => {
             watcher.close()
-            Deferred.unsafeDone(changed, Exit.void)
+            Deferred.doneUnsafe(changed, Exit.void)
           })
           // A watch that breaks (the file removed) wakes the loop, whose next checkpoint then tells what is wrong.
-          watcher.on("error", () => Deferred.unsafeDone(changed, Exit.void))
+          watcher.on("error", () => Deferred.doneUnsafe(changed, Exit.void))
           return watcher
         },
         catch: (cause) => new WalWatchError({ cause })
@@ -41,7 +41,7 @@ export interface WalCheckpointOptions {
    * How long after the first commit since the last checkpoint the worker checkpoints. Default 200 ms: the
    * commits of that time are copied in one pass, and a small WAL is cheap to copy.
    */
-  readonly interval?: Duration.DurationInput | undefined
+  readonly interval?: Duration.Input | undefined
   /**
    * When the WAL holds more than this many bytes not yet copied, the main connection finishes the
    * checkpoint itself (default 64 MB). See `make`.
@@ -100,7 +100,7 @@ export const make = (
 ): Effect.Effect<Effect.Effect<WalCheckpointStats>, never, SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const interval = Duration.decode(options.interval ?? walCheckpointDefaults.interval)
+    const interval = Duration.fromInputUnsafe(options.interval ?? walCheckpointDefaults.interval)
     const maxWalBytes = options.maxWalBytes ?? walCheckpointDefaults.maxWalBytes
     const stats = yield* Ref.make<WalCheckpointStats>({
       byWorker: 0,
@@ -115,45 +115,46 @@ export const make = (
         yield* Effect.logWarning("WAL checkpoints are back on the commit path: the checkpoint thread failed", cause)
         yield* Ref.update(stats, (s) => ({ ...s, failed: true }))
         yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${walCheckpointDefaults.fallbackAutocheckpoint}`).pipe(
-          Effect.catchAllCause((cause) => Effect.logError("could not restore wal_autocheckpoint", cause))
+          Effect.catchCause((cause) => Effect.logError("could not restore wal_autocheckpoint", cause))
         )
       })
 
-    const worker = yield* CheckpointWorker.start(filename).pipe(Effect.either)
-    if (worker._tag === "Left") {
-      yield* fallBack(worker.left.cause)
+    const started = yield* CheckpointWorker.start(filename).pipe(Effect.result)
+    if (Result.isFailure(started)) {
+      yield* fallBack(started.failure.cause)
       return Ref.get(stats)
     }
+    const worker = started.success
     const pageSize = yield* sql<{ page_size: number }>`PRAGMA page_size`.pipe(
       Effect.map((rows) => Number(rows[0]?.page_size ?? 4096)),
       Effect.orElseSucceed(() => 4096)
     )
     const maxFrames = Math.max(1, Math.floor(maxWalBytes / pageSize))
-    const off = yield* sql`PRAGMA wal_autocheckpoint = 0`.pipe(Effect.either)
-    if (off._tag === "Left") {
-      yield* Effect.logWarning("could not turn SQLite's checkpoint on commit off", off.left)
+    const off = yield* sql`PRAGMA wal_autocheckpoint = 0`.pipe(Effect.result)
+    if (Result.isFailure(off)) {
+      yield* Effect.logWarning("could not turn SQLite's checkpoint on commit off", off.failure)
       return Ref.get(stats)
     }
 
     const checkpointOnCommit = (on: boolean) =>
       sql.unsafe(`PRAGMA wal_autocheckpoint = ${on ? walCheckpointDefaults.fallbackAutocheckpoint : 0}`).pipe(
-        Effect.catchAllCause((cause) => Effect.logError("could not set wal_autocheckpoint", cause))
+        Effect.catchCause((cause) => Effect.logError("could not set wal_autocheckpoint", cause))
       )
 
     // The commit path checkpoints from the first failure of a run until the success that ends it.
     const failures = yield* makeFailureRun("a WAL checkpoint on its thread")
     const failing = (message: string) =>
-      Effect.zipRight(
+      Effect.andThen(
         Ref.update(stats, (s) => ({ ...s, checkpointError: message })),
         Effect.flatMap(failures.failed(message), (first) => first ? checkpointOnCommit(true) : Effect.void)
       )
-    const recovered = Effect.zipRight(
+    const recovered = Effect.andThen(
       Ref.update(stats, (s) => ({ ...s, checkpointError: undefined })),
       Effect.flatMap(failures.succeeded, (ended) => ended ? checkpointOnCommit(false) : Effect.void)
     )
 
     const pass = Effect.gen(function*() {
-      const result = yield* worker.right.checkpoint
+      const result = yield* worker.checkpoint
       yield* Ref.update(stats, (s) => ({ ...s, byWorker: s.byWorker + 1, last: result }))
       if (result.log > maxFrames) {
         yield* sql`PRAGMA wal_checkpoint(PASSIVE)`
@@ -161,14 +162,15 @@ export const make = (
       }
     })
 
-    const retryDelays = Schedule.exponential(interval).pipe(
-      Schedule.union(Schedule.spaced(walCheckpointDefaults.maxRetryDelay))
-    )
+    const retryDelays = Schedule.min([
+      Schedule.exponential(interval),
+      Schedule.spaced(walCheckpointDefaults.maxRetryDelay)
+    ])
     // Only a stopped thread ends the loop; a failed checkpoint (SQLITE_FULL, an I/O error) is tried again.
     const tick = pass.pipe(
       Effect.tapError((error) => error._tag === "CheckpointWorkerError" ? Effect.void : failing(error.message)),
       Effect.retry({ schedule: retryDelays, while: (error) => error._tag !== "CheckpointWorkerError" }),
-      Effect.zipRight(recovered)
+      Effect.andThen(recovered)
     )
 
     // Only commits write the WAL file, so the loop waits for the file to change instead of waking every
@@ -191,14 +193,14 @@ export const make = (
     }).pipe(
       Effect.scoped,
       Effect.catchTag("WalWatchError", (error) =>
-        Effect.zipRight(
+        Effect.andThen(
           Effect.logWarning("the WAL file cannot be watched: checkpoints every interval instead", error.cause),
           Effect.repeat(tick, Schedule.spaced(interval))
         ))
     )
 
     yield* rounds.pipe(
-      Effect.catchAll((error) => fallBack(error)),
+      Effect.catch((error) => fallBack(error)),
       Effect.forkScoped
     )
     return Ref.get(stats)
@@ -212,4 +214,4 @@ export const isSharedFile = (filename: string): boolean =>
 export const layer = (
   filename: string,
   options: WalCheckpointOptions = {}
-): Layer.Layer<never, never, SqlClient.SqlClient> => Layer.scopedDiscard(make(filename, options))
+): Layer.Layer<never, never, SqlClient.SqlClient> => Layer.effectDiscard(make(filename, options))

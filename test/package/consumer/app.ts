@@ -1,6 +1,6 @@
 // A consumer of the published package: type-checked against the tarball's .d.ts, then run.
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Effect, Fiber, Layer, Option, Stream } from "effect"
 import { type DeliveryOutcome, layerSqlite, Relay } from "hookrelay"
 import { createClient } from "hookrelay/client"
 import { keepAliveDefault, layer as hookrelayServer, makeNodeServer, trackingCors } from "hookrelay/server"
@@ -15,13 +15,13 @@ const program = Effect.gen(function*() {
     writeKey: "wk_consumer",
     webhooks: { enabled: true, endpoints: [{ url: `http://127.0.0.1:${receiverPort}/hook` }] }
   })
-  const outcomes = yield* relay.outcomes.pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+  const outcomes = yield* relay.outcomes.pipe(Stream.take(2), Stream.runCollect, Effect.forkChild)
   yield* Effect.sleep("50 millis")
   yield* relay.ingest("consumer", [{ type: "track", userId: "u1", event: "From Relay", messageId: "via-relay" }])
   const client = createClient({ writeKey: "wk_consumer", endpoint: `http://127.0.0.1:${serverPort}`, flushAt: 1 })
   yield* Effect.promise(() => client.track({ userId: "u2", event: "From Client", messageId: "via-client" }))
   yield* Effect.promise(() => client.close())
-  const done: ReadonlyArray<DeliveryOutcome> = [...(yield* outcomes.await.pipe(Effect.flatten))]
+  const done: ReadonlyArray<DeliveryOutcome> = [...(yield* Fiber.join(outcomes))]
   // The web console ships in the package and is served by its server.
   const page = yield* Effect.promise(async () => {
     const response = await fetch(`http://127.0.0.1:${serverPort}/console/sources`)
