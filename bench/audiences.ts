@@ -1,9 +1,9 @@
 /**
- * Audience sync benchmark (SPEC §6): a sync of 100 000 members on SQLite (and on PostgreSQL when
+ * Audience sync benchmark (REFERENCE §6): a sync of 100 000 members on SQLite (and on PostgreSQL when
  * DATABASE_URL is set) — the first sync (100 000 identify jobs) and a 1 % diff sync (1 % of the
  * members leave, as many join) — in seconds and peak RSS (`process.memoryUsage().rss` sampled
  * every 20 ms, the whole process: runtime, the membership arrays and the sync; the process measured is a child,
- * compiled, on plain node, as `npm start` runs the server: tsx's loader alone is ~70 MB). While each sync
+ * compiled, on plain node, as `npm start` runs the server, without tsx's loader). While each sync
  * runs, a probe ingests one message every 5 ms through the same store, and its commit latency is
  * reported: how long ingest waits behind a sync (the reason syncs commit chunk by chunk).
  *
@@ -18,9 +18,11 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { defaultChunkSize, defaultReadSize, makeAudienceSync } from "../src/audiences/AudienceSync.js"
+import { AudienceMembers } from "../src/store/AudienceMembers.js"
+import { Outbox } from "../src/store/Outbox.js"
 import { OutboxSignal } from "../src/store/OutboxSignal.js"
 import * as OutboxSignalLayer from "../src/store/OutboxSignal.js"
-import { Store } from "../src/store/Store.js"
+import { Sources } from "../src/store/Sources.js"
 import * as StoreLayers from "../src/store/Store.js"
 import { transpileForNode } from "./support/compile.js"
 import { arg, dropPgSchema, mb, pgNotRun, pgUrl, sampleRss, writeResults } from "./support/processes.js"
@@ -59,10 +61,10 @@ const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 
 /** Ingests one message every 5 ms until `stop.done`; records each commit's latency in ms. */
 const ingestProbe = (latencies: Array<number>, stop: { done: boolean }) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const outbox = yield* Outbox
     while (!stop.done) {
       const started = performance.now()
-      yield* store.enqueue(
+      yield* outbox.enqueue(
         "probe",
         [{ messageId: `probe-${randomUUID()}`, userId: "probe", body: new TextEncoder().encode("{}") }],
         Date.now(),
@@ -82,8 +84,8 @@ const run = async (database: Run["database"]): Promise<Run> => {
   const runtime = ManagedRuntime.make(Layer.merge(store, OutboxSignalLayer.layer))
   try {
     await runtime.runPromise(Effect.gen(function*() {
-      const s = yield* Store
-      yield* s.upsertSource({
+      const sources = yield* Sources
+      yield* sources.upsertSource({
         id: "web",
         writeKey: "wk_bench_audiences",
         webhooks: { enabled: true, sharedSecret: "s3cret", endpoints: [{ url: "https://example.com/hook" }] }
@@ -95,7 +97,8 @@ const run = async (database: Run["database"]): Promise<Run> => {
     global.gc?.()
     const baselineRssMb = mb(process.memoryUsage().rss)
 
-    const pending = () => runtime.runPromise(Effect.map(Effect.flatMap(Store, (s) => s.backlog()), (b) => b.pending))
+    const pending = () =>
+      runtime.runPromise(Effect.map(Effect.flatMap(Outbox, (outbox) => outbox.backlog()), (b) => b.pending))
     const phase = async (userIds: ReadonlyArray<string>): Promise<Phase> => {
       global.gc?.()
       const pendingBefore = await pending()
@@ -105,7 +108,8 @@ const run = async (database: Run["database"]): Promise<Run> => {
       const rss = sampleRss()
       const started = performance.now()
       const result = await runtime.runPromise(Effect.gen(function*() {
-        const sync = makeAudienceSync(yield* Store, yield* OutboxSignal, { chunkSize, readSize })
+        const members = { sources: yield* Sources, members: yield* AudienceMembers }
+        const sync = makeAudienceSync(members, yield* OutboxSignal, { chunkSize, readSize })
         return yield* sync.syncAudience("web", "Bench Members", userIds)
       }))
       const seconds = (performance.now() - started) / 1000

@@ -1,5 +1,5 @@
 /**
- * Chaos run (SPEC §4 at-least-once, §8): the real server (`src/main.ts`, SQLite in a temp directory) under steady
+ * Chaos run (REFERENCE §4 at-least-once, §8): the real server (`src/main.ts`, SQLite in a temp directory) under steady
  * load, SIGKILLed and restarted 5 times, while its two webhook receivers flap between 200, 500, hanging and
  * destroying the connection. Then the receivers answer 200 until every accepted message is delivered or a deadline
  * passes. Prints accepted / delivered / duplicates / lost and exits 1 if anything accepted was lost.

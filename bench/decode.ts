@@ -1,8 +1,8 @@
 /**
  * Message decoding, per message: this tree's `decodeMessage` against the one of a baseline git ref (default `main`,
  * `BASELINE_REF=<ref>` to change), both decoding the same batches of 100 analytics-node style messages, in alternating
- * rounds. Also shown: the message schemas decoded by Schema alone (every error, unknown fields preserved), which is
- * what `decodeMessage` would cost without its derived fast path. Writes bench/results/decode.{md,json}.
+ * rounds. Also shown: the message schemas decoded by Schema alone (every error, unknown fields preserved), without
+ * `decodeMessage`'s checks around it. Writes bench/results/decode.{md,json}.
  *
  *   npx tsx bench/decode.ts [rounds]
  */

@@ -34,8 +34,9 @@ import * as Outcomes from "../src/delivery/Outcomes.js"
 import * as Transport from "../src/delivery/Transport.js"
 import { deliveredBody, encodeBody } from "../src/domain/DeliveredBody.js"
 import { stampMessage } from "../src/domain/Stamp.js"
+import { Outbox, type OutboxShape } from "../src/store/Outbox.js"
 import * as OutboxSignal from "../src/store/OutboxSignal.js"
-import { Store } from "../src/store/Store.js"
+import { Sources } from "../src/store/Sources.js"
 import * as StoreLayers from "../src/store/Store.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
 import { telemetryConfig } from "../src/telemetry/TelemetryConfig.js"
@@ -134,12 +135,12 @@ const telemetry = Effect.runSync(telemetryConfig)
 const traced = Option.isSome(telemetry) && telemetry.value.traces !== undefined
 const requestSize = 100
 
-const fill = (store: Store["Service"], sourceId: string, count: number, body: (i: number) => Uint8Array) =>
+const fill = (outbox: OutboxShape, sourceId: string, count: number, body: (i: number) => Uint8Array) =>
   Effect.gen(function*() {
     const size = traced ? requestSize : 500
     for (let start = 0; start < count; start += size) {
       const group = Math.floor(start / size)
-      yield* store.enqueue(
+      yield* outbox.enqueue(
         sourceId,
         Array.from(
           { length: Math.min(size, count - start) },
@@ -209,9 +210,9 @@ const fakeTransport = Layer.succeed(Transport.Transport, {
 
 /** `DISPATCHER_STORE_TIMING=1`: prints the count and mean time of the dispatcher's store calls at the end of a run. */
 const storeTimes = new Map<string, { n: number; ms: number; rows: number }>()
-const timed = <R>(context: Context.Context<R>): Context.Context<R> => {
+const timed = <R>(context: Context.Context<R | Outbox>): Context.Context<R | Outbox> => {
   if (process.env.DISPATCHER_STORE_TIMING === undefined) return context
-  const store = Context.getUnsafe(context, Store)
+  const outbox = Context.get(context, Outbox)
   const wrap =
     <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) => (...args: A) =>
       Effect.suspend(() => {
@@ -225,11 +226,11 @@ const timed = <R>(context: Context.Context<R>): Context.Context<R> => {
             storeTimes.set(name, entry)
           }))
       })
-  return Context.add(context, Store, {
-    ...store,
-    claimDue: wrap("claimDue", store.claimDue),
-    completeMany: wrap("completeMany", store.completeMany),
-    renewLeases: wrap("renewLeases", store.renewLeases)
+  return Context.add(context, Outbox, {
+    ...outbox,
+    claimDue: wrap("claimDue", outbox.claimDue),
+    completeMany: wrap("completeMany", outbox.completeMany),
+    renewLeases: wrap("renewLeases", outbox.renewLeases)
   })
 }
 const printStoreTimes = () => {
@@ -257,12 +258,12 @@ const runDispatcher = async (
   const runtime = ManagedRuntime.make(base)
   try {
     await runtime.runPromise(Effect.gen(function*() {
-      const s = yield* Store
-      yield* s.upsertSource(
+      const sources = yield* Sources
+      yield* sources.upsertSource(
         { id: "bench", writeKey: "bench-key", webhooks: { enabled: true, endpoints: [{ url }] } },
         Date.now()
       )
-      yield* fill(s, "bench", jobs, (i) => bodies[i]!)
+      yield* fill(yield* Outbox, "bench", jobs, (i) => bodies[i]!)
     }))
     // With the fake transport the outcomes are counted (published once written), not polled from the store: a
     // count over the outbox every few ms would be most of what is measured.
@@ -290,7 +291,7 @@ const runDispatcher = async (
     )
     await dispatcherRuntime.context()
     const allDelivered = () =>
-      runtime.runPromise(Effect.map(Effect.flatMap(Store, (s) => s.backlog()), (b) => b.delivered >= jobs))
+      runtime.runPromise(Effect.map(Effect.flatMap(Outbox, (outbox) => outbox.backlog()), (b) => b.delivered >= jobs))
     if (fake) await waitFor(() => Promise.resolve(outcomesSeen >= jobs), 300_000, 2)
     else await waitFor(async () => (await stats()).distinct >= jobs, 300_000)
     const seconds = (performance.now() - started) / 1000
@@ -333,17 +334,17 @@ const runBacklog = async () => {
     const body = bodies[0]!
     const filling = ManagedRuntime.make(StoreLayers.layerSqlite({ filename }))
     await filling.runPromise(Effect.gen(function*() {
-      const s = yield* Store
+      const sources = yield* Sources
       // Port 9 on loopback: nobody listens, every attempt is refused (retryable).
-      yield* s.upsertSource({
+      yield* sources.upsertSource({
         id: "down",
         writeKey: "down-key",
         webhooks: { enabled: true, endpoints: [{ url: "http://127.0.0.1:9/down" }] }
       }, Date.now())
-      yield* fill(s, "down", pendingJobs, () => body)
+      yield* fill(yield* Outbox, "down", pendingJobs, () => body)
     }))
     await filling.dispose()
-    // Compiled, on plain node: the way the server runs (`npm start`); tsx alone adds ~70 MB of RSS.
+    // Compiled, on plain node: the way the server runs (`npm start`); tsx's loader would add RSS of its own.
     const compiled = await transpileForNode("hookrelay-dispatcher-bench", ["src"], [
       "test/support/dispatcherProcess.ts"
     ])
@@ -355,7 +356,7 @@ const runBacklog = async () => {
     await sleep(15_000)
     const stopped = await dispatcher.stop()
     const reading = ManagedRuntime.make(StoreLayers.layerSqlite({ filename }))
-    const backlog = await reading.runPromise(Effect.flatMap(Store, (s) => s.backlog()))
+    const backlog = await reading.runPromise(Effect.flatMap(Outbox, (outbox) => outbox.backlog()))
     await reading.dispose()
     return {
       peakRssBytes: stopped.peakRss,
@@ -541,7 +542,7 @@ ${threadLines}${optionsLine}${memory}`
 }
 
 // Measured compiled (`runCompiled`): under tsx every closure the dispatcher makes per job is wrapped to keep its name,
-// and the loader holds ~70 MB more.
+// and the loader holds memory of its own.
 const fromSource = import.meta.url.endsWith(".ts")
 ;(fromSource
   ? runCompiled("hookrelay-dispatcher-throughput", ["src", "bench/support"], "bench/dispatcher.ts", {

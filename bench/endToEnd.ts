@@ -5,7 +5,7 @@
  * when DATABASE_URL is set — which delivers to a loopback receiver in a third process. Reports
  * accepted and delivered messages/s, ingest→receipt p50/p99, the server's peak RSS, and the accept
  * latency p99 at a steady 1 000 messages/s, beside two floors measured in the same run under the same steady load (a
- * bare node:http server and an `@effect/platform` one, each only parsing the body); the same two floors take the
+ * bare node:http server and an `effect/http` one, each only parsing the body); the same two floors take the
  * throughput phase's requests too, a baseline of accepted/s. The same run POSTs the same
  * delivered bodies straight to the same receiver with undici as the baseline. A probe preloaded into the server
  * (`bench/support/serverProbe.mjs`) reports its event-loop delay and the peaks of its memory kinds per phase.
@@ -50,9 +50,8 @@ const serverEntry = serverIndex === -1 ? join(repoRoot, "dist/main.js") : proces
 const totalMessages = arg("messages", 50_000)
 /**
  * Messages accepted and delivered before the measured phases (`--warm-up`, 0 for none): the throughput of a server that
- * has been running, not of its first second, whose functions V8 has not compiled yet (measured on a fast machine with
- * an ingest-only load: 43 500–46 100 accepted/s cold against 53 500–54 700 after 2 000 warm-up messages). The raw
- * baseline warms up the same way.
+ * has been running, not of its first second, whose functions V8 has not compiled yet (bench/NOTES.md, Benchmark
+ * method). The raw baseline warms up the same way.
  */
 const warmUpMessages = arg("warm-up", 10_000)
 const batchSize = 100
@@ -128,7 +127,7 @@ const startServer = async (env: Record<string, string>, probeFile: string) => {
   return { url: server.url, peakRss: () => peakRssOf(server.child.pid!), probe, stop: server.stop }
 }
 
-/** 503 answers (ingest overload, SPEC §8) seen by the load generator; each is retried after its Retry-After. */
+/** 503 answers (ingest overload) seen by the load generator; each is retried after its Retry-After. */
 let refused = 0
 
 /**
@@ -282,7 +281,7 @@ const steadyLoad = async (agent: Agent, url: string, run: string, ids: Ids = "de
 
 /**
  * A floor of the accept latency: the steady load against a server in its own process that parses each body and
- * answers at once, `bench/support/plainServer.mjs` (bare node:http) or `effectServer.mjs` (@effect/platform's
+ * answers at once, `bench/support/plainServer.mjs` (bare node:http) or `effectServer.mjs` (effect/http's
  * HttpServer, as hookrelay serves). What is left above them is the framework's cost and the server's own work.
  */
 const steadyFloor = async (script: "plainServer.mjs" | "effectServer.mjs") => {
@@ -475,7 +474,7 @@ ${sqliteRandom === undefined ? "" : row("SQLite, random message ids", sqliteRand
 ${pg === undefined ? "" : row("PostgreSQL", pg)}
 
 The floors of accepted/s: the same requests from the same senders to a server in its own process that parses each
-body and answers at once, no store — bare \`node:http\`: ${Math.round(acceptedFloor)} msg/s; \`@effect/platform\`'s
+body and answers at once, no store — bare \`node:http\`: ${Math.round(acceptedFloor)} msg/s; \`effect/http\`'s
 \`HttpServer\` with hookrelay's middleware: ${Math.round(acceptedEffectFloor)} msg/s. hookrelay on SQLite accepted ${
     (sqlite.acceptedPerSecond / acceptedFloor).toFixed(2)
   }× the first and ${
@@ -488,7 +487,7 @@ and answers at once, no store — bare \`node:http\` (\`bench/support/plainServe
     floor.p50.toFixed(1)
   } / p99 ${
     floor.p99.toFixed(1)
-  } ms; \`@effect/platform\`'s \`HttpServer\` with hookrelay's middleware (\`effectServer.mjs\`): p50 ${
+  } ms; \`effect/http\`'s \`HttpServer\` with hookrelay's middleware (\`effectServer.mjs\`): p50 ${
     effectFloor.p50.toFixed(1)
   } / p99 ${
     effectFloor.p99.toFixed(1)

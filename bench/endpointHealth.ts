@@ -18,7 +18,8 @@ import { join } from "node:path"
 import { deliveredBody, encodeBody } from "../src/domain/DeliveredBody.js"
 import type { SourceConfig } from "../src/domain/Settings.js"
 import { stampMessage } from "../src/domain/Stamp.js"
-import { Store } from "../src/store/Store.js"
+import { Outbox } from "../src/store/Outbox.js"
+import { Sources } from "../src/store/Sources.js"
 import * as StoreLayers from "../src/store/Store.js"
 import { closedPortUrl } from "./support/closedPort.js"
 import { arg, sleep, startSink, waitFor, writeResults } from "./support/processes.js"
@@ -39,12 +40,13 @@ const body = (i: number) =>
 const fill = (directory: string, sources: ReadonlyArray<SourceConfig>, counts: Record<string, number>) => {
   const runtime = ManagedRuntime.make(StoreLayers.layerSqlite({ directory }))
   return runtime.runPromise(Effect.gen(function*() {
-    const store = yield* Store
-    for (const source of sources) yield* store.upsertSource(source, Date.now())
+    const stored = yield* Sources
+    const outbox = yield* Outbox
+    for (const source of sources) yield* stored.upsertSource(source, Date.now())
     for (const [sourceId, count] of Object.entries(counts)) {
       for (let start = 0; start < count; start += 500) {
         const size = Math.min(500, count - start)
-        yield* store.enqueue(
+        yield* outbox.enqueue(
           sourceId,
           Array.from({ length: size }, (_, k) => ({ messageId: `${sourceId}-${start + k}`, body: body(start + k) })),
           Date.now(),

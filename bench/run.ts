@@ -4,7 +4,8 @@
  *
  *   npm run bench                 # all but the abuse runs
  *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, web-sources,
- *                                 # client, audiences, decode, signing, soak, connections, endpoint-health)
+ *                                 # client, audiences, decode, signing, soak, connections, endpoint-health,
+ *                                 # runtime-parts)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
  * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
@@ -24,7 +25,8 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   signing: ["bench/signing.ts"],
   soak: ["bench/soak.ts"],
   connections: ["bench/connections.ts"],
-  "endpoint-health": ["bench/endpointHealth.ts"]
+  "endpoint-health": ["bench/endpointHealth.ts"],
+  "runtime-parts": ["bench/runtimeParts.ts"]
 }
 const onlyWhenNamed = new Set(["soak", "connections"])
 
@@ -41,7 +43,7 @@ for (const name of names) {
   const result = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", join(repoRoot, script[0]!)], {
     cwd: repoRoot,
     stdio: "inherit",
-    // Every receiver is on loopback, which the SSRF guard refuses unless allowed (SPEC §8).
+    // Every receiver is on loopback, which the SSRF guard refuses unless allowed (REFERENCE §8).
     env: { ...process.env, HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true" }
   })
   if (result.status !== 0) failed += 1

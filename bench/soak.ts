@@ -1,7 +1,7 @@
 /**
  * Soak (issue 37, part 3): generated inputs — valid, invalid, truncated, wrongly encoded, oversized, odd headers,
- * wrong methods and paths, raw malformed HTTP, retries — sent through every tracking endpoint (SPEC §2) and the admin
- * API (SPEC §5–7) of a real server process (`dist/main.js`, SQLite in a temporary directory) that delivers to a
+ * wrong methods and paths, raw malformed HTTP, retries — sent through every tracking endpoint (REFERENCE §2) and the
+ * admin API (REFERENCE §5–7) of a real server process (`dist/main.js`, SQLite in a temporary directory) that delivers to a
  * loopback receiver in a process of its own. Inputs come from fast-check arbitraries drawn with a fixed seed, so a run
  * is reproducible (`--seed`); the cases are in bench/support/fuzz*.ts.
  *
@@ -10,8 +10,8 @@
  * Checked, and printed: no answer is a 5xx; none is left without an answer (hung: no answer within 30 s); the process
  * is alive at the end; every message of a request answered 200 is delivered exactly once (by message id; messages sent
  * without an id are counted), none of a refused request ever; answers by status and by family of input. Answers that
- * differ from what SPEC says (a 200 where it requires a 4xx, or the reverse) are listed beside, not counted as failures
- * of the soak: each is a finding to read. Exit status 1 when a check fails. Writes bench/results/soak.{md,json}.
+ * differ from what the REFERENCE says (a 200 where it requires a 4xx, or the reverse) are listed beside, not counted as
+ * failures of the soak: each is a finding to read. Exit status 1 when a check fails. Writes bench/results/soak.{md,json}.
  */
 import fc from "fast-check"
 import { readFileSync } from "node:fs"

@@ -2,7 +2,7 @@
  * Web-source benchmark: browser traffic, one message a request. analytics.js posts each call on its own, `text/plain`
  * to `/v1/t` with Basic auth, the write key in the body and the page's origin, ~1 KB of JSON; many pages at once. The
  * same requests go to three servers in processes of their own, each after a warm-up: the bare `node:http` floor and
- * `@effect/platform`'s (`bench/support/plainServer.mjs`, `effectServer.mjs`: read, parse, answer), then hookrelay as
+ * `effect/http`'s (`bench/support/plainServer.mjs`, `effectServer.mjs`: read, parse, answer), then hookrelay as
  * `npm start` runs it (SQLite), first with its webhooks disabled (no job stored), then delivering each message to a
  * loopback receiver while it accepts. Reported per server: requests/s,
  * the ratio to the bare floor, latency p50/p99, CPU per request of the server process (all its threads) and of the
@@ -189,7 +189,7 @@ ${new Date().toISOString()}, Node ${process.version}. Produced by \`npm run benc
 Browser traffic: ${measuredRequests} track calls, one per request as analytics.js sends them (\`POST /v1/t\`,
 \`text/plain\`, Basic auth, the write key in the body, an \`Origin\`, ~1 KB of JSON), from ${connections} connections at
 once, after ${warmUpRequests} unmeasured ones. The floors read and parse each body and answer at once, in a process of
-their own: bare \`node:http\` (\`bench/support/plainServer.mjs\`) and \`@effect/platform\`'s \`HttpServer\` with
+their own: bare \`node:http\` (\`bench/support/plainServer.mjs\`) and \`effect/http\`'s \`HttpServer\` with
 hookrelay's middleware (\`effectServer.mjs\`). hookrelay runs as \`npm start\` runs it, on SQLite: with its webhook
 destination disabled (each message validated, deduplicated and counted in a commit, no job stored), then delivering
 each message to a loopback receiver in a third process while it accepts. CPU per request: the server's process, all its threads
@@ -199,7 +199,7 @@ SQLite thread), and the load generator's; on 2 cores they share, the sum bounds 
 | server | requests/s | ratio to bare node:http | p50 ms | p99 ms | server CPU µs/request | of which main thread | load generator CPU µs/request | server peak RSS MB |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${row("bare node:http", bare)}
-${row("@effect/platform", platform)}
+${row("effect/http", platform)}
 ${row("hookrelay (SQLite), webhooks disabled: no job stored", ingestOnly)}
 ${row("hookrelay (SQLite), delivering each message", hookrelay)}
 

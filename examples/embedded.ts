@@ -5,10 +5,10 @@
  *
  *   HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true RECEIVER_URL=http://127.0.0.1:9000/hook npx tsx examples/embedded.ts
  *
- * (the variable lets the engine deliver to a receiver on loopback, refused by default: SPEC §8)
+ * (the variable lets the engine deliver to a receiver on loopback, refused by default: REFERENCE §8)
  */
 import { Context, Effect, Fiber, Layer, Stream } from "effect"
-import { layerSqlite, Relay } from "hookrelay"
+import { layerSqlite, Relay, RelaySources } from "hookrelay"
 
 // --- the application's own service --------------------------------------------------------------
 
@@ -41,8 +41,8 @@ export const OrdersLive = Layer.effect(
 
 /** Registers the webhook destination (idempotent: an upsert). */
 export const configureDestination = (receiverUrl: string) =>
-  Effect.flatMap(Relay, (relay) =>
-    relay.putSource({
+  Effect.flatMap(RelaySources, (relaySources) =>
+    relaySources.putSource({
       id: "shop",
       writeKey: "wk_shop_backend",
       webhooks: { enabled: true, sharedSecret: "shop-secret", endpoints: [{ url: receiverUrl }] }

@@ -5,11 +5,11 @@
  * ```ts
  * import { NodeRuntime } from "@effect/platform-node"
  * import { Effect } from "effect"
- * import { Relay, layerSqlite } from "hookrelay"
+ * import { Relay, RelaySources, layerSqlite } from "hookrelay"
  *
  * const program = Effect.gen(function*() {
  *   const relay = yield* Relay
- *   yield* relay.putSource({
+ *   yield* (yield* RelaySources).putSource({
  *     id: "backend",
  *     writeKey: "wk_backend",
  *     webhooks: { enabled: true, sharedSecret: "s3cret", endpoints: [{ url: "https://example.com/hook" }] }
@@ -25,33 +25,50 @@
 
 export {
   /**
-   * The engine as a service: `ingest` (validate, stamp, route, commit to the outbox), source
-   * management, message and dead-letter look-ups, deletion requests (`deleteUser`, `getDeletion`),
-   * audience and computed-trait syncs (`syncAudience`, `syncComputedTrait`), and the `outcomes` stream.
+   * The engine's ingest as a service: `ingest` (validate, stamp, route, commit to the outbox), `authenticate`, the
+   * `outcomes` stream and `storeStatus`.
    */
-  Relay
+  Relay,
+  /** Deletion requests (`deleteUser`, `getDeletion`), audience and computed-trait syncs (`syncAudience`, `syncComputedTrait`). */
+  RelayAudiences,
+  /** Endpoint URLs: health, enabling and disabling, bulk replay and purge of their dead letters. */
+  RelayEndpoints,
+  /** Message and dead-letter look-ups, a dead letter's replay, the backlog and usage counters. */
+  RelayMessages,
+  /** Source management: put, get, list, delete, and the rotation of a source's signing secret. */
+  RelaySources
 } from "./relay/Relay.js"
 export type {
-  /** One URL's health (`Relay.endpointHealth`): state, failures, last success and failure, hour and day. */
+  /** One URL's health (`RelayEndpoints.endpointHealth`): state, failures, last success and failure, hour and day. */
   EndpointHealth,
   /** Options of `Relay.ingest`: a fixed type, batch-level defaults and `sentAt`. */
   IngestOptions,
   /** What `Relay.ingest` committed: accepted, duplicates, jobs created and the message ids. */
   IngestResult,
-  /** Which dead letters `Relay.replayDeadLetters` / `purgeDeadLetters` take, and whether only to count them. */
+  /** Which dead letters `RelayEndpoints.replayDeadLetters` / `purgeDeadLetters` take, and whether only to count them. */
   RecoveryRequest,
   /** How many dead letters a bulk replay or purge took (or would take). */
   RecoveryResult,
+  /** The operations of the `RelayAudiences` service. */
+  RelayAudiencesShape,
+  /** The operations of the `RelayEndpoints` service. */
+  RelayEndpointsShape,
+  /** The operations of the `RelayMessages` service. */
+  RelayMessagesShape,
+  /** Every service of the engine, as `layerSqlite` / `layerPg` / `layerEngine` provide them. */
+  RelayServices,
   /** The operations of the `Relay` service. */
   RelayShape,
-  /** What `Relay.rotateSecret` made: the new `whsec_` secret (in full, once) and the source as saved. */
+  /** The operations of the `RelaySources` service. */
+  RelaySourcesShape,
+  /** What `RelaySources.rotateSecret` made: the new `whsec_` secret (in full, once) and the source as saved. */
   RotatedSecret,
-  /** A source as `Relay.putSource` saved it, with the Standard Webhooks secret it generated, if any. */
+  /** A source as `RelaySources.putSource` saved it, with the Standard Webhooks secret it generated, if any. */
   SavedSource
 } from "./relay/Relay.js"
 
 export {
-  /** The engine (Relay, dispatcher, retention) over any `Store` layer. */
+  /** The engine (Relay, dispatcher, retention) over any store layer (one providing every service of `StoreServices`). */
   layerEngine,
   /** The engine on PostgreSQL; several processes may share one database. */
   layerPg,
@@ -116,9 +133,9 @@ export {
 } from "./domain/IngestErrors.js"
 export {
   /**
-   * `Relay.putSource` refused: an endpoint URL points at a loopback, private or link-local address
+   * `RelaySources.putSource` refused: an endpoint URL points at a loopback, private or link-local address
    * (each issue names the field); allow them with `EngineOptions.allowPrivateNetworks` or
-   * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true` (SPEC §8).
+   * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true` (REFERENCE §8).
    */
   BlockedEndpoints
 } from "./network/EgressPolicy.js"
@@ -152,17 +169,17 @@ export {
   UnknownSources
 } from "./audiences/AudienceErrors.js"
 export type {
-  /** What `Relay.syncAudience` changed: the property and the added / removed / unchanged counts. */
+  /** What `RelayAudiences.syncAudience` changed: the property and the added / removed / unchanged counts. */
   AudienceSyncResult
 } from "./audiences/AudienceSync.js"
 export type {
-  /** What `Relay.syncComputedTrait` changed. */
+  /** What `RelayAudiences.syncComputedTrait` changed. */
   TraitSyncResult
 } from "./audiences/ComputedTraits.js"
 export type {
-  /** A recorded deletion request (`Relay.deleteUser`). */
+  /** A recorded deletion request (`RelayAudiences.deleteUser`). */
   DeletionRequest,
-  /** A deletion request with each notification's delivery status (`Relay.getDeletion`). */
+  /** A deletion request with each notification's delivery status (`RelayAudiences.getDeletion`). */
   DeletionStatus
 } from "./audiences/Deletions.js"
 export type {
@@ -175,11 +192,11 @@ export {
   sign
 } from "./delivery/Signature.js"
 export {
-  /** Schema of destination filters (SPEC §10): rules `{ if: { type?, event?, properties? }, then: "drop" }`. */
+  /** Schema of destination filters (REFERENCE §10): rules `{ if: { type?, event?, properties? }, then: "drop" }`. */
   Filters
 } from "./domain/Filters.js"
 export {
-  /** Schema of a source and its webhook destination (SPEC §1), for validating configuration. */
+  /** Schema of a source and its webhook destination (REFERENCE §1), for validating configuration. */
   SourceConfig,
   /** Schema of a webhook destination: enabled, shared secret, 1 to 5 endpoints with static headers. */
   WebhookSettings
@@ -191,18 +208,18 @@ export {
   SigningSecret
 } from "./domain/Signing.js"
 export type {
-  /** Jobs by state, as `Relay.backlog` counts them. */
+  /** Jobs by state, as `RelayMessages.backlog` counts them. */
   Backlog,
   /** One job as the look-ups show it: status, attempts so far, next due time, last error. */
   JobSummary,
-  /** A job with every attempt made for it (`Relay.messageJobs`). */
+  /** A job with every attempt made for it (`RelayMessages.messageJobs`). */
   JobWithAttempts,
-  /** A message found by `Relay.searchMessages`, with its jobs and their attempts. */
+  /** A message found by `RelayMessages.searchMessages`, with its jobs and their attempts. */
   MessageRecord,
-  /** What `Relay.searchMessages` looks for: a user id and/or a source id, and a limit. */
+  /** What `RelayMessages.searchMessages` looks for: a user id and/or a source id, and a limit. */
   MessageSearch,
-  /** A stored source and its destination settings (`Relay.getSource`, `Relay.listSources`). */
+  /** A stored source and its destination settings (`RelaySources.getSource`, `RelaySources.listSources`). */
   StoredSource,
-  /** One UTC day of a source's usage counters (`Relay.usage`, SPEC §11). */
+  /** One UTC day of a source's usage counters (`RelayMessages.usage`, REFERENCE §11). */
   UsageDay
 } from "./store/Model.js"

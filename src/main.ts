@@ -14,7 +14,7 @@ import * as Telemetry from "./telemetry/Telemetry.js"
 import { telemetryConfig } from "./telemetry/TelemetryConfig.js"
 
 /**
- * The hookrelay server (SPEC §7): configuration from the environment, the store it selects
+ * The hookrelay server (REFERENCE §7): configuration from the environment, the store it selects
  * (SQLite under HOOKRELAY_DATA_DIR, or PostgreSQL at DATABASE_URL), sources provisioned from
  * HOOKRELAY_CONFIG, the dispatcher, and the HTTP server. JSON logs from HOOKRELAY_LOG_LEVEL up; traces and metrics
  * over OTLP/HTTP when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT). SIGTERM/SIGINT stop accepting, finish or

@@ -1,6 +1,6 @@
 /**
  * The hookrelay HTTP server as a layer: mount the Segment-compatible tracking API, the admin API,
- * `/healthz` and `/metrics` on any Effect `HttpServer` (`effect/http`). It needs the `Relay` service
+ * `/healthz` and `/metrics` on any Effect `HttpServer` (`effect/http`). It needs the `Relay` services
  * (from `hookrelay`'s `layerSqlite` / `layerPg`).
  *
  * @example
@@ -30,7 +30,7 @@ export {
   makeNodeServer
 } from "./ingest/NodeServer.js"
 export {
-  /** The HTTP app as a layer over the `HttpServer` and `Relay` in context. */
+  /** The HTTP app as a layer over the `HttpServer` and the `Relay` services in context. */
   layer,
   /** The router itself, to combine with your own routes before serving. */
   router

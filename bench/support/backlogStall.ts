@@ -9,16 +9,18 @@
  * `--pg`: the same on PostgreSQL at DATABASE_URL (a schema of its own, dropped after), with the CPU share of every
  * `postgres` process of this machine in that time.
  */
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
-import { Store } from "../../src/store/Store.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
+import type { StoreServices } from "../../src/store/Store.js"
 import { percentile } from "./percentile.js"
 import { dropPgSchema, pgNotRun, pgUrl } from "./processes.js"
 import { processesMicros, threadTimes } from "./threads.js"
@@ -40,26 +42,29 @@ const stores = ManagedRuntime.make(
     )
   )
 )
-const withStore = <A>(f: (store: Store["Service"]) => Effect.Effect<A, unknown>) =>
-  stores.runPromise(Effect.flatMap(Store, f))
+const withStore = <A>(f: (store: Context.Context<StoreServices>) => Effect.Effect<A, unknown>) =>
+  stores.runPromise(Effect.flatMap(Effect.context<StoreServices>(), f))
 
 try {
   await withStore((store) =>
     Effect.gen(function*() {
-      yield* store.upsertSource({
+      yield* Context.get(store, Sources).upsertSource({
         id: "down",
         writeKey: "down-key",
         webhooks: { enabled: true, endpoints: [{ url: "http://127.0.0.1:9/down" }] }
       }, Date.now())
       for (let start = 0; start < pending; start += 1000) {
         const entries = Array.from({ length: 1000 }, (_, k) => ({ messageId: `backlog-${start + k}`, body }))
-        yield* store.enqueue("down", entries, Date.now(), { countApiCall: false })
+        yield* Context.get(store, Outbox).enqueue("down", entries, Date.now(), { countApiCall: false })
       }
     })
   )
   const claimStarted = performance.now()
   await withStore((store) =>
-    store.claimDue("probe", Date.now(), 128, 60_000, { excludeSourceIds: ["down"], expired: false })
+    Context.get(store, Outbox).claimDue("probe", Date.now(), 128, 60_000, {
+      excludeSourceIds: ["down"],
+      expired: false
+    })
   )
   const claimMs = performance.now() - claimStarted
 
@@ -74,7 +79,7 @@ try {
   for (let n = 0; performance.now() - started < 10_000; n += 10) {
     const at = performance.now()
     const entries = Array.from({ length: 10 }, (_, k) => ({ messageId: `live-${n + k}`, body }))
-    await withStore((store) => store.enqueue("down", entries, Date.now()))
+    await withStore((store) => Context.get(store, Outbox).enqueue("down", entries, Date.now()))
     times.push(performance.now() - at)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }

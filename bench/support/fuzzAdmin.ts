@@ -1,6 +1,6 @@
 /**
- * Soak inputs for the admin API (SPEC §5–7): every route with no token, a wrong one and the right one; source
- * settings valid and broken in each rule of SPEC §1; deletions, audiences and traits; odd ids and query strings.
+ * Soak inputs for the admin API (REFERENCE §5–7): every route with no token, a wrong one and the right one; source
+ * settings valid and broken in each rule of REFERENCE §1; deletions, audiences and traits; odd ids and query strings.
  * Nothing here may change the soak's own source (its deliveries are what the soak counts): settings are written only to
  * sources of the fuzzer's own (`fuzz-…`, webhooks disabled, loopback URLs), deletions name users no tracking input
  * uses (`gone-…`), audiences and traits go to the fuzzer's sources.
@@ -27,7 +27,7 @@ const endpoint = fc.record({
   )
 }, { requiredKeys: ["url"] })
 
-/** Source settings that pass SPEC §1 (webhooks disabled, so nothing is ever sent), and each broken in one rule. */
+/** Source settings that pass REFERENCE §1 (webhooks disabled, so nothing is ever sent), and each broken in one rule. */
 const settings = fc.record({
   writeKey: fc.nat(60).map((n) => `wk-fuzz-${n}`),
   endpoints: fc.array(endpoint, { minLength: 1, maxLength: 5 }),
@@ -89,7 +89,7 @@ const settings = fc.record({
       body.writeKey = 42
       break
     case "no webhooks":
-      // A source may have no webhook destination (SPEC §1): valid.
+      // A source may have no webhook destination (REFERENCE §1): valid.
       delete body.webhooks
       break
     case "not an object":

@@ -4,13 +4,13 @@
  * can check that the ones answered 200 are delivered exactly once and the others never.
  */
 
-/** A message id a request carries, and whether SPEC §2's `integrations` rule lets it reach the webhook. */
+/** A message id a request carries, and whether REFERENCE §2's `integrations` rule lets it reach the webhook. */
 export interface Carried {
   readonly id: string
   readonly deliver: boolean
 }
 
-/** What SPEC says the answer is: a 200, a 4xx, or either (a tolerance the SPEC leaves open). */
+/** What the REFERENCE says the answer is: a 200, a 4xx, or either (a tolerance it leaves open). */
 export type Expect = "200" | "4xx" | "any"
 
 interface CaseBase {
@@ -54,7 +54,7 @@ export interface FuzzContext {
 
 export const basic = (user: string, password = "") => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`
 
-/** SPEC §2: on by default; `Webhooks: false` off; `All: false` off unless `Webhooks` is `true` or an object. */
+/** REFERENCE §2: on by default; `Webhooks: false` off; `All: false` off unless `Webhooks` is `true` or an object. */
 export const selectsWebhooks = (integrations: unknown): boolean => {
   if (typeof integrations !== "object" || integrations === null) return true
   const record = integrations as Record<string, unknown>

@@ -1,7 +1,7 @@
 /**
- * Generated tracking messages for the soak (`bench/soak.ts`): valid ones of every type with the tolerances SPEC §2
+ * Generated tracking messages for the soak (`bench/soak.ts`): valid ones of every type with the tolerances REFERENCE §2
  * grants (unknown fields, offsets, numeric ids, `originalTimestamp`, odd keys such as `__proto__`), and mutations each
- * of which breaks one rule of SPEC §2. A draft has no message id yet: the case that sends it numbers it.
+ * of which breaks one rule of REFERENCE §2. A draft has no message id yet: the case that sends it numbers it.
  */
 import fc from "fast-check"
 import { type Carried, type FuzzContext, selectsWebhooks } from "./fuzzCase.js"
@@ -152,7 +152,7 @@ export const materializeAll = (
   return { json: messages.map((message) => message.json), carried, anonymous }
 }
 
-/** One rule of SPEC §2 broken; each applies to every type (falling back where the type has no such field). */
+/** One rule of REFERENCE §2 broken; each applies to every type (falling back where the type has no such field). */
 export const mutations = [
   "noIdentity",
   "badTimestamp",

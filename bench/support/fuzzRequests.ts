@@ -22,7 +22,7 @@ const auths = [
   "header wins over body"
 ] as const
 
-/** A valid batch sent with each way of authenticating SPEC §2 names, and wrong ones. */
+/** A valid batch sent with each way of authenticating REFERENCE §2 names, and wrong ones. */
 const auth: fc.Arbitrary<Maker> = fc.tuple(
   fc.constantFrom(...auths),
   fc.array(anyDraft, { minLength: 1, maxLength: 5 })
@@ -137,7 +137,10 @@ const wrongPaths = [
   "/admin/../v1/track"
 ] as const
 
-/** Paths SPEC does not name that the router takes for a tracking path: its matching ignores case and repeated slashes. */
+/**
+ * Paths the REFERENCE does not name that the router takes for a tracking path: its matching ignores case and repeated
+ * slashes.
+ */
 const tolerated = new Set(["/admin/../v1/track", "/v1/track/../batch", "/V1/TRACK", "/v1//track"])
 
 /** A valid body at a path that does not exist, or with a method the path does not take. */
@@ -185,7 +188,7 @@ const methodsAndPaths: fc.Arbitrary<Maker> = fc.tuple(
     )
   })
 
-/** A request sent again, whole, as a client retries one whose answer it did not get: SPEC §2's dedupe drops it. */
+/** A request sent again, whole, as a client retries one whose answer it did not get: REFERENCE §2's dedupe drops it. */
 const retry: fc.Arbitrary<Maker> = fc.nat().map((pick) => (context) => {
   const earlier = context.recall(pick)
   if (earlier === undefined) {
@@ -307,7 +310,7 @@ const raw: fc.Arbitrary<Maker> = fc.tuple(fc.constantFrom(...raws), draftOf("tra
   }
 )
 
-/** The operational routes and the browser settings endpoint (SPEC §7). */
+/** The operational routes and the browser settings endpoint (REFERENCE §7). */
 const operational: fc.Arbitrary<Maker> = fc.tuple(fc.nat(6), fc.string({ maxLength: 30 })).map(
   ([variant, noise]) => (context) => {
     const paths = [

@@ -1,6 +1,6 @@
 /**
- * Soak inputs for the tracking API (SPEC §2): valid messages and batches at every path, invalid ones, garbled bodies
- * (truncated, not JSON, BOM, latin-1, invalid UTF-8, UTF-16, deep nesting), encodings (gzip, deflate, raw deflate,
+ * Soak inputs for the tracking API (REFERENCE §2): valid messages and batches at every path, invalid ones, garbled
+ * bodies (truncated, not JSON, BOM, latin-1, invalid UTF-8, UTF-16, deep nesting), encodings (gzip, deflate, raw deflate,
  * broken, bombs, unsupported), oversized requests, every way of giving a write key, odd headers, wrong methods and
  * paths, and retries of earlier requests. Each generator yields a function of the run's context, which numbers ids.
  */
@@ -100,7 +100,7 @@ const validBatch: fc.Arbitrary<Maker> = fc.tuple(
   return fuzzCase
 })
 
-/** One rule of SPEC §2 broken in a message alone, or in one message of a batch (which is then refused whole). */
+/** One rule of REFERENCE §2 broken in a message alone, or in one message of a batch (which is then refused whole). */
 const invalidMessage: fc.Arbitrary<Maker> = fc.tuple(
   fc.constantFrom(...messageTypes).chain((type) => fc.tuple(fc.constant(type), draftOf(type))),
   fc.constantFrom(...mutations, "typeMismatch" as const),
@@ -338,7 +338,7 @@ const encoded: fc.Arbitrary<Maker> = fc.tuple(
     }
   })
 
-/** Over SPEC §2's limits: a message over 32 KB, a body over 500 KB (declared or streamed). */
+/** Over REFERENCE §2's limits: a message over 32 KB, a body over 500 KB (declared or streamed). */
 const oversized: fc.Arbitrary<Maker> = fc.tuple(fc.nat(2), draftOf("track")).map(([variant, draft]) => (context) => {
   const made = materialize({ ...draft, withId: true }, context, variant !== 0)
   made.json.properties = { blob: "x".repeat(variant === 0 ? 33 * 1024 : 30 * 1024) }

@@ -10,7 +10,10 @@ import { Effect, Fiber } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { layerSqlite, Store } from "../../src/store/Store.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Purge } from "../../src/store/Purge.js"
+import { Sources } from "../../src/store/Sources.js"
+import { layerSqlite } from "../../src/store/Store.js"
 import { percentile } from "./percentile.js"
 
 const jobs = Number(process.argv[2] ?? 100_000)
@@ -18,13 +21,15 @@ const directory = mkdtempSync(join(tmpdir(), "hookrelay-retention-stall-"))
 const body = new TextEncoder().encode(JSON.stringify({ type: "track", event: "Order Completed", userId: "u" }))
 
 const program = Effect.gen(function*() {
-  const store = yield* Store
-  yield* store.upsertSource({ id: "s", writeKey: "k" }, 0)
+  const sources = yield* Sources
+  const outbox = yield* Outbox
+  const purge = yield* Purge
+  yield* sources.upsertSource({ id: "s", writeKey: "k" }, 0)
   for (let done = 0; done < jobs; done += 500) {
     const ids = Array.from({ length: 500 }, (_, i) => `old-${done + i}`)
-    yield* store.enqueue("s", ids.map((messageId) => ({ messageId, body })), 1)
-    const claimed = yield* store.claimDue("w", 2, 500, 60_000)
-    yield* store.completeMany(
+    yield* outbox.enqueue("s", ids.map((messageId) => ({ messageId, body })), 1)
+    const claimed = yield* outbox.claimDue("w", 2, 500, 60_000)
+    yield* outbox.completeMany(
       "w",
       claimed.map((job) => ({ _tag: "Delivered" as const, jobId: job.id, at: 3, firstAttemptAt: 3 })),
       claimed.map((job) => ({
@@ -51,7 +56,7 @@ const program = Effect.gen(function*() {
         const ids = Array.from({ length: 10 }, (_, k) => `new-${batch}-${k}`)
         batch += 1
         const at = performance.now()
-        yield* store.enqueue("s", ids.map((messageId) => ({ messageId, body })), Date.now())
+        yield* outbox.enqueue("s", ids.map((messageId) => ({ messageId, body })), Date.now())
         latencies.push(performance.now() - at)
       }
       return latencies
@@ -65,14 +70,14 @@ const program = Effect.gen(function*() {
   report("no purge", yield* steady(3))
   const purgeStart = performance.now()
   let purgeSeconds = 0
-  const purge = yield* Effect.forkChild(
+  const purging = yield* Effect.forkChild(
     Effect.tap(
-      store.purgeDelivered(1_000),
+      purge.purgeDelivered(1_000),
       () => Effect.sync(() => purgeSeconds = (performance.now() - purgeStart) / 1000)
     )
   )
   const during = yield* steady(3)
-  const purged = yield* Fiber.join(purge)
+  const purged = yield* Fiber.join(purging)
   console.log(`purged ${purged} delivered jobs in ${purgeSeconds.toFixed(2)} s`)
   report("during the purge", during)
 })

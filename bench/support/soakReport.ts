@@ -1,6 +1,7 @@
 /**
  * The soak's figures (`bench/soak.ts`): answers by status and by family of input, what was accepted against what the
- * receiver got, the server's state at the end; the checks that fail the run, and the answers that differ from SPEC.
+ * receiver got, the server's state at the end; the checks that fail the run, and the answers that differ from the
+ * REFERENCE.
  */
 import type { Case } from "./fuzzCase.js"
 import type { Answer } from "./fuzzSend.js"
@@ -185,7 +186,7 @@ export const soakReport = (input: Input) => {
       input.alive ? "alive" : `**gone** (exit ${JSON.stringify(input.exit)})`
     }, peak RSS ${json.server.peakRssMb} MB, ${errorLogs.length} error log lines.`,
     "",
-    "## Answers that differ from SPEC",
+    "## Answers that differ from the REFERENCE",
     "",
     differences.size === 0
       ? "None."

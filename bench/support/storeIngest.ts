@@ -13,7 +13,9 @@ import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setImmediate } from "node:timers/promises"
-import { layerSqlite, Store } from "../../src/store/Store.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
+import { layerSqlite } from "../../src/store/Store.js"
 
 const directory = mkdtempSync(join(tmpdir(), "hookrelay-store-ingest-"))
 const batches = Number(process.argv[2] ?? 500)
@@ -37,8 +39,9 @@ const body = new TextEncoder().encode(JSON.stringify({
 }))
 
 const program = Effect.gen(function*() {
-  const store = yield* Store
-  yield* store.upsertSource({ id: "bench", writeKey: "wk" }, 0)
+  const sources = yield* Sources
+  const outbox = yield* Outbox
+  yield* sources.upsertSource({ id: "bench", writeKey: "wk" }, 0)
   const times: Array<number> = []
   let n = 0
   const started = performance.now()
@@ -53,7 +56,7 @@ const program = Effect.gen(function*() {
         if (wait > 0) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, wait)))
       }
       const at = performance.now()
-      yield* store.enqueue("bench", entries, 1_000_000 + b)
+      yield* outbox.enqueue("bench", entries, 1_000_000 + b)
       times.push(performance.now() - at)
       yield* Effect.promise(() => setImmediate())
     }), { concurrency, discard: true })

@@ -2,7 +2,7 @@ import { type CallName, calls, type Wires } from "./calls.js"
 import type { PathOf, QueryOf } from "./contract.js"
 import type { FieldIssue, RecoveryFilter, SourceInput } from "./types.js"
 
-// The admin API as the console uses it (SPEC §7, §10, §11). Only these routes, only with the
+// The admin API as the console uses it (REFERENCE §7, §10, §11). Only these routes, only with the
 // operator's bearer token, which lives in sessionStorage and never in a URL.
 
 const tokenKey = "hookrelay.adminToken"

@@ -5,7 +5,7 @@ import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
 import type { CheckedWires, EndpointName, Route } from "./contract.js"
 import type { Json } from "./types.js"
 
-// The admin calls the console makes (SPEC §7, §10, §11), each named by its endpoint in the contract.
+// The admin calls the console makes (REFERENCE §7, §10, §11), each named by its endpoint in the contract.
 // The contract is not imported at run time (it would bundle effect, and its domain
 // modules need node:crypto): the types check each call's group, method and JSON, and
 // test/ingest/ConsoleContract.test.ts its path.

@@ -4,7 +4,7 @@ import { FieldIssue } from "../domain/Issues.js"
 import type { StoreError } from "../store/StoreError.js"
 
 /**
- * The refusals of deletion requests, audience syncs and computed-trait syncs (SPEC §5, §6). They
+ * The refusals of deletion requests, audience syncs and computed-trait syncs (REFERENCE §5, §6). They
  * cross the library API, so they are `Schema.TaggedError`s; the admin API maps each to its answer.
  */
 
@@ -75,7 +75,7 @@ export class AudiencePropertyTaken extends Schema.TaggedError<AudiencePropertyTa
   }
 }
 
-/** Every way `Relay.syncAudience` can fail. */
+/** Every way `RelayAudiences.syncAudience` can fail. */
 export type AudienceSyncError =
   | InvalidAdminRequest
   | UnknownSource

@@ -1,8 +1,10 @@
 import { Clock, Effect, Exit, Option, Result } from "effect"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import { uuidv7 } from "../domain/MessageId.js"
-import type { AudienceRef, StoredSource, StoreShape } from "../store/Model.js"
+import type { AudienceMembersShape } from "../store/AudienceMembers.js"
+import type { AudienceRef, StoredSource } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
+import type { SourcesShape } from "../store/Sources.js"
 import type { StoreError } from "../store/StoreError.js"
 import {
   AudiencePropertyTaken,
@@ -15,7 +17,7 @@ import { chunks } from "./Chunks.js"
 import { identifyJobs } from "./Identify.js"
 import { maxSyncSize, sortedUnique, validateIdList, validateName } from "./Input.js"
 
-/** What a sync changed (SPEC §6). `property` is the trait the audience is sent as. */
+/** What a sync changed (REFERENCE §6). `property` is the trait the audience is sent as. */
 export interface AudienceSyncResult {
   readonly property: string
   readonly added: number
@@ -55,16 +57,16 @@ export const destinationEnabled = (source: StoredSource): boolean => source.webh
 
 /** The source, fresh from the store (a sync is rare; the ingest cache's 2 s staleness is not wanted here). */
 export const sourceOf = (
-  store: StoreShape,
+  sources: SourcesShape,
   sourceId: string
 ): Effect.Effect<StoredSource, UnknownSource | StoreError> =>
   Effect.flatMap(
-    store.getSource(sourceId),
+    sources.getSource(sourceId),
     Option.match({ onNone: () => Effect.fail(new UnknownSource({ sourceId })), onSome: Effect.succeed })
   )
 
 /**
- * Audience membership sync (SPEC §6): the caller gives the full current membership; each user
+ * Audience membership sync (REFERENCE §6): the caller gives the full current membership; each user
  * whose membership changed gets an identify with `traits: {<property>: true}` (added) or `false`
  * (removed), through the outbox like any tracking call. The first sync is the same diff against
  * an empty membership, so every member gets `true`.
@@ -94,7 +96,13 @@ export const sourceOf = (
  *   (`AudienceSyncInProgress`); a crashed sync's lease lapses after `leaseMillis`.
  * - Destination disabled (or none): memberships are still updated and counted, nothing is sent.
  */
-export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, options: SyncOptions = {}) => {
+/** The store's services an audience sync uses. */
+export interface AudienceStores {
+  readonly sources: SourcesShape
+  readonly members: AudienceMembersShape
+}
+
+export const makeAudienceSync = (stores: AudienceStores, signal: OutboxSignalShape, options: SyncOptions = {}) => {
   const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? defaultChunkSize))
   const readSize = Math.max(1, Math.floor(options.readSize ?? defaultReadSize))
   const leaseMillis = options.leaseMillis ?? defaultLeaseMillis
@@ -116,7 +124,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
         })
       }
       const { property } = name.success
-      const source = yield* sourceOf(store, sourceId)
+      const source = yield* sourceOf(stores.sources, sourceId)
       const enabled = destinationEnabled(source)
       // Sorted: each chunk's rows land in neighbouring primary-key pages (and duplicates collapse).
       const members = sortedUnique(ids.success)
@@ -125,7 +133,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
 
       const startedAt = yield* Clock.currentTimeMillis
       const owner = uuidv7(startedAt)
-      const start = yield* store.startAudienceSync(ref, property, owner, startedAt, startedAt + leaseMillis)
+      const start = yield* stores.members.startAudienceSync(ref, property, owner, startedAt, startedAt + leaseMillis)
       if (start._tag === "Busy") {
         return yield* new AudienceSyncInProgress({ ...ref, leaseExpiresAt: start.leaseExpiresAt })
       }
@@ -136,7 +144,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
       const apply = (change: "add" | "remove", userIds: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const result = yield* store.applyAudienceChunk({
+          const result = yield* stores.members.applyAudienceChunk({
             ref,
             owner,
             now,
@@ -158,7 +166,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
         // A new audience has no members: everyone is added and nobody is removed.
         const additions: Array<string> = start.created ? members : []
         for (const chunk of start.created ? [] : chunks(members, readSize)) {
-          const present = new Set(yield* store.audienceMembersAmong(ref, chunk))
+          const present = new Set(yield* stores.members.audienceMembersAmong(ref, chunk))
           if (present.size < chunk.length) {
             for (const userId of chunk) if (!present.has(userId)) additions.push(userId)
           }
@@ -172,7 +180,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
         let gone: Array<string> = []
         let after: string | undefined = undefined
         while (!start.created) {
-          const page: ReadonlyArray<string> = yield* store.audienceMembersPage(ref, after, readSize)
+          const page: ReadonlyArray<string> = yield* stores.members.audienceMembersPage(ref, after, readSize)
           if (page.length === 0) break
           after = page[page.length - 1]
           for (const userId of page) if (!incoming.has(userId)) gone.push(userId)
@@ -191,7 +199,7 @@ export const makeAudienceSync = (store: StoreShape, signal: OutboxSignalShape, o
       return yield* run.pipe(
         Effect.onExit((exit) =>
           Clock.currentTimeMillis.pipe(
-            Effect.flatMap((now) => store.endAudienceSync(ref, owner, now, Exit.isSuccess(exit))),
+            Effect.flatMap((now) => stores.members.endAudienceSync(ref, owner, now, Exit.isSuccess(exit))),
             // The lease lapses by itself if it cannot be given back now.
             Effect.catch((error) => Effect.logWarning("could not release an audience sync lease", error.message))
           )

@@ -1,8 +1,9 @@
 import { Clock, Effect, Result } from "effect"
 import type { UnknownSource } from "../domain/IngestErrors.js"
-import type { StoreShape } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
+import type { SourcesShape } from "../store/Sources.js"
 import type { StoreError } from "../store/StoreError.js"
+import type { TraitValuesShape } from "../store/TraitValues.js"
 import { InvalidAdminRequest } from "./AudienceErrors.js"
 import { defaultChunkSize, destinationEnabled, sourceOf, type SyncOptions, yieldToEventLoop } from "./AudienceSync.js"
 import { chunks } from "./Chunks.js"
@@ -35,7 +36,13 @@ export interface TraitSyncResult {
  * every row's change and its message commit together, and a partial update has no "removed" pass
  * that concurrent syncs could disturb. With the destination disabled the values are still stored.
  */
-export const makeComputedTraits = (store: StoreShape, signal: OutboxSignalShape, options: SyncOptions = {}) => {
+/** The store's services a computed trait sync uses. */
+export interface TraitStores {
+  readonly sources: SourcesShape
+  readonly traits: TraitValuesShape
+}
+
+export const makeComputedTraits = (stores: TraitStores, signal: OutboxSignalShape, options: SyncOptions = {}) => {
   const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? defaultChunkSize))
 
   const syncComputedTrait = (
@@ -52,13 +59,13 @@ export const makeComputedTraits = (store: StoreShape, signal: OutboxSignalShape,
         })
       }
       const { property } = name.success
-      const source = yield* sourceOf(store, sourceId)
+      const source = yield* sourceOf(stores.sources, sourceId)
       const enabled = destinationEnabled(source)
       let changed = 0
       let cleared = 0
       for (const chunk of chunks(values.success, chunkSize)) {
         const now = yield* Clock.currentTimeMillis
-        const result = yield* store.applyTraitChunk({
+        const result = yield* stores.traits.applyTraitChunk({
           sourceId: source.id,
           trait: property,
           now,

@@ -1,8 +1,10 @@
 import { Clock, Effect, Option, Result } from "effect"
 import { deleteNotificationBody, encodeBody } from "../domain/DeliveredBody.js"
 import { uuidv7 } from "../domain/MessageId.js"
-import type { JobStatus, StoredDeletion, StoredSource, StoreShape } from "../store/Model.js"
+import type { DeletionRequestsShape } from "../store/DeletionRequests.js"
+import type { JobStatus, StoredDeletion, StoredSource } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
+import type { SourcesShape } from "../store/Sources.js"
 import type { StoreError } from "../store/StoreError.js"
 import { InvalidAdminRequest, UnknownDeletion, UnknownSources } from "./AudienceErrors.js"
 import { validateIdList, validateUserId } from "./Input.js"
@@ -36,7 +38,7 @@ export interface DeletionStatus extends Omit<DeletionRequest, "notifications"> {
   }>
 }
 
-/** Sources with a webhook destination that is on: the only ones notified (SPEC §5). */
+/** Sources with a webhook destination that is on: the only ones notified (REFERENCE §5). */
 const notified = (source: StoredSource): boolean => source.webhooks?.enabled === true
 
 const statusView = (stored: StoredDeletion): DeletionStatus => ({
@@ -66,7 +68,7 @@ const statusView = (stored: StoredDeletion): DeletionStatus => ({
 })
 
 /**
- * Deletion requests (SPEC §5) over the store and the outbox doorbell.
+ * Deletion requests (REFERENCE §5) over the store and the outbox doorbell.
  *
  * `deleteUser` is one store transaction: it records the request, inserts one delete
  * notification job (kind `delete`, body exactly `{"type":"delete","userId","timestamp"}`) per
@@ -83,7 +85,13 @@ const statusView = (stored: StoredDeletion): DeletionStatus => ({
  * The notifications go through the outbox and the dispatcher like every job, under the normal
  * delivery rules; the doorbell rings after the commit.
  */
-export const makeDeletions = (store: StoreShape, signal: OutboxSignalShape) => {
+/** The store's services deletion requests use. */
+export interface DeletionStores {
+  readonly sources: SourcesShape
+  readonly deletions: DeletionRequestsShape
+}
+
+export const makeDeletions = (stores: DeletionStores, signal: OutboxSignalShape) => {
   const deleteUser = (
     userIdInput: string,
     sourceIdsInput?: ReadonlyArray<string>
@@ -99,7 +107,7 @@ export const makeDeletions = (store: StoreShape, signal: OutboxSignalShape) => {
       ]
       if (Result.isFailure(userId) || Result.isFailure(named)) return yield* new InvalidAdminRequest({ errors: issues })
 
-      const sources = yield* store.listSources()
+      const sources = yield* stores.sources.listSources()
       const byId = new Map(sources.map((source) => [source.id, source]))
       let covered: ReadonlyArray<StoredSource> = sources
       if (named.success !== undefined) {
@@ -112,7 +120,7 @@ export const makeDeletions = (store: StoreShape, signal: OutboxSignalShape) => {
       const id = uuidv7(now)
       const body = encodeBody(deleteNotificationBody(userId.success, now))
       // The request's id is its notifications' message id: GET /admin/messages/{id} lists them too.
-      const recorded = yield* store.recordDeletion({
+      const recorded = yield* stores.deletions.recordDeletion({
         id,
         userId: userId.success,
         sourceIds: covered.map((source) => source.id),
@@ -132,7 +140,7 @@ export const makeDeletions = (store: StoreShape, signal: OutboxSignalShape) => {
 
   const getDeletion = (id: string): Effect.Effect<DeletionStatus, UnknownDeletion | StoreError> =>
     Effect.flatMap(
-      store.getDeletion(id),
+      stores.deletions.getDeletion(id),
       Option.match({
         onNone: () => Effect.fail(new UnknownDeletion({ id })),
         onSome: (stored) => Effect.succeed(statusView(stored))

@@ -6,7 +6,7 @@ import type { IdentifyJobBuilder } from "../store/Model.js"
 /**
  * The identify that tells a webhook one user property (an audience membership or a computed
  * trait), built exactly as ingest builds a tracking call's: a stamped identify message
- * (`timestamp` = `receivedAt` = `now`, `context` `{}`), then its SPEC §3 body.
+ * (`timestamp` = `receivedAt` = `now`, `context` `{}`), then its REFERENCE §3 body.
  */
 export const identifyBody = (
   property: string,

@@ -27,7 +27,7 @@ const idProblem = (value: unknown): string | undefined => {
   return undefined
 }
 
-/** A user id: a non-empty string, or a number that becomes its string (as in SPEC §2). */
+/** A user id: a non-empty string, or a number that becomes its string (as in REFERENCE §2). */
 export const validateUserId = (value: unknown, path = "userId"): Result.Result<string, ReadonlyArray<FieldIssue>> => {
   if (typeof value === "number" && Number.isFinite(value)) return Result.succeed(String(value))
   const problem = idProblem(value)
@@ -70,7 +70,7 @@ export const sortedUnique = (ids: ReadonlyArray<string>): Array<string> => {
   return sorted
 }
 
-/** An audience or trait name and the snake_case property it is sent as (SPEC §6). */
+/** An audience or trait name and the snake_case property it is sent as (REFERENCE §6). */
 export const validateName = (
   value: unknown,
   path: string

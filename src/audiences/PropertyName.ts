@@ -1,5 +1,5 @@
 /**
- * The user property an audience is sent as: the snake_case of its name (SPEC §6). Words split on
+ * The user property an audience is sent as: the snake_case of its name (REFERENCE §6). Words split on
  * white space, punctuation and lower→upper case changes (an upper-case run stays one word:
  * `VIP` → `vip`, `HTTPServer` → `http_server`), lower-cased and joined by `_`.
  */

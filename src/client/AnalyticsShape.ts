@@ -6,7 +6,7 @@ import type { CallError, ClientClosed } from "./ClientErrors.js"
 import type { Outcome } from "./Outcome.js"
 
 /**
- * The client library's Effect API (SPEC §9). A refused call fails with a typed `CallError`
+ * The client library's Effect API (REFERENCE §9). A refused call fails with a typed `CallError`
  * (never a defect) and is also reported as a `Refused` outcome (`onOutcome`, `outcomes`), so
  * that a forked, unobserved call is still seen.
  */

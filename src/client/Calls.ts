@@ -23,7 +23,7 @@ export type Fields = Readonly<Record<string, unknown>>
 export interface CommonParams {
   /** Extra information about the call (`ip`, `userAgent`, `locale`, …); `context.library` is set by the client. */
   readonly context?: Fields | undefined
-  /** Which destinations get the message (`{ "Webhooks": false }`; SPEC §2). */
+  /** Which destinations get the message (`{ "Webhooks": false }`; REFERENCE §2). */
   readonly integrations?: Fields | undefined
   /** When it happened (ISO 8601 string or `Date`). Default: now, by Effect's `Clock`. A past time is a historical import and is kept. */
   readonly timestamp?: string | Date | undefined
@@ -106,7 +106,7 @@ const invalid = (type: MessageType, path: string, message: string) =>
 const commonFields = ["type", "userId", "anonymousId", "context", "integrations", "timestamp", "messageId"]
 
 /**
- * The fields each call takes (SPEC §9). Any other field is refused rather than sent: the server
+ * The fields each call takes (REFERENCE §9). Any other field is refused rather than sent: the server
  * would store it and deliver nothing of it, so the data would be lost without a word.
  */
 const fieldsOf: { readonly [T in MessageType]: ReadonlySet<string> } = {

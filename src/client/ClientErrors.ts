@@ -6,7 +6,7 @@ const describeIssues = (issues: ReadonlyArray<FieldIssue>): string =>
   issues.map((issue) => issue.path === "" ? issue.message : `${issue.path}: ${issue.message}`).join("; ")
 
 /**
- * A call's fields break a rule of the tracking API (SPEC §2): the same rules, from the same
+ * A call's fields break a rule of the tracking API (REFERENCE §2): the same rules, from the same
  * schemas, as the server applies. `path` names the first offending field (`""` for the whole
  * message); `issues` lists every one. Nothing was queued.
  */
@@ -24,7 +24,7 @@ export class InvalidMessage extends Schema.TaggedError<InvalidMessage>("hookrela
 }
 
 /**
- * The message's JSON, as it would be sent, is over `limit` bytes (32 KiB, SPEC §2); `path` names
+ * The message's JSON, as it would be sent, is over `limit` bytes (32 KiB, REFERENCE §2); `path` names
  * its largest field, where the bytes are. Nothing was queued.
  */
 export class MessageTooLarge extends Schema.TaggedError<MessageTooLarge>("hookrelay/client/MessageTooLarge")(

@@ -1,13 +1,13 @@
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import * as http from "node:http"
 import * as https from "node:https"
 import { copyWith } from "../domain/Merge.js"
+import * as Deadlines from "../runtime/Deadlines.js"
 import { RequestTimeout, TransportError } from "./ClientErrors.js"
-import { type Deadlines, makeDeadlines } from "./Deadlines.js"
 
 /** One POST of a batch. */
 export interface TransportRequest {
@@ -134,18 +134,11 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
       }
       return cachedTarget
     }
-    const scope = yield* Effect.scope
-    const deadlinesByMillis = new Map<number, Deadlines>()
-    const deadlinesFor = (timeout: Duration.Duration): Effect.Effect<Deadlines> => {
-      const known = deadlinesByMillis.get(Duration.toMillis(timeout))
-      if (known !== undefined) return Effect.succeed(known)
-      return Effect.map(Scope.provide(makeDeadlines(timeout), scope), (made) => {
-        deadlinesByMillis.set(made.timeoutMillis, made)
-        return made
-      })
-    }
+    // Request timeouts on the shared deadline ticker: `Effect.timeout` forks two fibers and a timer per request.
+    const clock = yield* Clock.Clock
+    const deadlines = yield* Deadlines.make()
 
-    const post = (request: TransportRequest, deadlines: Deadlines | undefined) =>
+    const post = (request: TransportRequest, timeoutMillis: number | undefined) =>
       // Interruption destroys the request through the returned finalizer: Effect.callback's `signal`
       // would cost an AbortController per request.
       Effect.callback<TransportResponse, TransportError | RequestTimeout>((answer) => {
@@ -203,11 +196,14 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
         })
         outgoing.once("error", (error) => resume(Effect.fail(toTransportError(error))))
         outgoing.end(request.body)
-        if (deadlines !== undefined) {
-          cancelDeadline = deadlines.start(() => {
-            resume(Effect.fail(new RequestTimeout({ timeoutMillis: deadlines.timeoutMillis })))
+        if (timeoutMillis !== undefined) {
+          const expire = () => {
+            resume(Effect.fail(new RequestTimeout({ timeoutMillis })))
             outgoing.destroy()
-          })
+          }
+          const deadline = { deadline: clock.currentTimeMillisUnsafe() + timeoutMillis, expire }
+          const slot = deadlines.add(deadline)
+          cancelDeadline = () => deadlines.remove(slot, deadline)
         }
         return Effect.sync(() => {
           answered = true
@@ -219,7 +215,7 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
     return Transport.of({
       // Without deadlines there is no RequestTimeout.
       send: (request) => post(request, undefined) as Effect.Effect<TransportResponse, TransportError>,
-      sendWithin: (request, timeout) => Effect.flatMap(deadlinesFor(timeout), (deadlines) => post(request, deadlines))
+      sendWithin: (request, timeout) => post(request, Duration.toMillis(timeout))
     })
   })
 

@@ -14,7 +14,7 @@ import type { Outcome } from "./Outcome.js"
 /** What to do with a call when `maxQueueSize` messages are already queued. */
 export type Overflow = "drop" | "backpressure"
 
-/** Options of the client (SPEC §9). Only `writeKey` is required. */
+/** Options of the client (REFERENCE §9). Only `writeKey` is required. */
 export interface AnalyticsOptions {
   /** The source's write key, sent as the Basic auth user name. Required. */
   readonly writeKey: string
@@ -64,7 +64,7 @@ export interface ResolvedOptions {
   readonly onOutcome: ((outcome: Outcome) => void) | undefined
 }
 
-/** The defaults of SPEC §9. */
+/** The defaults of REFERENCE §9. */
 export const defaults = {
   endpoint: "http://localhost:8080",
   flushAt: 20,

@@ -131,7 +131,7 @@ export {
 export {
   /** The client's options; only `writeKey` is required. */
   type AnalyticsOptions,
-  /** The defaults of the options (SPEC §9). */
+  /** The defaults of the options (REFERENCE §9). */
   defaults,
   /** The environment variable read by `layerConfig` for each option. */
   environmentVariables,

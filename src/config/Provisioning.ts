@@ -3,9 +3,9 @@ import { readFile } from "node:fs/promises"
 import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
 import { BlockedEndpoints, checkSource, currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
-import { Relay } from "../relay/Relay.js"
+import { RelaySources } from "../relay/Relay.js"
 
-/** The `HOOKRELAY_CONFIG` file: sources to create or update at start (SPEC §7). */
+/** The `HOOKRELAY_CONFIG` file: sources to create or update at start (REFERENCE §7). */
 export const ProvisioningFile = Schema.Struct({ sources: Schema.Array(SourceConfig) })
 export type ProvisioningFile = typeof ProvisioningFile.Type
 
@@ -43,7 +43,7 @@ const refused = (path: string, blocked: BlockedEndpoints) =>
   new InvalidConfigFile({ path, problems: blocked.errors.map((issue) => `${issue.path}: ${issue.message}`) })
 
 /**
- * The SSRF guard's save-time check (SPEC §8) of every source of the file, before any is stored: each refused endpoint
+ * The SSRF guard's save-time check (REFERENCE §8) of every source of the file, before any is stored: each refused endpoint
  * URL is a problem naming its field (`sources[1].webhooks.endpoints[0].url`).
  */
 export const checkProvisioningFile = (path: string, file: ProvisioningFile): Effect.Effect<void, InvalidConfigFile> =>
@@ -64,11 +64,11 @@ export const checkProvisioningFile = (path: string, file: ProvisioningFile): Eff
  */
 export const provision = (path: string) =>
   Effect.gen(function*() {
-    const relay = yield* Relay
+    const relaySources = yield* RelaySources
     const file = yield* readProvisioningFile(path)
     yield* checkProvisioningFile(path, file)
     for (const [index, source] of file.sources.entries()) {
-      const saved = yield* relay.putSource(source).pipe(
+      const saved = yield* relaySources.putSource(source).pipe(
         Effect.catchTag("BlockedEndpoints", (blocked) =>
           Effect.fail(refused(
             path,

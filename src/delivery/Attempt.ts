@@ -18,7 +18,7 @@ import type {
 export const userAgent = "hookrelay/1.0"
 
 /**
- * The headers of every request to one endpoint, in the order SPEC §4 gives: `User-Agent`, `Content-Type`,
+ * The headers of every request to one endpoint, in the order REFERENCE §4 gives: `User-Agent`, `Content-Type`,
  * `X-Signature` (only with a signature), then the endpoint's static headers. Flat `[name, value, …]`, undici's cheapest
  * form. Settings validation already refuses static headers that would override ours.
  */

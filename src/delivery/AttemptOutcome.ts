@@ -2,7 +2,7 @@ import { Data, Duration } from "effect"
 import { blockedAddressCode } from "../network/EgressPolicy.js"
 
 /**
- * How one delivery attempt ended (SPEC §4). Classified exactly once, here; the retry policy and the race over URLs
+ * How one delivery attempt ended (REFERENCE §4). Classified exactly once, here; the retry policy and the race over URLs
  * read the tag, never a message string.
  *
  * - `Success`: a 2xx answer.
@@ -87,7 +87,7 @@ export const classifyResponse = (response: ResponseFacts, now: number): AttemptO
     return permanent({ reason: `HTTP ${status} redirect${target} (redirects are not followed)`, status })
   }
   if (status >= 400 && status <= 499) return permanent({ reason: `HTTP ${status}`, status })
-  // 1xx as a final answer or a status outside 100-599: not something SPEC §4 names; like unknown errors, retryable.
+  // 1xx as a final answer or a status outside 100-599: not something REFERENCE §4 names; like unknown errors, retryable.
   return retryable({ reason: `unexpected HTTP status ${status}`, status })
 }
 
@@ -118,7 +118,7 @@ const retryableCodes: ReadonlyMap<string, string> = new Map([
   ["UND_ERR_CLOSED", "HTTP client closed"],
   ["UND_ERR_DESTROYED", "HTTP client destroyed"],
   ["UND_ERR_ABORTED", "request aborted"],
-  // A garbled answer is the receiver's fault, like a 5xx; SPEC §4's permanent list (4xx, 3xx, certificates) is closed.
+  // A garbled answer is the receiver's fault, like a 5xx; REFERENCE §4's permanent list (4xx, 3xx, certificates) is closed.
   ["UND_ERR_HEADERS_OVERFLOW", "invalid HTTP response (headers too large)"],
   ["UND_ERR_RES_CONTENT_LENGTH_MISMATCH", "invalid HTTP response (content-length mismatch)"],
   ["UND_ERR_INFO", "invalid HTTP response"],
@@ -198,7 +198,7 @@ export const classifyCode = (code: string | undefined): CodeClass => {
 
 /** The outcome of an error from the transport, given its code (`TIMEOUT` for our own deadline) and message. */
 export const classifyError = (code: string | undefined, message: string): Retryable | Permanent => {
-  // The SSRF guard refused the address (SPEC §8): permanent, and its message is the whole reason
+  // The SSRF guard refused the address (REFERENCE §8): permanent, and its message is the whole reason
   // ("blocked_address: 127.0.0.1 is loopback (…)").
   if (code === blockedAddressCode) return permanent({ reason: message, code })
   const verdict = classifyCode(code)
@@ -208,5 +208,5 @@ export const classifyError = (code: string | undefined, message: string): Retrya
     : permanent({ reason, ...(code !== undefined && { code }) })
 }
 
-/** Our own deadline expired (SPEC §4: a timeout is retryable). */
+/** Our own deadline expired (REFERENCE §4: a timeout is retryable). */
 export const timedOut = (message: string): Retryable => retryable({ reason: `timeout: ${message}`, code: timeoutCode })

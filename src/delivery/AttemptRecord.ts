@@ -4,12 +4,12 @@ import type { Effect } from "effect"
 /**
  * How an attempt ended, as recorded: an `AttemptOutcome` tag, or `Aborted` when the attempt was interrupted in flight
  * (another URL succeeded first, or shutdown). An aborted request may still have reached the receiver, so it is
- * recorded like any other (SPEC §4: every attempt is recorded).
+ * recorded like any other (REFERENCE §4: every attempt is recorded).
  */
 export const RecordedOutcome = Schema.Literals(["Success", "Retryable", "Permanent", "Aborted"])
 export type RecordedOutcome = typeof RecordedOutcome.Type
 
-/** One delivery attempt, as the store keeps it (SPEC §4). A Schema so the store and the admin API can reuse it. */
+/** One delivery attempt, as the store keeps it (REFERENCE §4). A Schema so the store and the admin API can reuse it. */
 export const AttemptRecord = Schema.Struct({
   jobId: Schema.String,
   url: Schema.String,

@@ -49,7 +49,7 @@ export interface DeliverOptions {
    * infinity (always wait inline).
    */
   readonly maxInlineDelay?: Duration.Input | undefined
-  /** Backoff and window overrides; SPEC §4's values by default. */
+  /** Backoff and window overrides; REFERENCE §4's values by default. */
   readonly policy?: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts"> | undefined
   /**
    * The concurrency limit of each URL, taken around each attempt on it: the dispatcher's per-endpoint limit. Time
@@ -209,7 +209,7 @@ const runEndpoint = (
   }
 
   // A resumed URL starts at the time its schedule had planned; the window is checked against the planned start,
-  // not the timer's punctuality (SPEC §4: no attempt after first + 4 h).
+  // not the timer's punctuality (REFERENCE §4: no attempt after first + 4 h).
   const now = clock.currentTimeMillisUnsafe()
   const startAt = Math.max(now, prior?.nextAttemptAt ?? 0)
   if (startAt > context.lastStart) return Effect.fail(retire("out-of-window"))
@@ -263,7 +263,7 @@ const conclude = (
 }
 
 /**
- * Delivers one job (SPEC §4): signs the body once (`X-Signature`; the Standard Webhooks headers at each attempt),
+ * Delivers one job (REFERENCE §4): signs the body once (`X-Signature`; the Standard Webhooks headers at each attempt),
  * then runs one fiber per URL — each attempting and retrying under `retryPolicy` — and races them: the first success
  * interrupts the others, whose in-flight requests are aborted. Succeeds with `Delivered`, or `Deferred` (see
  * `maxInlineDelay`); fails with `AllEndpointsFailed` when every URL is retired. With a single URL to run there is no

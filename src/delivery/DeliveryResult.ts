@@ -51,7 +51,7 @@ export const DeliveryResult = Data.taggedEnum<DeliveryResult>()
 export type Delivered = Data.TaggedEnum.Value<DeliveryResult, "Delivered">
 export type Deferred = Data.TaggedEnum.Value<DeliveryResult, "Deferred">
 
-/** Every URL failed permanently or ran out of window: the job is dead-lettered (SPEC §4). In settings order. */
+/** Every URL failed permanently or ran out of window: the job is dead-lettered (REFERENCE §4). In settings order. */
 export class AllEndpointsFailed extends Data.TaggedError("AllEndpointsFailed")<{
   readonly jobId: string
   readonly messageId: string

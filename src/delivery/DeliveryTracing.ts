@@ -1,5 +1,5 @@
 import { Context } from "effect"
-import type { StoreShape } from "../store/Model.js"
+import type { OutboxShape } from "../store/Outbox.js"
 import type { AttemptInput } from "./Attempt.js"
 
 /**
@@ -12,8 +12,8 @@ export interface DeliveryTracingShape {
    * runs with instead: its request carries the span's `traceparent`, and its record ends the span.
    */
   readonly attempt: (input: AttemptInput, traceparent: string | undefined) => AttemptInput
-  /** The store the dispatcher claims from and completes into, with a span per claim and per completion batch. */
-  readonly store: (store: StoreShape) => StoreShape
+  /** The outbox the dispatcher claims from and completes into, with a span per claim and per completion batch. */
+  readonly outbox: (outbox: OutboxShape) => OutboxShape
 }
 
 export class DeliveryTracing

@@ -1,7 +1,9 @@
 import { Clock, Effect, FiberSet, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import type { Endpoints } from "../store/Endpoints.js"
+import { Outbox } from "../store/Outbox.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
-import { Store } from "../store/Store.js"
+import { Sources } from "../store/Sources.js"
 import { DeliveryTracing } from "./DeliveryTracing.js"
 import { makeClaimer } from "./dispatcher/Claimer.js"
 import { makeCompletions } from "./dispatcher/Completions.js"
@@ -36,7 +38,8 @@ export const make = (options: DispatcherOptions = {}) =>
   Effect.gen(function*() {
     // Telemetry: decided once here; without it the dispatcher makes no span and captures no context.
     const tracing = Option.getOrUndefined(yield* Effect.serviceOption(DeliveryTracing))
-    const store = tracing === undefined ? yield* Store : tracing.store(yield* Store)
+    const outbox = tracing === undefined ? yield* Outbox : tracing.outbox(yield* Outbox)
+    const sources = yield* Sources
     const signal = yield* OutboxSignal
     const outcomes = yield* DeliveryOutcomes
     const clock = yield* Clock.Clock
@@ -58,10 +61,10 @@ export const make = (options: DispatcherOptions = {}) =>
     const forkIn = yield* FiberSet.runtime(fibers)<Transport>()
     const fork = (effect: Effect.Effect<void, never, Transport>) => forkIn(Effect.interruptible(effect))
 
-    const leases = makeLeases({ owner, store, signal, settings })
+    const leases = makeLeases({ owner, outbox, signal, settings })
     const completions = yield* makeCompletions({
       owner,
-      store,
+      outbox,
       outcomes,
       flushDelay: settings.flushDelay,
       flushSize: settings.flushSize
@@ -78,7 +81,7 @@ export const make = (options: DispatcherOptions = {}) =>
       services: tracing === undefined ? { transport, clock } : { transport, clock, traceAttempt: tracing.attempt },
       fork
     })
-    const claimer = makeClaimer({ owner, store, signal, settings, leases, runs, guards, yieldToIngest })
+    const claimer = makeClaimer({ owner, outbox, sources, signal, settings, leases, runs, guards, yieldToIngest })
 
     /** Shutdown: no job starts any more, and every job fiber is interrupted (attempts in flight aborted, recorded). */
     const stop = Effect.suspend(() => {
@@ -104,16 +107,16 @@ export const make = (options: DispatcherOptions = {}) =>
  */
 export const start = (options: DispatcherOptions = {}) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const outbox = yield* Outbox
     // Registered first, so it runs last: after the job fibers stopped, write what they finished and release the rest.
     const dispatcher = yield* Effect.acquireRelease(make(options), (dispatcher) =>
       Effect.gen(function*() {
         yield* dispatcher.stop
         yield* dispatcher.flush
-        const released = yield* store.releaseLeases(dispatcher.owner).pipe(Effect.orElseSucceed(() => 0))
+        const released = yield* outbox.releaseLeases(dispatcher.owner).pipe(Effect.orElseSucceed(() => 0))
         if (released > 0) yield* Effect.logInfo(`released ${released} leased jobs back to the outbox`)
       }))
-    const recovered = yield* store.recoverAbandonedLeases().pipe(Effect.orElseSucceed(() => 0))
+    const recovered = yield* outbox.recoverAbandonedLeases().pipe(Effect.orElseSucceed(() => 0))
     if (recovered > 0) yield* Effect.logInfo(`took back ${recovered} jobs left leased by a stopped process`)
     yield* Effect.forkScoped(dispatcher.flusher)
     yield* Effect.forkScoped(dispatcher.renewer)
@@ -125,5 +128,5 @@ export const start = (options: DispatcherOptions = {}) =>
 export const layer = (options: DispatcherOptions = {}): Layer.Layer<
   never,
   never,
-  Store | Transport | OutboxSignal | DeliveryOutcomes
+  Outbox | Sources | Endpoints | Transport | OutboxSignal | DeliveryOutcomes
 > => Layer.effectDiscard(start(options))

@@ -2,7 +2,7 @@ import { Clock, Context, Duration, Effect, Latch, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import type { Endpoint } from "../domain/Settings.js"
 import { setEndpointGauges } from "../metrics/EndpointGauges.js"
-import { Store } from "../store/Store.js"
+import { Endpoints } from "../store/Endpoints.js"
 import type { StoreError } from "../store/StoreError.js"
 import { EndpointGuard } from "./EndpointGuard.js"
 import type { GuardEvent, GuardSnapshot } from "./EndpointGuard.js"
@@ -39,8 +39,8 @@ export class EndpointGuards extends Context.Service<EndpointGuards, EndpointGuar
 
 const refreshEvery = Duration.seconds(2)
 
-export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope> = Effect.gen(function*() {
-  const store = yield* Store
+export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.Scope> = Effect.gen(function*() {
+  const endpoints = yield* Endpoints
   const clock = yield* Clock.Clock
   const sink = yield* Effect.serviceOption(GuardEventSink)
   const guards = new Map<string, EndpointGuard>()
@@ -86,7 +86,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
         Effect.annotateLogs({ url: event.url, sourceIds: sourceIds.join(",") })
       )
       if (event.type === "endpoint.disabled") {
-        yield* store.disableEndpoint(event.url, event.at, event.reason).pipe(
+        yield* endpoints.disableEndpoint(event.url, event.at, event.reason).pipe(
           Effect.catch((error) => Effect.logError("could not record a disabled endpoint", error))
         )
         unwritten.delete(event.url)
@@ -105,7 +105,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
 
   // Also sets the gauges, from memory: no query per URL.
   const refresh = Effect.gen(function*() {
-    const rows = yield* store.disabledEndpoints()
+    const rows = yield* endpoints.disabledEndpoints()
     disabled = new Set(rows.map((row) => row.url))
     for (const [url, guard] of guards) {
       if (disabled.has(url)) guard.markDisabled()
@@ -132,7 +132,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
       Effect.suspend(() => {
         const now = clock.currentTimeMillisUnsafe()
         return Effect.andThen(
-          store.disableEndpoint(url, now, reason),
+          endpoints.disableEndpoint(url, now, reason),
           Effect.sync(() => {
             disabled.add(url)
             guardFor(url).markDisabled()
@@ -140,7 +140,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
         )
       }),
     enable: (url) =>
-      Effect.tap(store.enableEndpoint(url), () =>
+      Effect.tap(endpoints.enableEndpoint(url), () =>
         Effect.sync(() => {
           disabled.delete(url)
           unwritten.delete(url)
@@ -149,4 +149,4 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Store | Scope.Scope
   }
 })
 
-export const layer: Layer.Layer<EndpointGuards, never, Store> = Layer.effect(EndpointGuards, make)
+export const layer: Layer.Layer<EndpointGuards, never, Endpoints> = Layer.effect(EndpointGuards, make)

@@ -1,6 +1,6 @@
 import { Data, Duration, Exit } from "effect"
 import type { Dispatcher } from "undici"
-import type { Slots } from "../runtime/Slots.js"
+import type { Deadlines } from "../runtime/Deadlines.js"
 
 // The transport's request, answer and failures, and one request in flight as undici's dispatch handler.
 
@@ -123,10 +123,10 @@ export class InFlight implements Dispatcher.DispatchHandler {
   constructor(
     readonly deadline: number,
     private readonly limits: Limits,
-    private readonly registry: Slots<InFlight>,
+    private readonly deadlines: Deadlines,
     private resume: (exit: TransportExit) => void
   ) {
-    this.slot = registry.add(this)
+    this.slot = deadlines.add(this)
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -158,7 +158,7 @@ export class InFlight implements Dispatcher.DispatchHandler {
     }
     this.bodyBytes += taken
     if (chunk.length > room) {
-      // Past the cap: answer with what we have and drop the connection instead of draining the rest (SPEC §8).
+      // Past the cap: answer with what we have and drop the connection instead of draining the rest (REFERENCE §8).
       this.succeed(true)
       controller.abort(new BodyCapReached("response body over the read limit"))
     }
@@ -172,7 +172,7 @@ export class InFlight implements Dispatcher.DispatchHandler {
     this.finish(Exit.fail(new TransportError({ code: errorCode(error), message: errorMessage(error), cause: error })))
   }
 
-  /** Called by the deadline ticker. */
+  /** Called by the shared deadline ticker (`runtime/Deadlines`). */
   expire(): void {
     if (this.done) return
     const timeout = this.limits.timeout
@@ -190,7 +190,7 @@ export class InFlight implements Dispatcher.DispatchHandler {
   cancel(): void {
     if (this.done) return
     this.done = true
-    this.registry.take(this.slot)
+    this.deadlines.remove(this.slot, this)
     const controller = this.controller
     this.letGo()
     this.abort(controller, new Error("delivery attempt interrupted"))
@@ -226,7 +226,7 @@ export class InFlight implements Dispatcher.DispatchHandler {
   private finish(exit: TransportExit): void {
     if (this.done) return
     this.done = true
-    this.registry.take(this.slot)
+    this.deadlines.remove(this.slot, this)
     const resume = this.resume
     this.letGo()
     resume(exit)

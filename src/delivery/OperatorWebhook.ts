@@ -1,12 +1,14 @@
-import { Config, ConfigProvider, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
+import { Clock, Config, ConfigProvider, Duration, Effect, Layer, Option, Queue, Redacted, Stream } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { isAbsoluteHttpUrl } from "../domain/Settings.js"
-import { requestHeaders } from "./Attempt.js"
+import type { AttemptSink } from "./AttemptRecord.js"
+import { deliverWith } from "./Deliver.js"
+import type { DeliverOptions } from "./Deliver.js"
 import { GuardEventSink } from "./EndpointGuards.js"
 import { DeliveryOutcomes } from "./Outcomes.js"
 import { decodeSecret, signV1, standardHeaders } from "./StandardWebhooks.js"
-import { requestTarget, Transport } from "./Transport.js"
+import { Transport } from "./Transport.js"
 
 /** Where operator events go: a URL and the `whsec_` secret their Standard Webhooks signatures are keyed by. */
 export interface OperatorWebhookOptions {
@@ -25,8 +27,22 @@ export interface OperatorEvent {
 /** Events waiting to be sent at most: past this the oldest are dropped, so that a dead operator endpoint costs memory once. */
 const queueBound = 1024
 const rollUpEvery = Duration.minutes(1)
-// A few tries, spaced: an operator endpoint that is down loses the event (it was logged at warn).
-const sendRetries = Schedule.exponential("1 second").pipe(Schedule.upTo({ times: 3 }))
+// The delivery program's retries over a short window: four tries (about 1, 2 and 4 s apart, jittered); an operator
+// endpoint that is down loses the event (it was logged at warn).
+const sendWindow = Duration.seconds(10)
+
+// Each attempt as the delivery program classified it; the operator's attempts have no job in the store.
+const logAttempt: AttemptSink = (record) =>
+  record.outcome === "Success" ? Effect.void : Effect.logDebug("operator webhook attempt failed").pipe(
+    Effect.annotateLogs({
+      url: record.url,
+      attempt: record.attemptNumber,
+      outcome: record.outcome,
+      ...(record.status !== undefined && { status: record.status }),
+      ...(record.error !== undefined && { error: record.error })
+    })
+  )
+const deliverOptions: DeliverOptions = { recordAttempt: logAttempt, policy: { window: sendWindow } }
 
 /**
  * The operator webhook: endpoint events (through `GuardEventSink`) and dead letters rolled up to at most one
@@ -37,16 +53,16 @@ export const make = (
   options: OperatorWebhookOptions
 ): Effect.Effect<typeof GuardEventSink.Service, never, Transport | DeliveryOutcomes | Scope.Scope> =>
   Effect.gen(function*() {
-    const transport = yield* Transport
+    const services = { transport: yield* Transport, clock: yield* Clock.Clock }
     const outcomes = yield* DeliveryOutcomes
     const key = decodeSecret(Redacted.value(options.secret))
-    const { origin, path } = requestTarget(options.url)
-    const baseHeaders = requestHeaders({ url: options.url }, undefined)
     const queue = yield* Queue.sliding<OperatorEvent>(queueBound)
 
+    // One job of one URL for the delivery program (classification, retries, attempt records). Signed once, at the
+    // event's time, as static headers: every try sends the same webhook-id, timestamp and signature.
     const send = (event: OperatorEvent) =>
-      Effect.gen(function*() {
-        if (typeof key === "string") return
+      Effect.suspend(() => {
+        if (typeof key === "string") return Effect.void
         const id = `evt_${randomUUID()}`
         const timestamp = Math.floor(event.at / 1000)
         const body = new TextEncoder().encode(JSON.stringify({
@@ -54,21 +70,18 @@ export const make = (
           timestamp: new Date(event.at).toISOString(),
           data: event.data
         }))
-        const headers = [
-          ...baseHeaders,
-          standardHeaders.id,
-          id,
-          standardHeaders.timestamp,
-          String(timestamp),
-          standardHeaders.signature,
-          signV1(key, id, timestamp, body)
-        ]
-        const answer = transport.post({ origin, path, headers, body }).pipe(
-          Effect.filterOrFail((response) => response.status >= 200 && response.status <= 299, (response) => response)
-        )
-        yield* answer.pipe(
-          Effect.retry(sendRetries),
-          Effect.catch(() => Effect.logWarning(`the operator webhook did not take ${event.type}`))
+        const headers = {
+          [standardHeaders.id]: id,
+          [standardHeaders.timestamp]: String(timestamp),
+          [standardHeaders.signature]: signV1(key, id, timestamp, body)
+        }
+        // No shared secret: no `X-Signature`; the Standard Webhooks headers are the endpoint's static ones.
+        const settings = { signing: "segment" as const, endpoints: [{ url: options.url, headers }] }
+        return deliverWith(services, { jobId: id, messageId: id, body, settings }, deliverOptions).pipe(
+          Effect.asVoid,
+          Effect.catch((failed) =>
+            Effect.logWarning(`the operator webhook did not take ${event.type}: ${failed.message}`)
+          )
         )
       })
 

@@ -1,6 +1,6 @@
 import { Clock, Duration, Effect, Schedule } from "effect"
 
-/** SPEC §4: exponential backoff from 1 s, factor 2, each delay capped at 10 minutes, jittered, for 4 hours. */
+/** REFERENCE §4: exponential backoff from 1 s, factor 2, each delay capped at 10 minutes, jittered, for 4 hours. */
 export const initialDelay = Duration.seconds(1)
 export const backoffFactor = 2
 export const maxDelay = Duration.minutes(10)

@@ -1,11 +1,11 @@
 import { createHmac } from "node:crypto"
 
-/** The request header that carries the body's signature (SPEC §4). */
+/** The request header that carries the body's signature (REFERENCE §4). */
 export const signatureHeader = "X-Signature"
 
 /**
  * `X-Signature` of a delivered body: lowercase hex HMAC-SHA1, keyed by the UTF-8 bytes of the shared secret, over
- * the exact bytes sent (SPEC §4, `vectors/signature.json`). Sign the same `Uint8Array` that goes on the wire, never a
+ * the exact bytes sent (REFERENCE §4, `vectors/signature.json`). Sign the same `Uint8Array` that goes on the wire, never a
  * re-serialization of it.
  */
 export const sign = (secret: string, body: Uint8Array): string =>

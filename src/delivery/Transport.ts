@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Latch, Layer, Option } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { createSecureContext, rootCertificates } from "node:tls"
@@ -6,7 +6,7 @@ import { buildConnector } from "undici"
 import { ipFamily } from "../network/AddressPolicy.js"
 import * as EgressPolicy from "../network/EgressPolicy.js"
 import type { ResolveError } from "../network/Resolver.js"
-import { Slots } from "../runtime/Slots.js"
+import * as Deadlines from "../runtime/Deadlines.js"
 import { InFlight, TransportError } from "./InFlight.js"
 import type { Limits, TransportExit, TransportFailure, TransportRequest, TransportResponse } from "./InFlight.js"
 import * as OriginPools from "./OriginPools.js"
@@ -44,20 +44,20 @@ export interface TransportOptions {
    * on (`rejectUnauthorized: true`, whatever `NODE_TLS_REJECT_UNAUTHORIZED` says); this only adds trust anchors.
    */
   readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> | undefined
-  /** Deadline for the whole answer, headers and body. Default 5 s (SPEC §4). */
+  /** Deadline for the whole answer, headers and body. Default 5 s (REFERENCE §4). */
   readonly timeout?: Duration.Input | undefined
   /** Granularity of the deadline ticker: a timeout fires at most this late. Default 25 ms. */
   readonly deadlineResolution?: Duration.Input | undefined
-  /** Body bytes read before the connection is dropped. Default 64 KB (SPEC §8). */
+  /** Body bytes read before the connection is dropped. Default 64 KB (REFERENCE §8). */
   readonly maxBodyBytes?: number | undefined
-  /** Body bytes kept as the response snippet. Default 1 KB (SPEC §4). */
+  /** Body bytes kept as the response snippet. Default 1 KB (REFERENCE §4). */
   readonly snippetBytes?: number | undefined
   /** Connections per origin (undici `connections`). Default: unlimited; the dispatcher bounds concurrency. */
   readonly connections?: number | undefined
   /** Idle keep-alive time of a pooled connection. Default 4 s (undici's). */
   readonly keepAliveTimeout?: Duration.Input | undefined
   /**
-   * Allow connections to loopback, private, link-local and other internal addresses (SPEC §8). Default: the
+   * Allow connections to loopback, private, link-local and other internal addresses (REFERENCE §8). Default: the
    * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS` setting, false when unset. Used by `make` / `layer`; `layerWithPolicy` takes the
    * `EgressPolicy` in context instead.
    */
@@ -68,7 +68,7 @@ export const defaultTimeout = Duration.seconds(5)
 export const defaultMaxBodyBytes = 64 * 1024
 export const defaultSnippetBytes = 1024
 
-/** Splits a configured URL into undici's origin and path; the query string is kept as configured (SPEC §4). */
+/** Splits a configured URL into undici's origin and path; the query string is kept as configured (REFERENCE §4). */
 export const requestTarget = (url: string | URL): { readonly origin: string; readonly path: string } => {
   const parsed = typeof url === "string" ? new URL(url) : url
   return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` }
@@ -96,7 +96,7 @@ const lookupError = (cause: Cause.Cause<EgressPolicy.BlockedAddress | ResolveErr
 }
 
 /**
- * The connector of every delivery connection, where the SSRF guard sits (SPEC §8). An IP-literal host is checked as it
+ * The connector of every delivery connection, where the SSRF guard sits (REFERENCE §8). An IP-literal host is checked as it
  * is (`net.connect` does no look-up for it); a host name is resolved by `EgressPolicy.resolve` — the `Resolver`
  * service, every address checked, one refused address refusing them all — through the `lookup` hook of
  * `net.connect`/`tls.connect`, so the socket connects to exactly the addresses that were checked, and a resolver that
@@ -158,11 +158,9 @@ const literalVerdicts = (policy: EgressPolicy.EgressPolicyShape) => {
  * is composed), guarded by the `EgressPolicy` in context: see `guardedConnector`. An origin whose host is a refused IP
  * literal fails at once, without undici (no connection pool is created for it).
  *
- * Deadlines: every request registers itself, with `deadline = start + timeout` on Clock, in one insertion-ordered set;
- * one ticker fiber per Transport sleeps on Clock until the earliest deadline (never less than `deadlineResolution`, so
- * a burst of expiries costs one wake-up), fails the overdue requests with `TransportTimeout` and aborts them. When
- * nothing is in flight the ticker parks on a latch. The per-request cost is a set insertion and deletion, instead of
- * the fiber race of `Effect.timeout`; the ticker runs on the layer's Clock, so `TestClock` drives it.
+ * Deadlines: every request registers itself, with `deadline = start + timeout` on Clock, with the shared deadline
+ * ticker (`runtime/Deadlines`, one per Transport, waking at most every `deadlineResolution`), which fails the overdue
+ * requests with `TransportTimeout` and aborts them; it runs on the layer's Clock, so `TestClock` drives it.
  */
 export const makeWithPolicy = (
   options: TransportOptions = {}
@@ -174,10 +172,9 @@ export const makeWithPolicy = (
       snippetBytes: options.snippetBytes ?? defaultSnippetBytes
     }
     const timeoutMillis = Duration.toMillis(limits.timeout)
-    const resolutionMillis = Duration.toMillis(Duration.fromInputUnsafe(options.deadlineResolution ?? "25 millis"))
     const clock = yield* Clock.Clock
     const policy = yield* EgressPolicy.EgressPolicy
-    const refusedLiteral = policy.allowPrivateNetworks ? undefined : literalVerdicts(policy)
+    const refusedLiteral = literalVerdicts(policy)
 
     const pools = yield* OriginPools.make({
       pipelining: 1,
@@ -192,34 +189,16 @@ export const makeWithPolicy = (
       })
     })
 
-    const inFlight = new Slots<InFlight>()
-    const wake = yield* Latch.make(false)
-
-    const tick: Effect.Effect<void> = Effect.suspend(() => {
-      if (inFlight.size === 0) {
-        // Closed and awaited in one synchronous step: a post that lands after this opens it again.
-        wake.closeUnsafe()
-        return wake.await
-      }
-      const now = clock.currentTimeMillisUnsafe()
-      let next = Infinity
-      for (const request of inFlight.values()) {
-        if (request.deadline <= now) request.expire()
-        else if (request.deadline < next) next = request.deadline
-      }
-      return next === Infinity ? Effect.void : clock.sleep(Duration.millis(Math.max(next - now, resolutionMillis)))
-    })
-    yield* Effect.forkScoped(Effect.forever(tick))
+    const deadlines = yield* Deadlines.make({ resolution: options.deadlineResolution ?? "25 millis" })
 
     const refusal = (request: TransportRequest): TransportError | undefined => {
-      const refused = refusedLiteral?.(request.origin)
+      const refused = refusedLiteral(request.origin)
       if (refused === undefined || refused === false) return undefined
       return new TransportError({ code: EgressPolicy.blockedAddressCode, message: refused.message, cause: refused })
     }
 
     const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): Started => {
-      const entry = new InFlight(clock.currentTimeMillisUnsafe() + timeoutMillis, limits, inFlight, onExit)
-      if (inFlight.size === 1) wake.openUnsafe()
+      const entry = new InFlight(clock.currentTimeMillisUnsafe() + timeoutMillis, limits, deadlines, onExit)
       // dispatch reports synchronous failures (destroyed pool, invalid argument) through onResponseError.
       pools.dispatch({
         origin: request.origin,

@@ -15,7 +15,7 @@ export type BatchError = InvalidMessages | MessageTooLarge | TooManyMessages
 const jsonByteLength = (value: unknown): number => Buffer.byteLength(JSON.stringify(value), "utf8")
 
 /**
- * Validates a whole request, all or nothing (SPEC §2): at most 2 500 messages, each at most
+ * Validates a whole request, all or nothing (REFERENCE §2): at most 2 500 messages, each at most
  * 32 KiB of JSON and valid for its type. Every invalid message is reported with its index, so a
  * client can fix them all at once. `expectedType` is set for the single-message endpoints.
  * `sizeBound` is what no message, merged with the defaults, can serialize beyond (`serializedSizeBound` of the

@@ -1,13 +1,13 @@
 import type { StampedMessage } from "./Stamp.js"
 import { formatTimestamp, normalizeTimestamp } from "./Timestamp.js"
 
-/** The JSON object POSTed to each webhook URL (SPEC §3). Key order is fixed: the bytes are signed. */
+/** The JSON object POSTed to each webhook URL (REFERENCE §3). Key order is fixed: the bytes are signed. */
 export type DeliveredBody = { readonly [key: string]: unknown }
 
 const asTimestamp = (value: string | undefined): string | undefined =>
   value === undefined ? undefined : normalizeTimestamp(value)
 
-/** Builds the delivered body of a tracking message (all six types; SPEC §3). */
+/** Builds the delivered body of a tracking message (all six types; REFERENCE §3). */
 export const deliveredBody = (message: StampedMessage): DeliveredBody => {
   const body: Record<string, unknown> = {
     version: 1,
@@ -54,7 +54,7 @@ export const deliveredBody = (message: StampedMessage): DeliveredBody => {
   return body
 }
 
-/** The delete notification sent for a deletion request: exactly these three fields, no `version` (SPEC §3). */
+/** The delete notification sent for a deletion request: exactly these three fields, no `version` (REFERENCE §3). */
 export const deleteNotificationBody = (userId: string, requestedAt: number): DeliveredBody => ({
   type: "delete",
   userId,

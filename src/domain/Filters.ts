@@ -2,7 +2,7 @@ import * as Schema from "effect/Schema"
 import { isMessageType, type Message, messageTypes } from "./Message.js"
 
 /**
- * Destination filters (SPEC §10): rules `{"if": {type?, event?, properties?}, "then": "drop"}`
+ * Destination filters (REFERENCE §10): rules `{"if": {type?, event?, properties?}, "then": "drop"}`
  * kept with a source's webhook settings. A message that meets every condition of some rule is
  * accepted and counted but not delivered.
  */

@@ -1,4 +1,4 @@
-/** The destination's published name, matched case-sensitively (SPEC §2). */
+/** The destination's published name, matched case-sensitively (REFERENCE §2). */
 export const destinationName = "Webhooks"
 
 const isEnabledValue = (value: unknown): boolean => value === true || (typeof value === "object" && value !== null)

@@ -1,5 +1,5 @@
 /**
- * Size limits of the tracking API (SPEC §2). A message is measured in KiB like Segment's own
+ * Size limits of the tracking API (REFERENCE §2). A message is measured in KiB like Segment's own
  * clients measure it; a request body in decimal kilobytes, so that a "501 KB" body is refused
  * whichever unit the sender had in mind, while Segment clients (which cap batches at 480 KiB)
  * stay well inside it.

@@ -13,7 +13,7 @@ export type MessageType = typeof MessageType.Type
 export const isMessageType = (value: unknown): value is MessageType =>
   typeof value === "string" && (messageTypes as ReadonlyArray<string>).includes(value)
 
-/** A user, group or alias identifier: a non-empty string, or a number that becomes its string (SPEC §2). */
+/** A user, group or alias identifier: a non-empty string, or a number that becomes its string (REFERENCE §2). */
 export const Identifier = Schema.Union([
   Schema.String.check(Schema.isMinLength(1, { message: "must be a non-empty string" })),
   Schema.Finite
@@ -119,7 +119,7 @@ export type Page = typeof Page.Type
 export type Screen = typeof Screen.Type
 export type Group = typeof Group.Type
 export type Alias = typeof Alias.Type
-/** A validated tracking message of one of the six types (SPEC §2). */
+/** A validated tracking message of one of the six types (REFERENCE §2). */
 export type Message = Identify | Track | Page | Screen | Group | Alias
 
 const decoders: {

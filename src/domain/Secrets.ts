@@ -4,11 +4,11 @@ const digest = (value: string): Buffer => createHash("sha256").update(value, "ut
 
 /**
  * Compares two secrets in constant time. Both sides are hashed first so that neither the length
- * nor a common prefix leaks through timing (SPEC §8).
+ * nor a common prefix leaks through timing (REFERENCE §8).
  */
 export const secretsEqual = (given: string, expected: string): boolean =>
   timingSafeEqual(digest(given), digest(expected))
 
-/** What an answer shows of a secret: never the whole of it (SPEC §7). */
+/** What an answer shows of a secret: never the whole of it (REFERENCE §7). */
 export const maskSecret = (secret: string): string =>
   secret.length <= 8 ? "…" : `${secret.slice(0, 4)}…${secret.slice(-2)}`

@@ -2,7 +2,7 @@ import * as Schema from "effect/Schema"
 import { Filters } from "./Filters.js"
 import { signingFields, signsStandard } from "./Signing.js"
 
-/** Request headers hookrelay owns: a static header may not replace them (SPEC §1). */
+/** Request headers hookrelay owns: a static header may not replace them (REFERENCE §1). */
 export const reservedHeaderNames: ReadonlySet<string> = new Set([
   "user-agent",
   "content-type",
@@ -85,12 +85,12 @@ export const Endpoints = Schema.Array(Endpoint).check(
   )
 )
 
-/** The webhook destination of one source (SPEC §1). */
+/** The webhook destination of one source (REFERENCE §1). */
 export const WebhookSettings = Schema.Struct({
   enabled: Schema.Boolean,
   sharedSecret: Schema.optionalKey(Schema.String),
   endpoints: Endpoints,
-  /** Rules that keep matching messages from being delivered (SPEC §10). */
+  /** Rules that keep matching messages from being delivered (REFERENCE §10). */
   filters: Schema.optionalKey(Filters),
   /** Standard Webhooks signing, rotation and asymmetric keys (docs/SIGNING.md). */
   ...signingFields

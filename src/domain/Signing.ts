@@ -3,7 +3,7 @@ import { createPrivateKey, createPublicKey } from "node:crypto"
 import type { KeyObject } from "node:crypto"
 
 /**
- * How a source's deliveries are signed: `segment` is SPEC §4's `X-Signature` (the default), `standard` the Standard
+ * How a source's deliveries are signed: `segment` is REFERENCE §4's `X-Signature` (the default), `standard` the Standard
  * Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), `both` sends both.
  */
 export const SigningScheme = Schema.Literals(["segment", "standard", "both"]).annotate({
@@ -123,7 +123,7 @@ export interface SigningSettings {
 export const signsStandard = (settings: SigningSettings): boolean =>
   settings.signing === "standard" || settings.signing === "both"
 
-/** Whether the settings send `X-Signature` (SPEC §4) when a shared secret is set. */
+/** Whether the settings send `X-Signature` (REFERENCE §4) when a shared secret is set. */
 export const signsSegment = (settings: SigningSettings): boolean =>
   settings.signing === undefined || settings.signing === "segment" || settings.signing === "both"
 

@@ -19,11 +19,11 @@ export interface StampContext {
 }
 
 /**
- * Stamps a validated message the way Segment does (SPEC §2): keeps or assigns the message id,
+ * Stamps a validated message the way Segment does (REFERENCE §2): keeps or assigns the message id,
  * sets `receivedAt`, and corrects the device clock's skew: when both `sentAt` and an event time
  * are known, `timestamp := receivedAt − (sentAt − timestamp)` and the device's value moves to
  * `originalTimestamp`. Without an event time the message happened when it was received. Every
- * time is written in the one format of SPEC §3; a value already in it is kept as it came.
+ * time is written in the one format of REFERENCE §3; a value already in it is kept as it came.
  */
 export const stampMessage = (message: Message, context: StampContext): StampedMessage => {
   const eventText = message.timestamp ?? message.originalTimestamp
@@ -52,7 +52,7 @@ export const stampMessage = (message: Message, context: StampContext): StampedMe
 const written = (text: string | undefined, epochMillis: number): string =>
   text !== undefined && isCanonicalTimestamp(text) ? text : formatTimestamp(epochMillis)
 
-/** Batch-level `context` and `integrations` lie under each message's own: the message's keys win (SPEC §2). */
+/** Batch-level `context` and `integrations` lie under each message's own: the message's keys win (REFERENCE §2). */
 export const applyBatchDefaults = (
   message: Record<string, unknown>,
   defaults: { readonly context?: JsonObject | undefined; readonly integrations?: JsonObject | undefined }

@@ -1,6 +1,6 @@
 import * as Schema from "effect/Schema"
 
-// Date.parse also accepts free-form dates ("March 7, 2020"); SPEC §2 asks for ISO 8601 only.
+// Date.parse also accepts free-form dates ("March 7, 2020"); REFERENCE §2 asks for ISO 8601 only.
 const iso8601 =
   /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?)?$/
 
@@ -97,7 +97,7 @@ let recent = { epochMillis: Number.NaN, text: "" }
 let older = { epochMillis: Number.NaN, text: "" }
 
 /**
- * ISO 8601 with milliseconds and `Z`, the only format hookrelay writes (SPEC §3). The last two answers are kept:
+ * ISO 8601 with milliseconds and `Z`, the only format hookrelay writes (REFERENCE §3). The last two answers are kept:
  * every message of a request is stamped with the same receipt time, between times of its own.
  */
 export const formatTimestamp = (epochMillis: number): string => {

@@ -7,7 +7,7 @@ import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
 import { version } from "../domain/Version.js"
 import type { BlockedEndpoints } from "../network/EgressPolicy.js"
-import { defaultSearchLimit, defaultUsageDays, Relay } from "../relay/Relay.js"
+import { defaultSearchLimit, defaultUsageDays, RelayMessages, RelaySources } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
 import { adminAuthentication, queryDecoding } from "./AdminAuth.js"
 import { adminBodyText, parseAdminJson, readAdminJson } from "./AdminBody.js"
@@ -40,7 +40,7 @@ const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerRespons
     case "InvalidAdminRequest":
       return Effect.succeed(errorResponse(400, "invalid_request", failure.message, failure.errors))
     case "BlockedEndpoints":
-      // Same answer as a settings field that fails validation: the save-time SSRF check (SPEC §8).
+      // Same answer as a settings field that fails validation: the save-time SSRF check (REFERENCE §8).
       return Effect.succeed(errorResponse(400, "invalid_settings", failure.message, failure.errors))
     case "WriteKeyConflict":
       return Effect.succeed(
@@ -54,7 +54,7 @@ const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerRespons
 }
 
 const putSource = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relaySources = yield* RelaySources
   const sourceId = yield* param("sourceId")
   const body = yield* readAdminJson
   if (Result.isFailure(body)) return body.failure
@@ -70,12 +70,12 @@ const putSource = Effect.gen(function*() {
       decoded.failure
     )
   }
-  return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.putSource(decoded.success)))
+  return answer<typeof Src.SourceView.Type>(sourceView(yield* relaySources.putSource(decoded.success)))
 })
 
 /** `POST /admin/sources/{id}/secrets/rotate`: an empty body takes the default `keepOldFor`. */
 const rotateSecret = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relaySources = yield* RelaySources
   const sourceId = yield* param("sourceId")
   const body = Result.flatMap(
     yield* adminBodyText,
@@ -89,14 +89,14 @@ const rotateSecret = Effect.gen(function*() {
       { path: "", message: "must be an object" }
     ])
   }
-  const rotated = yield* relay.rotateSecret(sourceId, (input as { keepOldFor?: Duration.Input }).keepOldFor)
+  const rotated = yield* relaySources.rotateSecret(sourceId, (input as { keepOldFor?: Duration.Input }).keepOldFor)
   return answer<typeof Sec.RotatedSecretView.Type>(rotatedView(rotated))
 })
 
 const LimitParam = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 1000 }))
 
 const deadLetters = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayMessages = yield* RelayMessages
   const params = yield* HttpServerRequest.ParsedSearchParams
   const sourceId = typeof params.sourceId === "string" && params.sourceId !== "" ? params.sourceId : undefined
   const limitInput = typeof params.limit === "string" ? params.limit : "100"
@@ -106,7 +106,7 @@ const deadLetters = Effect.gen(function*() {
       { path: "limit", message: "must be a whole number from 1 to 1000" }
     ])
   }
-  const jobs = yield* relay.deadLetters({ sourceId, limit: limit.success })
+  const jobs = yield* relayMessages.deadLetters({ sourceId, limit: limit.success })
   return answer<typeof S.DeadLetters.Type>({ deadLetters: jobs.map(jobView) })
 })
 
@@ -123,17 +123,17 @@ const textParam = (value: string | ReadonlyArray<string> | undefined): string | 
   value === undefined ? undefined : typeof value === "string" ? value : ""
 
 const usage = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayMessages = yield* RelayMessages
   const sourceId = yield* param("sourceId")
   const params = yield* HttpServerRequest.ParsedSearchParams
-  const days = yield* relay.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays))
+  const days = yield* relayMessages.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays))
   return answer<typeof S.UsageView.Type>(usageView(sourceId, days))
 })
 
 const searchMessages = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayMessages = yield* RelayMessages
   const params = yield* HttpServerRequest.ParsedSearchParams
-  const messages = yield* relay.searchMessages({
+  const messages = yield* relayMessages.searchMessages({
     userId: textParam(params.userId),
     sourceId: textParam(params.sourceId),
     limit: wholeNumberParam(params.limit, defaultSearchLimit)
@@ -142,10 +142,11 @@ const searchMessages = Effect.gen(function*() {
 })
 
 const sourceMessages = Effect.gen(function*() {
-  const relay = yield* Relay
-  const source = yield* relay.getSource(yield* param("sourceId"))
+  const relaySources = yield* RelaySources
+  const relayMessages = yield* RelayMessages
+  const source = yield* relaySources.getSource(yield* param("sourceId"))
   const params = yield* HttpServerRequest.ParsedSearchParams
-  const messages = yield* relay.searchMessages({
+  const messages = yield* relayMessages.searchMessages({
     sourceId: source.id,
     limit: wholeNumberParam(params.limit, defaultSearchLimit)
   })
@@ -162,23 +163,23 @@ const sources = HttpApiBuilder.group(AdminContract, "sources", (handlers) =>
     .handleRaw(
       "listSources",
       handled(Effect.gen(function*() {
-        const relay = yield* Relay
-        return answer<typeof Src.SourceList.Type>({ sources: (yield* relay.listSources).map(sourceView) })
+        const relaySources = yield* RelaySources
+        return answer<typeof Src.SourceList.Type>({ sources: (yield* relaySources.listSources).map(sourceView) })
       }))
     )
     .handleRaw("putSource", handled(putSource))
     .handleRaw(
       "getSource",
       handled(Effect.gen(function*() {
-        const relay = yield* Relay
-        return answer<typeof Src.SourceView.Type>(sourceView(yield* relay.getSource(yield* sourceParam)))
+        const relaySources = yield* RelaySources
+        return answer<typeof Src.SourceView.Type>(sourceView(yield* relaySources.getSource(yield* sourceParam)))
       }))
     )
     .handleRaw(
       "deleteSource",
       handled(Effect.gen(function*() {
-        const relay = yield* Relay
-        yield* relay.deleteSource(yield* sourceParam)
+        const relaySources = yield* RelaySources
+        yield* relaySources.deleteSource(yield* sourceParam)
         return HttpServerResponse.empty({ status: 204 })
       }))
     )
@@ -192,9 +193,9 @@ const messages = HttpApiBuilder.group(AdminContract, "messages", (handlers) =>
     .handleRaw(
       "getMessage",
       handled(Effect.gen(function*() {
-        const relay = yield* Relay
+        const relayMessages = yield* RelayMessages
         const messageId = yield* param("messageId")
-        const jobs = yield* relay.messageJobs(messageId)
+        const jobs = yield* relayMessages.messageJobs(messageId)
         if (jobs.length === 0) return errorResponse(404, "not_found", `no jobs for message ${messageId}`)
         return answer<typeof S.MessageJobs.Type>({ messageId, jobs: jobs.map(jobWithAttemptsView) })
       }))
@@ -206,9 +207,9 @@ const deadLetterHandlers = HttpApiBuilder.group(AdminContract, "deadLetters", (h
     .handleRaw(
       "replayDeadLetter",
       handled(Effect.gen(function*() {
-        const relay = yield* Relay
+        const relayMessages = yield* RelayMessages
         const jobId = yield* param("jobId")
-        const replayed = yield* relay.replayDeadLetter(jobId)
+        const replayed = yield* relayMessages.replayDeadLetter(jobId)
         return replayed
           ? answer<typeof S.Replayed.Type>({ success: true, jobId, status: "pending" }, 202)
           : errorResponse(404, "not_found", `job ${jobId} is not a dead letter`)
@@ -220,13 +221,19 @@ const operations = HttpApiBuilder.group(AdminContract, "operations", (handlers) 
     .handleRaw(
       "backlog",
       handled(
-        Effect.map(Effect.flatMap(Relay, (relay) => relay.backlog), (backlog) => answer<typeof S.Backlog.Type>(backlog))
+        Effect.map(Effect.flatMap(RelayMessages, (relayMessages) => relayMessages.backlog), (backlog) =>
+          answer<typeof S.Backlog.Type>(backlog))
       )
     )
-    .handleRaw("openApi", handled(Effect.sync(() => json(openApiDocument(version))))))
+    .handleRaw(
+      "openApi",
+      handled(Effect.sync(() =>
+        json(openApiDocument(version))
+      ))
+    ))
 
 /**
- * The admin API (SPEC §5–§7, §11, §12), served from its contract: `AdminContract` names every route, and its bearer
+ * The admin API (REFERENCE §5–§7, §11, §12), served from its contract: `AdminContract` names every route, and its bearer
  * middleware guards each. The handlers are raw: they read their own bodies and query parameters (size limits, bodies
  * that are not JSON, every failing field named) and answer with hookrelay's error bodies.
  */

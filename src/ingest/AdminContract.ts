@@ -14,7 +14,7 @@ import * as Sec from "./AdminSecretSchemas.js"
 import * as Src from "./AdminSourceSchemas.js"
 
 /**
- * The admin API as a contract (SPEC §5–§7, §11): every route with its path, query, body, answers
+ * The admin API as a contract (REFERENCE §5–§7, §11): every route with its path, query, body, answers
  * and errors. `HttpApiBuilder` serves exactly these routes behind `AdminAuthentication`, and
  * `/admin/openapi.json` is generated from it; the tests check that the answers decode with these
  * schemas. The handlers keep their own body decoding (`AdminApi`, `AdminEndpointRoutes`,
@@ -132,7 +132,7 @@ const deletions = HttpApiGroup.make("deletions")
       payload: S.DeletionInput,
       success: S.DeletionCreated,
       error: errors(S.InvalidRequest, S.PayloadTooLarge, S.UnsupportedEncoding)
-    }).annotate(OpenApi.Description, "Deletes a user's undelivered jobs and notifies the sources (SPEC §5).")
+    }).annotate(OpenApi.Description, "Deletes a user's undelivered jobs and notifies the sources (REFERENCE §5).")
   )
   .add(
     HttpApiEndpoint.get("getDeletion", "/admin/deletions/:deletionId", {
@@ -149,7 +149,7 @@ const audiences = HttpApiGroup.make("audiences")
       payload: S.AudienceMembers,
       success: S.AudienceSynced,
       error: errors(S.InvalidRequest, S.NotFound, S.Conflict, S.PayloadTooLarge, S.UnsupportedEncoding)
-    }).annotate(OpenApi.Description, "Replaces an audience's members (SPEC §6).")
+    }).annotate(OpenApi.Description, "Replaces an audience's members (REFERENCE §6).")
   )
   .add(
     HttpApiEndpoint.put("syncTrait", "/admin/sources/:sourceId/traits/:traitName", {
@@ -157,7 +157,7 @@ const audiences = HttpApiGroup.make("audiences")
       payload: S.TraitValues,
       success: S.TraitSynced,
       error: errors(S.InvalidRequest, S.NotFound, S.Conflict, S.PayloadTooLarge, S.UnsupportedEncoding)
-    }).annotate(OpenApi.Description, "Replaces a computed trait's values (SPEC §6).")
+    }).annotate(OpenApi.Description, "Replaces a computed trait's values (REFERENCE §6).")
   )
 
 export const AdminContract = HttpApi.make("hookrelay-admin")

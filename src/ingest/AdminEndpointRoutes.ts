@@ -5,7 +5,7 @@ import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import type { EndpointHealth, StoreError } from "../relay/Relay.js"
-import { Relay } from "../relay/Relay.js"
+import { RelayEndpoints } from "../relay/Relay.js"
 import { readAdminJson } from "./AdminBody.js"
 import { AdminContract } from "./AdminContract.js"
 import * as E from "./AdminEndpointSchemas.js"
@@ -42,7 +42,7 @@ const time = (value: number | string | undefined) =>
 
 const recovery = (action: "replay" | "purge") =>
   Effect.gen(function*() {
-    const relay = yield* Relay
+    const relayEndpoints = yield* RelayEndpoints
     const input = yield* body(decodeRecovery)
     if (Result.isFailure(input)) return input.failure
     const request = {
@@ -53,29 +53,29 @@ const recovery = (action: "replay" | "purge") =>
       dryRun: input.success.dryRun ?? false
     }
     const result = action === "replay"
-      ? yield* relay.replayDeadLetters(request)
-      : yield* relay.purgeDeadLetters(request)
+      ? yield* relayEndpoints.replayDeadLetters(request)
+      : yield* relayEndpoints.purgeDeadLetters(request)
     return HttpServerResponse.jsonUnsafe(result satisfies typeof E.RecoveryView.Type)
   })
 
 const change = (state: "enabled" | "disabled") =>
   Effect.gen(function*() {
-    const relay = yield* Relay
+    const relayEndpoints = yield* RelayEndpoints
     const input = yield* body(decodeUrl)
     if (Result.isFailure(input)) return input.failure
     const { url } = input.success
     const changed = state === "enabled"
-      ? yield* relay.enableEndpoint(url)
-      : yield* Effect.as(relay.disableEndpoint(url, input.success.reason ?? "disabled by an operator"), true)
+      ? yield* relayEndpoints.enableEndpoint(url)
+      : yield* Effect.as(relayEndpoints.disableEndpoint(url, input.success.reason ?? "disabled by an operator"), true)
     return HttpServerResponse.jsonUnsafe({ url, state, changed } satisfies typeof E.EndpointChanged.Type)
   })
 
 const listEndpoints = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayEndpoints = yield* RelayEndpoints
   const params = yield* HttpServerRequest.ParsedSearchParams
   const sourceId = typeof params.sourceId === "string" ? params.sourceId : ""
   if (sourceId === "") return invalid([{ path: "sourceId", message: "is required" }])
-  const endpoints = yield* relay.endpointHealth(sourceId)
+  const endpoints = yield* relayEndpoints.endpointHealth(sourceId)
   return HttpServerResponse.jsonUnsafe({ endpoints: endpoints.map(endpointView) } satisfies typeof E.EndpointList.Type)
 })
 

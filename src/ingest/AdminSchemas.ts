@@ -3,7 +3,7 @@ import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
 import { MessageIssue } from "../domain/IngestErrors.js"
 
 /**
- * The bodies of the admin API (SPEC §5–§7, §11), as Schema: what `AdminContract` describes and the
+ * The bodies of the admin API (REFERENCE §5–§7, §11), as Schema: what `AdminContract` describes and the
  * OpenAPI document shows. The handlers' views are typed by them (`AdminViews`), so a field the
  * handlers add or drop is a type error until the contract says so too.
  */

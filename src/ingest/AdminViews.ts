@@ -41,7 +41,7 @@ const webhooksView = (settings: WebhookSettings) => ({
 })
 
 /**
- * A source as the admin API shows it: secrets never in full (SPEC §7), except a Standard Webhooks secret in the
+ * A source as the admin API shows it: secrets never in full (REFERENCE §7), except a Standard Webhooks secret in the
  * answer of the save that generated it.
  */
 export const sourceView = (source: StoredSource | SavedSource): typeof Src.SourceView.Type => ({

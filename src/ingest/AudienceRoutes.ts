@@ -13,7 +13,7 @@ import type { DeletionStatus } from "../audiences/Deletions.js"
 import type { TraitValue } from "../audiences/Input.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { formatTimestamp } from "../domain/Timestamp.js"
-import { Relay } from "../relay/Relay.js"
+import { RelayAudiences } from "../relay/Relay.js"
 import type { StoreError } from "../relay/Relay.js"
 import { AdminContract } from "./AdminContract.js"
 import { errorResponse } from "./ErrorBody.js"
@@ -21,7 +21,7 @@ import { readLimitedBody } from "./RequestBody.js"
 import { storeUnavailableResponse } from "./StoreUnavailable.js"
 
 /**
- * The admin routes of deletion requests and audience/computed-trait syncs (SPEC §5, §6), behind
+ * The admin routes of deletion requests and audience/computed-trait syncs (REFERENCE §5, §6), behind
  * the same bearer token as the rest of the admin API. Thin: decode, call `Relay`, map the answer.
  */
 
@@ -123,13 +123,13 @@ const deletionView = (deletion: DeletionStatus) => ({
 })
 
 const createDeletion = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayAudiences = yield* RelayAudiences
   const body = yield* readObject(maxDeletionBodyBytes)
   if (Result.isFailure(body)) return body.failure
   const { sourceIds, userId } = body.success
   if (userId === undefined) return invalid("userId", "is required")
   // Relay validates both fields (the library is called from plain JavaScript too) and names them.
-  const deletion = yield* relay.deleteUser(
+  const deletion = yield* relayAudiences.deleteUser(
     userId as string,
     sourceIds === undefined || sourceIds === null ? undefined : (sourceIds as ReadonlyArray<string>)
   )
@@ -137,7 +137,7 @@ const createDeletion = Effect.gen(function*() {
 })
 
 const syncAudience = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayAudiences = yield* RelayAudiences
   const sourceId = yield* param("sourceId")
   const audienceName = yield* param("audienceName")
   const body = yield* readObject(maxSyncBodyBytes)
@@ -145,11 +145,11 @@ const syncAudience = Effect.gen(function*() {
   const userIds = body.success.userIds
   if (userIds === undefined) return invalid("userIds", "is required")
   // Relay checks every element (once: a membership can hold a million ids).
-  return json(yield* relay.syncAudience(sourceId, audienceName, userIds as ReadonlyArray<string>))
+  return json(yield* relayAudiences.syncAudience(sourceId, audienceName, userIds as ReadonlyArray<string>))
 })
 
 const syncTrait = Effect.gen(function*() {
-  const relay = yield* Relay
+  const relayAudiences = yield* RelayAudiences
   const sourceId = yield* param("sourceId")
   const traitName = yield* param("traitName")
   const body = yield* readObject(maxSyncBodyBytes)
@@ -157,26 +157,26 @@ const syncTrait = Effect.gen(function*() {
   const values = body.success.values
   if (values === undefined) return invalid("values", "is required")
   return json(
-    yield* relay.syncComputedTrait(sourceId, traitName, values as Readonly<Record<string, TraitValue>>)
+    yield* relayAudiences.syncComputedTrait(sourceId, traitName, values as Readonly<Record<string, TraitValue>>)
   )
 })
 
 const handled = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Failure, R>) => () =>
   Effect.catch(handler, failureResponse)
 
-/** SPEC §5 on the admin API. A deletion is uninterruptible: a client that hangs up does not stop it half way. */
+/** REFERENCE §5 on the admin API. A deletion is uninterruptible: a client that hangs up does not stop it half way. */
 export const deletionHandlers = HttpApiBuilder.group(AdminContract, "deletions", (handlers) =>
   handlers
     .handleRaw("createDeletion", handled(Effect.uninterruptible(createDeletion)), { uninterruptible: true })
     .handleRaw(
       "getDeletion",
       handled(Effect.gen(function*() {
-        const relay = yield* Relay
-        return json(deletionView(yield* relay.getDeletion(yield* param("deletionId"))))
+        const relayAudiences = yield* RelayAudiences
+        return json(deletionView(yield* relayAudiences.getDeletion(yield* param("deletionId"))))
       }))
     ))
 
-/** SPEC §6 on the admin API. Syncs are uninterruptible, and read their (possibly compressed) bodies themselves. */
+/** REFERENCE §6 on the admin API. Syncs are uninterruptible, and read their (possibly compressed) bodies themselves. */
 export const audienceHandlers = HttpApiBuilder.group(AdminContract, "audiences", (handlers) =>
   handlers
     .handleRaw("syncAudience", handled(Effect.uninterruptible(syncAudience)), { uninterruptible: true })

@@ -31,7 +31,7 @@ const contentTypes: Readonly<Record<string, string>> = {
 export const contentTypeOf = (file: string): string =>
   contentTypes[Path.extname(file).toLowerCase()] ?? "application/octet-stream"
 
-// The console talks only to this server and loads nothing from elsewhere (SPEC §12).
+// The console talks only to this server and loads nothing from elsewhere (REFERENCE §12).
 const securityHeaders = {
   "content-security-policy":
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -93,7 +93,7 @@ const serveFile = (bytes: Uint8Array, file: string, cacheControl: string) =>
   })
 
 /**
- * The web console (SPEC §12) as static files from `directory`: `/console` and `/console/` answer
+ * The web console (REFERENCE §12) as static files from `directory`: `/console` and `/console/` answer
  * index.html, `/console/assets/*` the built files, any other extension-less path index.html again
  * (the app's routes), a missing file 404, a path that tries to leave the directory 400.
  */

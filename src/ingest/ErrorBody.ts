@@ -1,7 +1,7 @@
 import { HttpServerResponse } from "effect/http"
 import type { MessageIssue } from "../domain/IngestErrors.js"
 
-/** The JSON error answer of every hookrelay endpoint (SPEC §2 "Errors"). */
+/** The JSON error answer of every hookrelay endpoint (REFERENCE §2 "Errors"). */
 export interface ErrorBody {
   readonly success: false
   readonly code: string

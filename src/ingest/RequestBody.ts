@@ -111,7 +111,7 @@ const readIncoming = (
 /**
  * Reads a request body, refusing it as soon as it passes `limit` bytes — before reading further
  * when `Content-Length` already says so, while streaming otherwise — and decodes gzip/deflate with
- * the limit applied to the decoded bytes (SPEC §2).
+ * the limit applied to the decoded bytes (REFERENCE §2).
  */
 export const readLimitedBody = (
   request: HttpServerRequest.HttpServerRequest,

@@ -25,7 +25,7 @@ export interface ServerOptions {
 export const requestDeadlineDefault = Duration.seconds(60)
 
 /**
- * Readiness (SPEC §7): the handler is attached (before that and after it, `NodeServer` answers `/readyz` itself) and
+ * Readiness (REFERENCE §7): the handler is attached (before that and after it, `NodeServer` answers `/readyz` itself) and
  * the store answers. A store that cannot is a `503` naming why, for the load balancer to send traffic elsewhere.
  */
 const readiness = Effect.flatMap(Relay, (relay) => relay.storeStatus).pipe(
@@ -105,15 +105,16 @@ export const withDeadline = <E, R>(
 
 /**
  * The hookrelay HTTP app as a layer: mount it on any `HttpServer` (NodeHttpServer.layer in
- * main.ts, or the embedding service's own). Needs `Relay`.
+ * main.ts, or the embedding service's own). Needs the `Relay` services (`RelayServices`).
  */
 export const layer = (options: ServerOptions) => {
   const deadline = options.requestDeadline ?? requestDeadlineDefault
-  // CORS and the deadline wrap the app itself: the server's middleware runs once the answer is already sent.
+  // CORS and the deadline wrap the app itself: the server's middleware runs once the answer is already sent. CORS goes
+  // outside the deadline, so that a preflight is answered without a fiber of its own and the deadline's 503 is readable.
   const serve = Layer.unwrap(
     Effect.map(HttpRouter.toHttpEffect(router(options)), (app) =>
       HttpServer.serve(
-        withDeadline(trackingCors(notFoundAsJson(app)), deadline),
+        trackingCors(withDeadline(notFoundAsJson(app), deadline)),
         // Every peer is trusted, as before: hookrelay is deployed behind its operator's own proxy.
         HttpMiddleware.xForwardedHeaders({ trustedProxies: () => true })
       ))

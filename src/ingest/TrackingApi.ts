@@ -115,7 +115,7 @@ const handle = (expectedType: MessageType | undefined, traced: boolean) =>
     return success
   }).pipe(
     Effect.catch(ingestFailureResponse),
-    // A client that disconnects must not interrupt a commit half-way (STYLE.md "HTTP").
+    // A client that disconnects must not interrupt a commit half-way.
     Effect.uninterruptible
   )
 
@@ -148,7 +148,7 @@ export const isTrackingRequest = (request: HttpServerRequest.HttpServerRequest) 
 const shortPath = (type: MessageType) => `/v1/${type.charAt(0)}` as const
 
 /**
- * The Segment-compatible tracking API (SPEC §2), at its full and its short paths. `traced` is decided once, when the
+ * The Segment-compatible tracking API (REFERENCE §2), at its full and its short paths. `traced` is decided once, when the
  * server is built: untraced, a request captures no trace context.
  */
 export const trackingRoutes = (traced: boolean) => [

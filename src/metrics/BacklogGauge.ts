@@ -1,6 +1,6 @@
 import { Duration, Effect, Layer, Metric, Schedule } from "effect"
 import { makeFailureRun } from "../runtime/FailureRun.js"
-import { Store } from "../store/Store.js"
+import { Outbox } from "../store/Outbox.js"
 import { backlogWithStatus } from "./Metrics.js"
 
 export interface BacklogGaugeOptions {
@@ -10,10 +10,10 @@ export interface BacklogGaugeOptions {
 
 /** One count of the outbox into the `hookrelay_backlog_jobs` gauge, by status. */
 export const updateBacklog = Effect.gen(function*() {
-  const store = yield* Store
+  const outbox = yield* Outbox
   // Not the delivered jobs: the gauge does not show them, and counting every one retention keeps, every period, would
   // hold the store (SQLite's one writing connection) for longer the longer the server runs.
-  const backlog = yield* store.backlog({ delivered: false })
+  const backlog = yield* outbox.backlog({ delivered: false })
   yield* Metric.update(backlogWithStatus("pending"), backlog.pending)
   yield* Metric.update(backlogWithStatus("delivering"), backlog.delivering)
   yield* Metric.update(backlogWithStatus("dead"), backlog.dead)
@@ -24,12 +24,12 @@ export const updateBacklog = Effect.gen(function*() {
  * count is one query per period, whatever the traffic; the next period tries again after a failure,
  * logged once per run of failures.
  */
-export const layer = (options: BacklogGaugeOptions = {}): Layer.Layer<never, never, Store> =>
+export const layer = (options: BacklogGaugeOptions = {}): Layer.Layer<never, never, Outbox> =>
   Layer.effectDiscard(Effect.gen(function*() {
-    const store = yield* Store
+    const outbox = yield* Outbox
     const failures = yield* makeFailureRun("the backlog count")
     const pass = updateBacklog.pipe(
-      Effect.provideService(Store, store),
+      Effect.provideService(Outbox, outbox),
       Effect.andThen(failures.succeeded),
       Effect.catchCause((cause) => failures.failed(cause))
     )

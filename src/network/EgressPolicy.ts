@@ -1,14 +1,13 @@
 import { Config, Context, Data, Effect, Layer, Option, Schema } from "effect"
 import { FieldIssue } from "../domain/Issues.js"
 import type { SourceConfig } from "../domain/Settings.js"
-import { type BlockedRange, blockedRange, ipFamily, unbracket } from "./AddressPolicy.js"
+import { type BlockedRange, blockedRange, ipFamily, privateNetworkRanges, unbracket } from "./AddressPolicy.js"
 import { layer as resolverLayer, type ResolvedAddress, type ResolveError, Resolver } from "./Resolver.js"
 
 /**
- * The SSRF guard (SPEC §8): where deliveries may connect. Unless private networks are allowed
- * (`HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true`), every address a delivery would connect to is checked, after resolution,
- * against `AddressPolicy`; the transport connects only to the addresses checked here. Settings are checked when saved
- * too, with the same escape hatch.
+ * The SSRF guard (REFERENCE §8): where deliveries may connect. Every address a delivery would connect to is checked, after
+ * resolution, against `AddressPolicy`; the transport connects only to the addresses checked here. Settings are checked
+ * when saved too. `HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true` opens loopback and the private ranges, nothing else.
  */
 
 export const allowPrivateNetworksVariable = "HOOKRELAY_ALLOW_PRIVATE_NETWORKS"
@@ -31,7 +30,10 @@ export class BlockedAddress extends Data.TaggedError("BlockedAddress")<{
     const what = this.host === this.address
       ? `${this.address} is ${this.range}`
       : `${this.host} resolves to ${this.address}, which is ${this.range}`
-    return `blocked_address: ${what} (refused unless ${allowPrivateNetworksVariable}=true)`
+    const hint = privateNetworkRanges.has(this.range)
+      ? `refused unless ${allowPrivateNetworksVariable}=true`
+      : "always refused"
+    return `blocked_address: ${what} (${hint})`
   }
 
   /** The error handed to undici as the connection failure: `code` is what classification reads. */
@@ -50,6 +52,7 @@ export class BlockedEndpoints extends Schema.TaggedError<BlockedEndpoints>()("Bl
 }
 
 export interface EgressPolicyShape {
+  /** Loopback and the private ranges are open; the other refused ranges stay refused. */
   readonly allowPrivateNetworks: boolean
   /** The refusal of an IP-literal host (brackets allowed), without I/O; `undefined` for allowed ones and names. */
   readonly checkLiteral: (host: string) => BlockedAddress | undefined
@@ -73,23 +76,25 @@ const saveTimeLookupTimeout = "2 seconds"
 
 export const make = (allowPrivateNetworks: boolean): Effect.Effect<EgressPolicyShape, never, Resolver> =>
   Effect.map(Resolver, (resolver) => {
-    const checkLiteral = (host: string): BlockedAddress | undefined => {
-      if (allowPrivateNetworks) return undefined
-      const address = unbracket(host)
+    const refused = (address: string): BlockedRange | undefined => {
       const range = blockedRange(address)
+      return range !== undefined && allowPrivateNetworks && privateNetworkRanges.has(range) ? undefined : range
+    }
+    const checkLiteral = (host: string): BlockedAddress | undefined => {
+      const address = unbracket(host)
+      const range = refused(address)
       return range === undefined ? undefined : new BlockedAddress({ host: address, address, range })
     }
     const resolve = (hostname: string) =>
       Effect.flatMap(resolver.lookup(hostname), (addresses) => {
-        if (allowPrivateNetworks) return Effect.succeed(addresses)
         for (const { address } of addresses) {
-          const range = blockedRange(address)
+          const range = refused(address)
           if (range !== undefined) return Effect.fail(new BlockedAddress({ host: hostname, address, range }))
         }
         return Effect.succeed(addresses)
       })
     const checkUrl = (url: string): Effect.Effect<void, BlockedAddress> => {
-      if (allowPrivateNetworks || !URL.canParse(url)) return Effect.void
+      if (!URL.canParse(url)) return Effect.void
       const host = new URL(url).hostname
       if (ipFamily(host) !== 0) {
         const blocked = checkLiteral(host)
@@ -106,8 +111,8 @@ export const make = (allowPrivateNetworks: boolean): Effect.Effect<EgressPolicyS
 
 export interface EgressOptions {
   /**
-   * Allow deliveries to loopback, private, link-local and other internal addresses. Default: the
-   * `HOOKRELAY_ALLOW_PRIVATE_NETWORKS` setting (Effect `Config`), false when unset.
+   * Allow deliveries to loopback, private, link-local and unspecified addresses (the other refused ranges stay
+   * refused). Default: the `HOOKRELAY_ALLOW_PRIVATE_NETWORKS` setting (Effect `Config`), false when unset.
    */
   readonly allowPrivateNetworks?: boolean | undefined
 }
@@ -149,7 +154,7 @@ export const checkSource = (
   pathPrefix = ""
 ): Effect.Effect<void, BlockedEndpoints> => {
   const endpoints = source.webhooks?.endpoints ?? []
-  if (policy.allowPrivateNetworks || endpoints.length === 0) return Effect.void
+  if (endpoints.length === 0) return Effect.void
   return Effect.forEach(
     endpoints,
     (endpoint, index) =>

@@ -1,8 +1,8 @@
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import { Store } from "../store/Store.js"
+import { FifoGate } from "../runtime/FifoGate.js"
+import { Outbox } from "../store/Outbox.js"
 import { overloadDefaults, type OverloadOptions } from "./OverloadConfig.js"
 import { Overloaded } from "./Overloaded.js"
-import { makeTimedPermits } from "./TimedPermits.js"
 
 export interface IngestAdmissionShape {
   /**
@@ -18,7 +18,7 @@ export interface IngestAdmissionShape {
   readonly estimatedBacklog: Effect.Effect<number>
 }
 
-/** Overload control of ingest (SPEC §8): refuse with 503 rather than buffer without limit. */
+/** Overload control of ingest (REFERENCE §8): refuse with 503 rather than buffer without limit. */
 export class IngestAdmission extends Context.Service<IngestAdmission, IngestAdmissionShape>()(
   "hookrelay/IngestAdmission"
 ) {}
@@ -33,16 +33,16 @@ const retryAfter = (duration: Duration.Duration) => Math.max(1, Math.ceil(Durati
  */
 export const make = (options: OverloadOptions = {}) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const outbox = yield* Outbox
     const maxBacklog = options.maxBacklog ?? overloadDefaults.maxBacklog
     const wait = Duration.fromInputUnsafe(options.admissionWait ?? overloadDefaults.admissionWait)
     const refresh = Duration.fromInputUnsafe(options.backlogRefresh ?? overloadDefaults.backlogRefresh)
-    const permits = yield* makeTimedPermits(options.maxConcurrentIngests ?? overloadDefaults.maxConcurrentIngests)
+    const permits = new FifoGate(options.maxConcurrentIngests ?? overloadDefaults.maxConcurrentIngests)
 
     let counted = 0
     let createdSince = 0
     // Only what is still to deliver: the finished jobs' counts grow with retention and admission needs none.
-    const count = store.backlog({ delivered: false, dead: false }).pipe(
+    const count = outbox.backlog({ delivered: false, dead: false }).pipe(
       Effect.tap((backlog) =>
         Effect.sync(() => {
           counted = backlog.pending + backlog.delivering
@@ -62,11 +62,11 @@ export const make = (options: OverloadOptions = {}) =>
     const holding = <A extends { readonly jobsCreated: number }, E, R>(commit: Effect.Effect<A, E, R>) =>
       Effect.matchCauseEffect(commit, {
         onFailure: (cause) => {
-          permits.releaseNow()
+          permits.giveBack()
           return Effect.failCause(cause)
         },
         onSuccess: (result) => {
-          permits.releaseNow()
+          permits.giveBack()
           createdSince += result.jobsCreated
           return Effect.succeed(result)
         }
@@ -79,9 +79,9 @@ export const make = (options: OverloadOptions = {}) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend((): Effect.Effect<A, E | Overloaded, R> => {
           if (counted + createdSince >= maxBacklog) return Effect.fail(backlogFull)
-          if (permits.tryAcquire()) return holding(restore(commit))
+          if (permits.tryTake()) return holding(restore(commit))
           return Effect.flatMap(
-            permits.acquire(wait),
+            permits.takeWithin(wait),
             (acquired): Effect.Effect<A, E | Overloaded, R> => acquired ? holding(restore(commit)) : Effect.fail(busy)
           )
         })
@@ -93,6 +93,6 @@ export const make = (options: OverloadOptions = {}) =>
     })
   })
 
-/** Admission over the `Store` in context, with its backlog counter running for the layer's life. */
-export const layer = (options: OverloadOptions = {}): Layer.Layer<IngestAdmission, never, Store> =>
+/** Admission over the `Outbox` in context, with its backlog counter running for the layer's life. */
+export const layer = (options: OverloadOptions = {}): Layer.Layer<IngestAdmission, never, Outbox> =>
   Layer.effect(IngestAdmission, make(options))

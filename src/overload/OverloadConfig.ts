@@ -2,7 +2,7 @@ import { Config, Duration, Schema } from "effect"
 import { positiveDurationConfig } from "../domain/DurationConfig.js"
 
 /**
- * The overload bounds of ingest (SPEC §8): past them ingest answers 503 with `Retry-After`
+ * The overload bounds of ingest (REFERENCE §8): past them ingest answers 503 with `Retry-After`
  * instead of buffering without limit.
  */
 export interface OverloadOptions {

@@ -109,11 +109,30 @@ export interface RelayShape {
   ) => Effect.Effect<IngestResult, BatchError | UnknownSource | Overloaded | StoreError>
   /** The source a write key belongs to (compared in constant time). */
   readonly authenticate: (writeKey: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
+  /**
+   * Every job that ends from the moment of subscription on: delivered (with the URL that took it)
+   * or dead-lettered (with the reason). A subscriber that falls more than 16 384 outcomes behind
+   * loses the oldest; the store keeps every job's status regardless.
+   */
+  readonly outcomes: Stream.Stream<DeliveryOutcome>
+  /**
+   * Whether the store can answer (`/readyz`): asks it once (2 s at most), then reports what the calls through this
+   * engine found. Never fails.
+   */
+  readonly storeStatus: Effect.Effect<StoreStatus>
+}
 
+/**
+ * The hookrelay engine's ingest as a service: what the tracking API does, callable in-process, the outcomes of the jobs
+ * it made, and the store's status. The admin's operations are the other `Relay*` services (`RelayServices`).
+ */
+export class Relay extends Context.Service<Relay, RelayShape>()("hookrelay/Relay") {}
+
+export interface RelaySourcesShape {
   /**
    * Creates or replaces a source and its webhook settings (already validated as `SourceConfig`).
    * Fails with `BlockedEndpoints`, nothing stored, when an endpoint URL points at a loopback,
-   * private or link-local address and private networks are not allowed (SPEC §8). Signing secrets and keys left
+   * private or link-local address and private networks are not allowed (REFERENCE §8). Signing secrets and keys left
    * out are kept from the stored source; a Standard Webhooks scheme without a secret gets one (`generatedSecret`).
    */
   readonly putSource: (
@@ -131,7 +150,12 @@ export interface RelayShape {
   readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
   /** Removes a source; its jobs stay until delivered, dead or purged. */
   readonly deleteSource: (sourceId: string) => Effect.Effect<void, UnknownSource | StoreError>
+}
 
+/** The sources and their webhook signing, as the admin API manages them. */
+export class RelaySources extends Context.Service<RelaySources, RelaySourcesShape>()("hookrelay/RelaySources") {}
+
+export interface RelayMessagesShape {
   /** Every job of a message (one per source it came through) with its attempts. */
   readonly messageJobs: (messageId: string) => Effect.Effect<ReadonlyArray<JobWithAttempts>, StoreError>
   readonly deadLetters: (options: {
@@ -142,9 +166,8 @@ export interface RelayShape {
   /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
   readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
   readonly backlog: Effect.Effect<Backlog, StoreError>
-
   /**
-   * A source's usage counters (SPEC §11) for the last `days` UTC days (1 to 366, default 30),
+   * A source's usage counters (REFERENCE §11) for the last `days` UTC days (1 to 366, default 30),
    * today (by `Clock`) last, oldest first, days without traffic as zeros.
    */
   readonly usage: (
@@ -152,7 +175,7 @@ export interface RelayShape {
     days?: number
   ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | StoreError>
   /**
-   * The message log (SPEC §12): a user's messages (of one source when `sourceId` is given too), or
+   * The message log (REFERENCE §12): a user's messages (of one source when `sourceId` is given too), or
    * a source's recent messages, newest first, each with its jobs and their attempts. `userId` or
    * `sourceId` is required; `limit` is 1 to 500. Messages that created no job (filtered, or no
    * enabled destination) are not listed: they are only counted.
@@ -160,9 +183,38 @@ export interface RelayShape {
   readonly searchMessages: (
     search: MessageSearch
   ) => Effect.Effect<ReadonlyArray<MessageRecord>, InvalidAdminRequest | StoreError>
+}
 
+/** The message log, dead letters, the backlog and usage counters, as the admin API reads them. */
+export class RelayMessages extends Context.Service<RelayMessages, RelayMessagesShape>()("hookrelay/RelayMessages") {}
+
+export interface RelayEndpointsShape {
+  /** The health of each URL of a source: state, failures, last success and failure, last hour and day. */
+  readonly endpointHealth: (
+    sourceId: string
+  ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | StoreError>
+  /** Enables a disabled URL (in every process) with a fresh health; `false` when it was not disabled. */
+  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
+  /** Disables a URL: its jobs are dead-lettered "endpoint disabled" until it is enabled again. */
+  readonly disableEndpoint: (url: string, reason: string) => Effect.Effect<void, StoreError>
+  /** Replays every dead letter of a source the filter takes (`dryRun`: only counts them). */
+  readonly replayDeadLetters: (
+    request: RecoveryRequest
+  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
+  /** Deletes every dead letter of a source the filter takes, with its attempts (`dryRun`: only counts them). */
+  readonly purgeDeadLetters: (
+    request: RecoveryRequest
+  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
+}
+
+/** Endpoint URLs: their health, enabling and disabling them, bulk recovery of their dead letters. */
+export class RelayEndpoints
+  extends Context.Service<RelayEndpoints, RelayEndpointsShape>()("hookrelay/RelayEndpoints")
+{}
+
+export interface RelayAudiencesShape {
   /**
-   * Deletion request (SPEC §5) for `sourceIds` (default: every source), in one transaction: one
+   * Deletion request (REFERENCE §5) for `sourceIds` (default: every source), in one transaction: one
    * delete notification job per covered source whose destination is enabled; the user's jobs not
    * delivered yet (pending or dead — not the ones being delivered at this moment) removed.
    */
@@ -173,7 +225,7 @@ export interface RelayShape {
   /** A deletion request and each notification's job status. */
   readonly getDeletion: (id: string) => Effect.Effect<DeletionStatus, UnknownDeletion | StoreError>
   /**
-   * Sets an audience's full membership (SPEC §6): an identify `{<snake_case name>: true|false}`
+   * Sets an audience's full membership (REFERENCE §6): an identify `{<snake_case name>: true|false}`
    * is enqueued for each user added or removed. Applied in chunks; see `makeAudienceSync`.
    */
   readonly syncAudience: (
@@ -193,37 +245,12 @@ export interface RelayShape {
     traitName: string,
     values: Readonly<Record<string, TraitValue>>
   ) => Effect.Effect<TraitSyncResult, InvalidAdminRequest | UnknownSource | StoreError>
-
-  /**
-   * Whether the store can answer (`/readyz`): asks it once (2 s at most), then reports what the calls through this
-   * engine found. Never fails.
-   */
-  readonly storeStatus: Effect.Effect<StoreStatus>
-
-  /**
-   * Every job that ends from the moment of subscription on: delivered (with the URL that took it)
-   * or dead-lettered (with the reason). A subscriber that falls more than 16 384 outcomes behind
-   * loses the oldest; the store keeps every job's status regardless.
-   */
-  readonly outcomes: Stream.Stream<DeliveryOutcome>
-
-  /** The health of each URL of a source: state, failures, last success and failure, last hour and day. */
-  readonly endpointHealth: (
-    sourceId: string
-  ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | StoreError>
-  /** Enables a disabled URL (in every process) with a fresh health; `false` when it was not disabled. */
-  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
-  /** Disables a URL: its jobs are dead-lettered "endpoint disabled" until it is enabled again. */
-  readonly disableEndpoint: (url: string, reason: string) => Effect.Effect<void, StoreError>
-  /** Replays every dead letter of a source the filter takes (`dryRun`: only counts them). */
-  readonly replayDeadLetters: (
-    request: RecoveryRequest
-  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
-  /** Deletes every dead letter of a source the filter takes, with its attempts (`dryRun`: only counts them). */
-  readonly purgeDeadLetters: (
-    request: RecoveryRequest
-  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
 }
 
-/** The hookrelay engine as a service: everything the HTTP server does, callable in-process. */
-export class Relay extends Context.Service<Relay, RelayShape>()("hookrelay/Relay") {}
+/** Deletion requests (REFERENCE §5), audience syncs and computed traits (REFERENCE §6). */
+export class RelayAudiences
+  extends Context.Service<RelayAudiences, RelayAudiencesShape>()("hookrelay/RelayAudiences")
+{}
+
+/** Every service of the engine, as `layerEngine` (`layerSqlite`, `layerPg`) provides them. */
+export type RelayServices = Relay | RelaySources | RelayMessages | RelayEndpoints | RelayAudiences

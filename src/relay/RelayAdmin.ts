@@ -3,12 +3,22 @@ import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import type { FieldIssue } from "../domain/Issues.js"
 import { checkSource, type EgressPolicyShape } from "../network/EgressPolicy.js"
-import type { StoreShape } from "../store/Model.js"
+import type { DeadLettersShape } from "../store/DeadLetters.js"
+import type { MessageLogShape } from "../store/MessageLog.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { makeSourceCache } from "../store/SourceCache.js"
+import type { SourcesShape } from "../store/Sources.js"
 import { StoreError } from "../store/StoreError.js"
 import type { StoreHealthShape } from "../store/StoreHealth.js"
-import { defaultUsageDays, maxSearchLimit, maxUsageDays, type RelayShape } from "./Relay.js"
+import type { UsageShape } from "../store/Usage.js"
+import {
+  defaultUsageDays,
+  maxSearchLimit,
+  maxUsageDays,
+  type RelayMessagesShape,
+  type RelayShape,
+  type RelaySourcesShape
+} from "./Relay.js"
 import { rotateSourceSecret, saveSource } from "./RelaySigning.js"
 
 /** How long `/readyz` waits for the store's answer before it calls the store unreachable. */
@@ -27,7 +37,7 @@ export const requireSource = (sources: SourceCache) => (sourceId: string) =>
   )
 
 /** The sources' admin: write-key authentication and source CRUD, keeping the source cache true. */
-export const makeSourceAdmin = (store: StoreShape, sources: SourceCache, egress: EgressPolicyShape) => {
+export const makeSourceAdmin = (stored: SourcesShape, sources: SourceCache, egress: EgressPolicyShape) => {
   const authenticate: RelayShape["authenticate"] = (writeKey) =>
     Effect.flatMap(
       sources.byWriteKey(writeKey),
@@ -37,36 +47,40 @@ export const makeSourceAdmin = (store: StoreShape, sources: SourceCache, egress:
       })
     )
 
-  // The SSRF guard's save-time check (SPEC §8) first: a refused endpoint URL stores nothing.
-  const putSource: RelayShape["putSource"] = (source) =>
+  // The SSRF guard's save-time check (REFERENCE §8) first: a refused endpoint URL stores nothing.
+  const putSource: RelaySourcesShape["putSource"] = (source) =>
     Effect.andThen(
       checkSource(egress, source),
-      Effect.flatMap(Clock.currentTimeMillis, (now) => saveSource(store, source, now))
+      Effect.flatMap(Clock.currentTimeMillis, (now) => saveSource(stored, source, now))
     ).pipe(
       Effect.tap(sources.invalidate())
     )
 
-  const getSource: RelayShape["getSource"] = (sourceId) =>
+  const getSource: RelaySourcesShape["getSource"] = (sourceId) =>
     Effect.flatMap(
-      store.getSource(sourceId),
+      stored.getSource(sourceId),
       Option.match({ onNone: () => Effect.fail(new UnknownSource({ sourceId })), onSome: Effect.succeed })
     )
 
-  const deleteSource: RelayShape["deleteSource"] = (sourceId) =>
-    Effect.flatMap(store.deleteSource(sourceId), (deleted) =>
+  const deleteSource: RelaySourcesShape["deleteSource"] = (sourceId) =>
+    Effect.flatMap(stored.deleteSource(sourceId), (deleted) =>
       deleted
         ? sources.invalidate()
         : Effect.fail(new UnknownSource({ sourceId })))
 
-  const rotateSecret: RelayShape["rotateSecret"] = (sourceId, keepOldFor) =>
-    Effect.tap(rotateSourceSecret(store, sourceId, keepOldFor), sources.invalidate())
+  const rotateSecret: RelaySourcesShape["rotateSecret"] = (sourceId, keepOldFor) =>
+    Effect.tap(rotateSourceSecret(stored, sourceId, keepOldFor), sources.invalidate())
 
   return { authenticate, putSource, getSource, deleteSource, rotateSecret }
 }
 
 /** The admin's reads that take parameters (usage, message search), checked before the store is asked. */
-export const makeQueries = (store: StoreShape, sourceById: ReturnType<typeof requireSource>) => {
-  const usage: RelayShape["usage"] = (sourceId, days = defaultUsageDays) =>
+export const makeQueries = (
+  counts: UsageShape,
+  messages: MessageLogShape,
+  sourceById: ReturnType<typeof requireSource>
+) => {
+  const usage: RelayMessagesShape["usage"] = (sourceId, days = defaultUsageDays) =>
     Effect.gen(function*() {
       if (!Number.isInteger(days) || days < 1 || days > maxUsageDays) {
         return yield* new InvalidAdminRequest({
@@ -74,10 +88,10 @@ export const makeQueries = (store: StoreShape, sourceById: ReturnType<typeof req
         })
       }
       const source = yield* sourceById(sourceId)
-      return yield* store.usage(source.id, yield* Clock.currentTimeMillis, days)
+      return yield* counts.usage(source.id, yield* Clock.currentTimeMillis, days)
     })
 
-  const searchMessages: RelayShape["searchMessages"] = (search) =>
+  const searchMessages: RelayMessagesShape["searchMessages"] = (search) =>
     Effect.gen(function*() {
       const errors: Array<FieldIssue> = []
       if (search.userId === undefined && search.sourceId === undefined) {
@@ -89,7 +103,7 @@ export const makeQueries = (store: StoreShape, sourceById: ReturnType<typeof req
         errors.push({ path: "limit", message: `must be a whole number from 1 to ${maxSearchLimit}` })
       }
       if (errors.length > 0) return yield* new InvalidAdminRequest({ errors })
-      return yield* store.searchMessages(search)
+      return yield* messages.searchMessages(search)
     })
 
   return { usage, searchMessages }
@@ -97,15 +111,15 @@ export const makeQueries = (store: StoreShape, sourceById: ReturnType<typeof req
 
 /** Puts a dead letter back in the outbox as a due job, and wakes the dispatcher when it did. */
 export const replayDeadLetter =
-  (store: StoreShape, signal: OutboxSignalShape): RelayShape["replayDeadLetter"] => (jobId) =>
+  (deadLetters: DeadLettersShape, signal: OutboxSignalShape): RelayMessagesShape["replayDeadLetter"] => (jobId) =>
     Clock.currentTimeMillis.pipe(
-      Effect.flatMap((now) => store.replayDeadLetter(jobId, now)),
+      Effect.flatMap((now) => deadLetters.replayDeadLetter(jobId, now)),
       Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
     )
 
 /** `/readyz`: a cheap read (a source id no source has) shows an unreachable store; a full one shows in the writes it refused. */
-export const storeStatus = (store: StoreShape, health: StoreHealthShape): RelayShape["storeStatus"] =>
-  store.getSource("").pipe(
+export const storeStatus = (sources: SourcesShape, health: StoreHealthShape): RelayShape["storeStatus"] =>
+  sources.getSource("").pipe(
     Effect.timeout(readinessProbeTimeout),
     Effect.catchTag("TimeoutError", () =>
       health.observe(

@@ -4,7 +4,8 @@ import type { GuardSnapshot } from "../delivery/EndpointGuard.js"
 import type { EndpointGuardsShape } from "../delivery/EndpointGuards.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { FieldIssue } from "../domain/Issues.js"
-import type { EndpointStats, StoredSource, StoreShape } from "../store/Model.js"
+import type { EndpointsShape } from "../store/Endpoints.js"
+import type { EndpointStats, StoredSource } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
 
@@ -97,7 +98,7 @@ const checkRecovery = (request: RecoveryRequest) => {
 
 /** Endpoint health, enabling and disabling URLs, and bulk recovery of dead letters, for `Relay`. */
 export const makeEndpointAdmin = (
-  store: StoreShape,
+  records: EndpointsShape,
   guards: Option.Option<EndpointGuardsShape>,
   signal: OutboxSignalShape,
   sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
@@ -106,14 +107,14 @@ export const makeEndpointAdmin = (
     Effect.gen(function*() {
       const source = yield* sourceById(sourceId)
       const now = yield* Clock.currentTimeMillis
-      const disabled = new Map((yield* store.disabledEndpoints()).map((row) => [row.url, row.reason]))
+      const disabled = new Map((yield* records.disabledEndpoints()).map((row) => [row.url, row.reason]))
       const endpoints = source.webhooks?.endpoints ?? []
       return yield* Effect.forEach(endpoints, (endpoint, index) =>
         Effect.gen(function*() {
           const snapshot = Option.isSome(guards) ? guards.value.snapshot(endpoint.url) : undefined
-          const last = yield* store.endpointLastAttempts(endpoint.url)
-          const hour = yield* store.endpointStats(endpoint.url, now - hourMillis)
-          const day = yield* store.endpointStats(endpoint.url, now - 24 * hourMillis)
+          const last = yield* records.endpointLastAttempts(endpoint.url)
+          const hour = yield* records.endpointStats(endpoint.url, now - hourMillis)
+          const day = yield* records.endpointStats(endpoint.url, now - 24 * hourMillis)
           const health: EndpointHealth = {
             sourceId: source.id,
             url: endpoint.url,
@@ -134,12 +135,12 @@ export const makeEndpointAdmin = (
     })
 
   const enableEndpoint = (url: string): Effect.Effect<boolean, StoreError> =>
-    Option.isSome(guards) ? guards.value.enable(url) : store.enableEndpoint(url)
+    Option.isSome(guards) ? guards.value.enable(url) : records.enableEndpoint(url)
 
   const disableEndpoint = (url: string, reason: string): Effect.Effect<void, StoreError> =>
     Option.isSome(guards)
       ? guards.value.disable(url, reason)
-      : Effect.flatMap(Clock.currentTimeMillis, (now) => store.disableEndpoint(url, now, reason))
+      : Effect.flatMap(Clock.currentTimeMillis, (now) => records.disableEndpoint(url, now, reason))
 
   const recover = (action: "replay" | "purge") => (request: RecoveryRequest) =>
     Effect.gen(function*() {
@@ -148,8 +149,8 @@ export const makeEndpointAdmin = (
       const filter = { sourceId: source.id, url: request.url, since: request.since, until: request.until }
       const now = yield* Clock.currentTimeMillis
       const count = action === "replay"
-        ? yield* store.replayDeadLetters(filter, now, request.dryRun)
-        : yield* store.purgeDeadLettersMatching(filter, request.dryRun)
+        ? yield* records.replayDeadLetters(filter, now, request.dryRun)
+        : yield* records.purgeDeadLettersMatching(filter, request.dryRun)
       if (action === "replay" && !request.dryRun && count > 0) yield* signal.notify
       const result: RecoveryResult = { dryRun: request.dryRun, count }
       return result

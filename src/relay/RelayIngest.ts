@@ -7,14 +7,15 @@ import { skipReason } from "../domain/Routing.js"
 import { stampMessage } from "../domain/Stamp.js"
 import { ingestCommitLatency, messagesIngested } from "../metrics/Metrics.js"
 import type { IngestAdmissionShape } from "../overload/IngestAdmission.js"
-import type { EnqueueEntry, StoredSource, StoreShape } from "../store/Model.js"
+import type { EnqueueEntry, StoredSource } from "../store/Model.js"
+import type { OutboxShape } from "../store/Outbox.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
 import type { StoreError } from "../store/StoreError.js"
 import type { IngestOptions, RelayShape } from "./Relay.js"
 
 /** What ingest works with; `RelayLive.make` gathers it once. */
 export interface IngestParts {
-  readonly store: StoreShape
+  readonly outbox: OutboxShape
   readonly sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
   readonly admission: IngestAdmissionShape
   /** Tells the dispatcher (when the engine has one in this process) that ingest is busy; see `IngestPressure`. */
@@ -27,7 +28,7 @@ export interface IngestParts {
 
 /** Ingest: validate, stamp and route a batch, then commit it to the outbox (admitted when not overloaded). */
 export const makeIngest = (
-  { admission, clock, context, ingesting, signal, sourceById, store }: IngestParts
+  { admission, clock, context, ingesting, outbox, signal, sourceById }: IngestParts
 ): RelayShape["ingest"] => {
   // Recorded in a synchronous step on success (a failed commit is a 5xx, not a latency): an `Effect` metric update and a
   // timed span would add fiber steps to every tracking request (bench/NOTES.md, "Fiber steps of a tracking request").
@@ -75,7 +76,7 @@ export const makeIngest = (
         ? { countApiCall: options.apiCall ?? false }
         : { countApiCall: options.apiCall ?? false, traceparent: options.traceparent }
       const result = yield* admission.admit(
-        ingesting(timed(store.enqueue(source.id, entries, receivedAt, enqueueOptions)))
+        ingesting(timed(outbox.enqueue(source.id, entries, receivedAt, enqueueOptions)))
       )
       if (result.jobsCreated > 0) yield* signal.notify
       yield* Metric.update(messagesIngested, result.accepted)

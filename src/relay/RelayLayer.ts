@@ -11,12 +11,12 @@ import * as IngestPressure from "../overload/IngestPressure.js"
 import type { OverloadOptions } from "../overload/OverloadConfig.js"
 import * as OutboxSignal from "../store/OutboxSignal.js"
 import { layerRetention } from "../store/Retention.js"
-import type { Store } from "../store/Store.js"
+import type { StoreServices } from "../store/Store.js"
 import * as StoreLayers from "../store/Store.js"
 import { defaultRetention } from "../store/StoreConfig.js"
 import type { StoreError } from "../store/StoreError.js"
 import * as StoreHealth from "../store/StoreHealth.js"
-import type { Relay } from "./Relay.js"
+import type { RelayServices } from "./Relay.js"
 import * as RelayLive from "./RelayLive.js"
 
 export interface EngineOptions {
@@ -25,7 +25,7 @@ export interface EngineOptions {
   /** The HTTP client of deliveries (extra CAs, timeout). */
   readonly transport?: Transport.TransportOptions | undefined
   /**
-   * Allow webhooks to loopback, private, link-local and other internal addresses (SPEC §8), at
+   * Allow webhooks to loopback, private, link-local and other internal addresses (REFERENCE §8), at
    * delivery and when settings are saved. Default: the `HOOKRELAY_ALLOW_PRIVATE_NETWORKS`
    * setting (Effect `Config`), false when unset.
    */
@@ -38,11 +38,11 @@ export interface EngineOptions {
   readonly operatorWebhook?: OperatorWebhook.OperatorWebhookOptions | undefined
 }
 
-/** The whole engine over a store layer: `Relay`, the dispatcher, retention and the backlog gauge. */
+/** The whole engine over a store layer: the `Relay` services, the dispatcher, retention and the backlog gauge. */
 export const layerEngine = <E, R>(
-  store: Layer.Layer<Store, E, R>,
+  store: Layer.Layer<StoreServices, E, R>,
   options: EngineOptions = {}
-): Layer.Layer<Relay, E, R> => {
+): Layer.Layer<RelayServices, E, R> => {
   const background = Layer.mergeAll(
     options.dispatcher === false ? Layer.empty : Dispatcher.layer(options.dispatcher),
     layerRetention({ retention: options.retention ?? defaultRetention }),
@@ -63,7 +63,7 @@ export const layerEngine = <E, R>(
       // Every store call reports to `StoreHealth`: readiness, and one log line per outage.
       Layer.provideMerge(StoreHealth.layerOver(store))
     )
-  // The URLs' circuits and health, shared by the dispatcher and the health queries of `Relay`.
+  // The URLs' circuits and health, shared by the dispatcher and the health queries of `RelayEndpoints`.
   const sink = options.operatorWebhook === undefined ? Layer.empty : OperatorWebhook.layer(options.operatorWebhook)
   const guards = EndpointGuards.layer.pipe(Layer.provide(sink), Layer.provideMerge(services))
   return Layer.merge(RelayLive.layer, background).pipe(
@@ -74,8 +74,8 @@ export const layerEngine = <E, R>(
 /** The engine on an embedded SQLite file (`<directory>/hookrelay.db`, default `./data`). One process per file. */
 export const layerSqlite = (
   options: StoreLayers.SqliteOptions & EngineOptions = {}
-): Layer.Layer<Relay, StoreError> => layerEngine(StoreLayers.layerSqlite(options), options)
+): Layer.Layer<RelayServices, StoreError> => layerEngine(StoreLayers.layerSqlite(options), options)
 
 /** The engine on PostgreSQL: several processes may share the database and its jobs. */
-export const layerPg = (options: StoreLayers.PgOptions & EngineOptions): Layer.Layer<Relay, StoreError> =>
+export const layerPg = (options: StoreLayers.PgOptions & EngineOptions): Layer.Layer<RelayServices, StoreError> =>
   layerEngine(StoreLayers.layerPg(options), options)

@@ -7,7 +7,7 @@ import { UnknownSource } from "../domain/IngestErrors.js"
 import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
-import type { StoreShape } from "../store/Model.js"
+import type { SourcesShape } from "../store/Sources.js"
 import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
 import type { RotatedSecret, SavedSource } from "./Relay.js"
 
@@ -119,30 +119,30 @@ export const rotateSecrets = (
 
 /** Saves a source with its signing completed (see `completeSigning`). */
 export const saveSource = (
-  store: StoreShape,
+  sources: SourcesShape,
   source: SourceConfig,
   now: number
 ): Effect.Effect<SavedSource, StoreError | WriteKeyConflict> =>
   Effect.gen(function*() {
-    if (source.webhooks === undefined) return (yield* store.upsertSource(source, now))
-    const stored = yield* store.getSource(source.id)
+    if (source.webhooks === undefined) return (yield* sources.upsertSource(source, now))
+    const stored = yield* sources.getSource(source.id)
     const completed = completeSigning(
       source.webhooks,
       Option.getOrUndefined(stored)?.webhooks,
       now
     )
-    const saved = yield* store.upsertSource({ ...source, webhooks: completed.webhooks }, now)
+    const saved = yield* sources.upsertSource({ ...source, webhooks: completed.webhooks }, now)
     return completed.generatedSecret === undefined
       ? saved
       : { ...saved, generatedSecret: completed.generatedSecret }
   })
 
-/** `Relay.rotateSecret` over the store; the caller refreshes the source cache. */
-export const rotateSourceSecret = (store: StoreShape, sourceId: string, keepOldFor: unknown) =>
+/** `RelaySources.rotateSecret` over the store; the caller refreshes the source cache. */
+export const rotateSourceSecret = (sources: SourcesShape, sourceId: string, keepOldFor: unknown) =>
   Effect.gen(function*() {
     const duration = parseKeepOldFor(keepOldFor)
     if (duration instanceof InvalidAdminRequest) return yield* duration
-    const stored = yield* store.getSource(sourceId)
+    const stored = yield* sources.getSource(sourceId)
     if (Option.isNone(stored)) return yield* new UnknownSource({ sourceId })
     const source = stored.value
     if (source.webhooks === undefined) {
@@ -153,7 +153,7 @@ export const rotateSourceSecret = (store: StoreShape, sourceId: string, keepOldF
     const now = yield* Clock.currentTimeMillis
     const rotated = rotateSecrets(source.webhooks, duration, now)
     if (rotated instanceof InvalidAdminRequest) return yield* rotated
-    const saved = yield* store.upsertSource(
+    const saved = yield* sources.upsertSource(
       { id: source.id, writeKey: source.writeKey, webhooks: rotated.webhooks },
       now
     )

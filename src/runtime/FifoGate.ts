@@ -1,4 +1,9 @@
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+
+const granted = Effect.succeed(true)
 
 interface Waiter {
   state: "waiting" | "granted" | "cancelled"
@@ -6,13 +11,15 @@ interface Waiter {
 }
 
 /**
- * A counting semaphore served first in, first out: a released permit is handed straight to the oldest waiter.
+ * A counting semaphore served first in, first out: a released permit is handed straight to the oldest waiter, in the
+ * releasing step, so a holder that gives its permit back and takes it again at once goes behind the waiters.
  *
- * Effect's `Semaphore` wakes its waiters in a task scheduled after the release, so a fiber that releases and takes
- * again in one go (a loop of transactions) takes the permit back before any waiter runs: on the SQLite connection's
- * lock, an ingest commit waited 1.5 s behind a retention purge's chunks (`bench/support/retentionStall.ts`). It also
- * walks every waiter on each release, O(waiters) per request when thousands of jobs wait on a slow endpoint. Used as
- * the dispatcher's endpoint limit and as the SQLite connection's lock.
+ * Why not Effect's `Semaphore` (first in, first out too since Effect 4): each release with waiters schedules a task
+ * that walks a copy of every waiter, O(waiters) per permit when thousands of jobs wait on a slow endpoint
+ * (bench/results/runtime-parts.md); it has no synchronous take and give-back for callers that already run in one
+ * uninterruptible step (the attempt, the SQLite lock, admission); and its only bounded wait, `Effect.timeout` around
+ * `take`, can lose a permit taken as the timeout interrupts it. Used as the dispatcher's endpoint limit, the SQLite
+ * connection's lock and ingest admission's commit slots (`takeWithin`).
  */
 export class FifoGate {
   private free: number
@@ -21,6 +28,11 @@ export class FifoGate {
 
   constructor(permits: number) {
     this.free = permits
+  }
+
+  /** Permits free right now (for metrics and tests). */
+  get available(): number {
+    return this.free
   }
 
   /** Attempts queued for a permit (O(queue): for metrics and tests, not the hot path). */
@@ -82,6 +94,33 @@ export class FifoGate {
       waiter.state = "cancelled"
     })
   })
+
+  /**
+   * Waits at most `wait` for a permit: `true` holding one (give it back with `giveBack` or `release`), `false` holding
+   * nothing. Not `Effect.timeout` around `take`: a timeout interrupts the waiting fiber, and a permit handed over just
+   * before that interruption would be lost; here the hand-over and the give-up are decided in one synchronous step
+   * after the wait, whatever ended it. The wait is interruptible even inside an uninterruptible caller's region.
+   */
+  readonly takeWithin = (wait: Duration.Input): Effect.Effect<boolean> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        if (this.tryTake()) return granted
+        // Queued in the same synchronous step as the check: a release in between cannot be missed.
+        const handed = Deferred.makeUnsafe<void>()
+        const waiter: Waiter = { state: "waiting", grant: () => Deferred.doneUnsafe(handed, Exit.void) }
+        this.waiters.push(waiter)
+        return Effect.flatMap(
+          Effect.exit(Effect.interruptible(Effect.timeoutOption(Deferred.await(handed), wait))),
+          (waited) => {
+            const owned = waiter.state === "granted"
+            waiter.state = "cancelled"
+            if (Exit.isSuccess(waited)) return Effect.succeed(owned)
+            if (owned) this.handOver()
+            return restore(Effect.failCause(waited.cause))
+          }
+        )
+      })
+    )
 
   /** Gives back a permit taken with `take`. */
   readonly release: Effect.Effect<void> = Effect.sync(() => this.handOver())

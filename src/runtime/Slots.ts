@@ -6,10 +6,9 @@
  * it, and V8 keeps the obsolete table (for iterators), in the old generation once the map has lived a while, still
  * pointing at every entry it held then. A young-generation collection takes old garbage as live, so each of those
  * entries, and everything it references, survives and is promoted; only a full collection frees them. Every entry
- * lives through about one rehash, so in steady churn nearly every entry is promoted: 256 entries live at a time,
- * ~1 KB each, 400 000 additions and removals promoted 237 MB through a `Map`, 10 MB through these slots, where
- * the only hash table maps keys to small integers (nothing to keep) and the entries sit in an array whose slot is
- * emptied when they leave.
+ * lives through about one rehash, so in steady churn nearly every entry is promoted, through a `Map` as through
+ * Effect's `MutableHashMap` (a `Map` inside; bench/results/runtime-parts.md). Here the only hash table maps keys to
+ * small integers (nothing to keep) and the entries sit in an array whose slot is emptied when they leave.
  */
 
 /** Entries addressed by the slot number `add` gave them; a freed slot is reused. */
@@ -42,6 +41,15 @@ export class Slots<V> {
     this.free.push(slot)
     this.count--
     return value
+  }
+
+  /** Calls `f` with each entry and its slot; `f` may `take` the slot it is given. */
+  forEach(f: (value: V, slot: number) => void): void {
+    const entries = this.entries
+    for (let slot = 0; slot < entries.length; slot++) {
+      const value = entries[slot]
+      if (value !== undefined) f(value, slot)
+    }
   }
 
   /** Empties every slot and returns what they held. */

@@ -1,9 +1,18 @@
-import { Array as Arr, Effect } from "effect"
-import type { AttemptRecord, StoreShape } from "./Model.js"
+import { Array as Arr, Context, Effect } from "effect"
+import type { AttemptRecord } from "./Model.js"
 import { attemptRow, countPerJob, idChunk, jsonChunk } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
 
-/** The attempt records of jobs, and the count of attempts each job keeps beside them. */
+export interface AttemptsShape {
+  /** Inserts attempts and adds them to their jobs' attempt counts (not lease-guarded: they happened). */
+  readonly recordAttempts: (records: ReadonlyArray<AttemptRecord>) => Effect.Effect<void, StoreError>
+  /** Persists the start of the retry window if it is not set yet; `false` when it already was. */
+  readonly markFirstAttempt: (jobId: string, at: number) => Effect.Effect<boolean, StoreError>
+}
+
+/** The attempt records of jobs, the count of attempts each job keeps beside them, and the start of its retry window. */
+export class Attempts extends Context.Service<Attempts, AttemptsShape>()("hookrelay/store/Attempts") {}
 
 /** SQLite: attempts as one JSON parameter of arrays (see `attemptRow`). Parameter: the JSON. */
 const sqliteInsertAttempts = `
@@ -54,7 +63,7 @@ export const makeWrites = ({ sql }: StoreKit) => {
 
 export type AttemptWriter = ReturnType<typeof makeWrites>
 
-export const make = ({ sql }: StoreKit, writes: AttemptWriter): Pick<StoreShape, "recordAttempts"> => {
+export const make = ({ sql }: StoreKit, writes: AttemptWriter): AttemptsShape => {
   const recordAttempts = Effect.fn("Store.recordAttempts")(
     function*(records: ReadonlyArray<AttemptRecord>) {
       if (records.length === 0) return
@@ -65,5 +74,17 @@ export const make = ({ sql }: StoreKit, writes: AttemptWriter): Pick<StoreShape,
     untraced,
     fail("recordAttempts")
   )
-  return { recordAttempts }
+
+  const markFirstAttempt = Effect.fn("Store.markFirstAttempt")(
+    function*(jobId: string, at: number) {
+      const rows = yield* sql<{ id: string }>`
+        UPDATE jobs SET first_attempt_at = ${at}
+        WHERE id = ${jobId} AND first_attempt_at IS NULL
+        RETURNING id`
+      return rows.length > 0
+    },
+    untraced,
+    fail("markFirstAttempt")
+  )
+  return { recordAttempts, markFirstAttempt }
 }

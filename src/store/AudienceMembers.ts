@@ -1,17 +1,53 @@
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
-import type {
-  AudienceChunk,
-  AudienceChunkResult,
-  AudienceRef,
-  AudienceSyncStart,
-  IdentifyJobBuilder,
-  StoreShape
-} from "./Model.js"
+import type { AudienceChunk, AudienceChunkResult, AudienceRef, AudienceSyncStart, IdentifyJobBuilder } from "./Model.js"
 import { num } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
 
-/** Audiences (SPEC §6): their sync leases, their members, and the identify job of each member added or removed. */
+export interface AudienceMembersShape {
+  /**
+   * Creates the audience on its first sync and takes its sync lease for `owner` until
+   * `leaseUntil`, unless another owner holds an unexpired lease (`Busy`) or another audience of
+   * the source is sent as the same property (`PropertyTaken`).
+   */
+  readonly startAudienceSync: (
+    ref: AudienceRef,
+    property: string,
+    owner: string,
+    now: number,
+    leaseUntil: number
+  ) => Effect.Effect<AudienceSyncStart, StoreError>
+  /**
+   * Applies one chunk in one transaction: the membership change and the identify job of each
+   * member actually added or removed (the write statement itself reports which: concurrent
+   * writers cannot both claim one change).
+   */
+  readonly applyAudienceChunk: (chunk: AudienceChunk) => Effect.Effect<AudienceChunkResult, StoreError>
+  /** Which of `userIds` are members (one indexed look-up per id, one statement). */
+  readonly audienceMembersAmong: (
+    ref: AudienceRef,
+    userIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /** The members after `after` (exclusive) in the store's order, at most `limit`: keyset paging. */
+  readonly audienceMembersPage: (
+    ref: AudienceRef,
+    after: string | undefined,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /** Gives the lease up (if `owner` still holds it); `completed` also records the sync time. */
+  readonly endAudienceSync: (
+    ref: AudienceRef,
+    owner: string,
+    now: number,
+    completed: boolean
+  ) => Effect.Effect<void, StoreError>
+}
+
+/** Audiences (REFERENCE §6): their sync leases, their members, and the identify job of each member added or removed. */
+export class AudienceMembers
+  extends Context.Service<AudienceMembers, AudienceMembersShape>()("hookrelay/store/AudienceMembers")
+{}
 
 /**
  * Inserts the identify jobs of the users a chunk changed, in the chunk's transaction, as ONE
@@ -95,12 +131,7 @@ const removeMembers = (sql: SqlClient.SqlClient, ref: AudienceRef, userIds: Read
         RETURNING user_id`
   })
 
-type AudienceOperations = Pick<
-  StoreShape,
-  "startAudienceSync" | "applyAudienceChunk" | "audienceMembersPage" | "audienceMembersAmong" | "endAudienceSync"
->
-
-export const make = (kit: StoreKit): AudienceOperations => {
+export const make = (kit: StoreKit): AudienceMembersShape => {
   const { sql } = kit
 
   const startAudienceSync = Effect.fn("Store.startAudienceSync")(

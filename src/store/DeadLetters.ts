@@ -1,8 +1,23 @@
-import { Array as Arr, Effect } from "effect"
+import { Array as Arr, Context, Effect } from "effect"
 import { summaryColumns, type SummaryRow, toSummary } from "./JobSummaries.js"
-import type { StoreShape } from "./Model.js"
+import type { JobSummary } from "./Model.js"
 import { idChunk } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit } from "./StoreKit.js"
+
+export interface DeadLettersShape {
+  /** Newest first. `before` pages by finished time. */
+  readonly listDeadLetters: (options: {
+    readonly sourceId?: string | undefined
+    readonly limit: number
+    readonly before?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
+  /** Dead → pending, due `now`, with a fresh 4 h window and reset endpoint state. `false` if not dead. */
+  readonly replayDeadLetter: (jobId: string, now: number) => Effect.Effect<boolean, StoreError>
+}
+
+/** Dead letters listed and replayed one at a time. */
+export class DeadLetters extends Context.Service<DeadLetters, DeadLettersShape>()("hookrelay/store/DeadLetters") {}
 
 /**
  * A replay: the dead letters among `ids` back to pending, due `now`, with a fresh window and no progress. The one
@@ -24,7 +39,7 @@ export const replayJobs = (sql: StoreKit["sql"], ids: ReadonlyArray<string>, now
   })
 
 /** Dead letters: the jobs every URL refused, listed newest first and replayed on an operator's word. */
-export const make = ({ reads, sql }: StoreKit): Pick<StoreShape, "listDeadLetters" | "replayDeadLetter"> => {
+export const make = ({ reads, sql }: StoreKit): DeadLettersShape => {
   const summary = sql.literal(summaryColumns)
 
   const listDeadLetters = Effect.fn("Store.listDeadLetters")(

@@ -1,15 +1,31 @@
-import { Array as Arr, Effect, Option } from "effect"
+import { Array as Arr, Context, Effect, Option } from "effect"
 import { summaryColumns, type SummaryRow, toSummary } from "./JobSummaries.js"
-import type { DeletionRecorded, NewDeletion, StoredDeletion, StoreShape } from "./Model.js"
+import type { DeletionRecorded, NewDeletion, StoredDeletion } from "./Model.js"
 import { num } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, insertChunk, insertJobRows, type StoreKit } from "./StoreKit.js"
 
-/** Deletion requests (SPEC §5): a user's undelivered jobs, memberships and traits removed, the receivers told. */
+export interface DeletionRequestsShape {
+  /**
+   * One transaction: removes the user's jobs that are not delivered yet — `pending` and `dead`,
+   * with their attempts; never `delivering` ones, which a dispatcher holds and is sending right
+   * now, nor earlier delete notifications — together with the user's audience memberships and
+   * computed traits in those sources (what the receiver was told is now forgotten there, so a
+   * later sync sends it again); inserts the delete notification jobs; records the request.
+   */
+  readonly recordDeletion: (deletion: NewDeletion, now: number) => Effect.Effect<DeletionRecorded, StoreError>
+  readonly getDeletion: (id: string) => Effect.Effect<Option.Option<StoredDeletion>, StoreError>
+}
+
+/** Deletion requests (REFERENCE §5): a user's undelivered jobs, memberships and traits removed, the receivers told. */
+export class DeletionRequests
+  extends Context.Service<DeletionRequests, DeletionRequestsShape>()("hookrelay/store/DeletionRequests")
+{}
 
 /** Jobs of one user removed per statement by a deletion request (all in the request's transaction). */
 const deletionChunk = 1000
 
-export const make = ({ newJobIds, noteLogged, sql }: StoreKit): Pick<StoreShape, "recordDeletion" | "getDeletion"> => {
+export const make = ({ newJobIds, noteLogged, sql }: StoreKit): DeletionRequestsShape => {
   const summary = sql.literal(summaryColumns)
 
   const recordDeletion = Effect.fn("Store.recordDeletion")(

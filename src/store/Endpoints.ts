@@ -1,20 +1,31 @@
-import { Array as Arr, Effect } from "effect"
+import { Array as Arr, Context, Effect } from "effect"
 import { replayJobs } from "./DeadLetters.js"
 import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
-import type { StoreShape } from "./Model.js"
 import { idChunk } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit } from "./StoreKit.js"
 
-type Operations = Pick<
-  StoreShape,
-  | "disabledEndpoints"
-  | "disableEndpoint"
-  | "enableEndpoint"
-  | "endpointStats"
-  | "endpointLastAttempts"
-  | "replayDeadLetters"
-  | "purgeDeadLettersMatching"
->
+export interface EndpointsShape {
+  readonly disabledEndpoints: () => Effect.Effect<ReadonlyArray<DisabledEndpoint>, StoreError>
+  /** Keeps the first disabling when the URL already is. */
+  readonly disableEndpoint: (url: string, at: number, reason: string) => Effect.Effect<void, StoreError>
+  /** `false` when the URL was not disabled. */
+  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
+  /** The URL's attempts started at or after `since`: counts and latency percentiles. */
+  readonly endpointStats: (url: string, since: number) => Effect.Effect<EndpointStats, StoreError>
+  readonly endpointLastAttempts: (url: string) => Effect.Effect<EndpointLastAttempts, StoreError>
+  /** Replays every dead letter the filter takes (as `replayDeadLetter`); `dryRun` only counts them. */
+  readonly replayDeadLetters: (
+    filter: DeadLetterFilter,
+    now: number,
+    dryRun: boolean
+  ) => Effect.Effect<number, StoreError>
+  /** Deletes every dead letter the filter takes, with its attempts; `dryRun` only counts them. */
+  readonly purgeDeadLettersMatching: (filter: DeadLetterFilter, dryRun: boolean) => Effect.Effect<number, StoreError>
+}
+
+/** Endpoint records: disabled URLs, health from attempts, bulk recovery of their dead letters. */
+export class Endpoints extends Context.Service<Endpoints, EndpointsShape>()("hookrelay/store/Endpoints") {}
 
 /** Does the job's stored per-URL progress (the dispatcher's JSON, opaque elsewhere) name `url`? */
 const namesUrl = (state: string | null, url: string): boolean => {
@@ -29,7 +40,7 @@ const namesUrl = (state: string | null, url: string): boolean => {
 }
 
 /** Endpoint health from the attempts already recorded, disabled URLs, and bulk recovery of dead letters. */
-export const make = ({ reads, sql }: StoreKit): Operations => {
+export const make = ({ reads, sql }: StoreKit): EndpointsShape => {
   const disabledEndpoints = Effect.fn("Store.disabledEndpoints")(
     function*() {
       const rows = yield* sql<{ url: string; disabled_at: number | string; reason: string }>`

@@ -1,4 +1,4 @@
-import { Array as Arr, Effect, Option } from "effect"
+import { Array as Arr, Context, Effect, Option } from "effect"
 import type * as Statement from "effect/sql/Statement"
 import {
   attemptColumns,
@@ -8,11 +8,24 @@ import {
   toAttempt,
   toSummary
 } from "./JobSummaries.js"
-import type { JobKind, JobWithAttempts, MessageRecord, MessageSearch, StoreShape } from "./Model.js"
+import type { JobKind, JobSummary, JobWithAttempts, MessageRecord, MessageSearch } from "./Model.js"
 import { idChunk, num } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit, typeOfKind } from "./StoreKit.js"
 
+export interface MessageLogShape {
+  readonly getJob: (jobId: string) => Effect.Effect<Option.Option<JobSummary>, StoreError>
+  readonly jobsForMessage: (messageId: string) => Effect.Effect<ReadonlyArray<JobWithAttempts>, StoreError>
+  /**
+   * Messages newest first, at most `limit`, each with all its jobs and their attempts: the newest
+   * jobs in id order (ids start with their creation time), of the user and/or the source. There is
+   * no index by user: a user's search reads back through the outbox until it has `limit` jobs.
+   */
+  readonly searchMessages: (search: MessageSearch) => Effect.Effect<ReadonlyArray<MessageRecord>, StoreError>
+}
+
 /** The message log: a job by id, the jobs of a message id, and the messages of a user or a source, newest first. */
+export class MessageLog extends Context.Service<MessageLog, MessageLogShape>()("hookrelay/store/MessageLog") {}
 
 type MessageJobRow = SummaryRow & { readonly message_type: string | null; readonly event: string | null }
 
@@ -87,7 +100,7 @@ const toRecords = (
   return records
 }
 
-export const make = (kit: StoreKit): Pick<StoreShape, "getJob" | "jobsForMessage" | "searchMessages"> => {
+export const make = (kit: StoreKit): MessageLogShape => {
   const { reads, sql } = kit
   const summary = sql.literal(summaryColumns)
   const summaryWithType = sql.literal(`${summaryColumns}, message_type, event`)

@@ -95,7 +95,7 @@ const initial = Effect.gen(function*() {
       PRIMARY KEY (source_id, day)
     )${withoutRowid}`,
 
-    // Reserved for deletion requests (SPEC §5): the request, and one delete job per source.
+    // Reserved for deletion requests (REFERENCE §5): the request, and one delete job per source.
     `CREATE TABLE deletion_requests (
       id TEXT PRIMARY KEY,
       user_id TEXT NOT NULL,
@@ -110,7 +110,7 @@ const initial = Effect.gen(function*() {
       PRIMARY KEY (deletion_id, source_id)
     )${withoutRowid}`,
 
-    // Reserved for audiences (SPEC §6): the current membership of each audience.
+    // Reserved for audiences (REFERENCE §6): the current membership of each audience.
     `CREATE TABLE audiences (
       source_id TEXT NOT NULL,
       audience TEXT NOT NULL,
@@ -172,7 +172,7 @@ const dueIndexWithSource = Effect.gen(function*() {
 })
 
 /**
- * Deletion requests and audience syncs (SPEC §5, §6):
+ * Deletion requests and audience syncs (REFERENCE §5, §6):
  * - `jobs_user`: a deletion finds one user's jobs through it instead of reading the whole outbox.
  *   Partial (`user_id IS NOT NULL`): anonymous messages cost it nothing; both databases use it for
  *   `user_id = ?`. Dropped by migration 8.
@@ -193,7 +193,7 @@ const deletionsAndAudienceSync = Effect.gen(function*() {
 })
 
 /**
- * The web console's message log and latency chart (SPEC §11, §12):
+ * The web console's message log and latency chart (REFERENCE §11, §12):
  * - `jobs.message_type` / `jobs.event`: what the message was, kept with its job because the body
  *   of a delivered job is emptied. Nullable, no default: adding them rewrites nothing in either
  *   database; jobs stored before stay without them.
@@ -251,7 +251,7 @@ const pendingBySource = Effect.gen(function*() {
  * its own and a commit rewrites one index page per job. Measured on SQLite, 100-job commits over 200 000 jobs of 1 000
  * users: 10.0 µs a job and 545 KB of WAL a commit with it, 4.2 µs and 136 KB without; the end-to-end benchmark with
  * 200 000 messages accepted 45 800–53 500 messages/s with it and 62 900–75 300 without. What read through it now reads
- * through the status indexes: a deletion (SPEC §5) removes pending and dead jobs, which `jobs_pending_source` /
+ * through the status indexes: a deletion (REFERENCE §5) removes pending and dead jobs, which `jobs_pending_source` /
  * `jobs_due` and `jobs_dead` hold, so it reads the sources' backlog and dead letters, not the delivered history; the
  * console's search by user walks the jobs newest first until it has what it shows.
  */

@@ -1,33 +1,104 @@
-import { Array as Arr, Effect, Option } from "effect"
-import type { Backlog, BacklogOptions, Completion, NewJob, StoreShape } from "./Model.js"
+import { Array as Arr, Context, Effect, Option } from "effect"
+import type {
+  AttemptRecord,
+  Backlog,
+  BacklogOptions,
+  ClaimedJob,
+  ClaimOptions,
+  CompleteResult,
+  Completion,
+  EnqueueEntry,
+  EnqueueOptions,
+  EnqueueResult,
+  NewJob
+} from "./Model.js"
 import { idChunk, num, numOrNull } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type HotPaths, insertJobRows, type StoreKit, typeOfKind, untraced } from "./StoreKit.js"
+
+export interface OutboxShape {
+  /**
+   * One transaction per ingest request: dedupe each entry against the last 24 h (and earlier
+   * entries of the same request), mark the rest seen, insert a pending job (due `now`) for each
+   * entry with a body, and count usage.
+   */
+  readonly enqueue: (
+    sourceId: string,
+    entries: ReadonlyArray<EnqueueEntry>,
+    now: number,
+    options?: EnqueueOptions
+  ) => Effect.Effect<EnqueueResult, StoreError>
+  /** Inserts pending jobs without deduplication; returns their ids in order. */
+  readonly insertJobs: (jobs: ReadonlyArray<NewJob>, now: number) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /**
+   * Takes up to `limit` jobs that are pending and due, or delivering with an expired lease, marks
+   * them delivering under `owner` until `now + leaseMs`, and returns them ordered by due time.
+   * `owner` must be unique per process (start).
+   */
+  readonly claimDue: (
+    owner: string,
+    now: number,
+    limit: number,
+    leaseMs: number,
+    options?: ClaimOptions
+  ) => Effect.Effect<ReadonlyArray<ClaimedJob>, StoreError>
+  /** Extends the leases `owner` still holds; returns the ids it still holds. */
+  readonly renewLeases: (
+    owner: string,
+    jobIds: ReadonlyArray<string>,
+    until: number
+  ) => Effect.Effect<ReadonlyArray<string>, StoreError>
+  /** Graceful shutdown: every job leased by `owner` (or only `jobIds`) back to pending, window kept. */
+  readonly releaseLeases: (owner: string, jobIds?: ReadonlyArray<string>) => Effect.Effect<number, StoreError>
+  /**
+   * At a dispatcher's start on a store one process owns (SQLite): every job still marked delivering was
+   * leased by a process that died, so it goes back to pending now instead of after its lease. A no-op on
+   * PostgreSQL, where other live processes hold leases. Returns the jobs taken back.
+   */
+  readonly recoverAbandonedLeases: () => Effect.Effect<number, StoreError>
+  readonly markDelivered: (owner: string, jobId: string, now: number) => Effect.Effect<boolean, StoreError>
+  readonly reschedule: (
+    owner: string,
+    jobId: string,
+    nextDueAt: number,
+    firstAttemptAt: number,
+    endpointState: unknown,
+    lastError: string | null
+  ) => Effect.Effect<boolean, StoreError>
+  readonly markDead: (
+    owner: string,
+    jobId: string,
+    now: number,
+    lastError: string | null
+  ) => Effect.Effect<boolean, StoreError>
+  /**
+   * The batched form: records `attempts` and applies `completions` in one transaction, each
+   * completion only if `owner` still holds that job's lease. Counts delivered/dead usage.
+   */
+  readonly completeMany: (
+    owner: string,
+    completions: ReadonlyArray<Completion>,
+    attempts?: ReadonlyArray<AttemptRecord>
+  ) => Effect.Effect<CompleteResult, StoreError>
+  /** The earliest time a claim could find work (a pending job due, or a lease expiring). */
+  readonly nextWakeAt: () => Effect.Effect<Option.Option<number>, StoreError>
+  /**
+   * Jobs by status. `{ delivered: false, dead: false }` counts only pending and delivering jobs (the others
+   * answer 0): those two counts come from small indexes, while the delivered jobs' index holds every job kept
+   * for the retention period (≈ 40 ms to count a million on SQLite, on the connection every commit waits for).
+   */
+  readonly backlog: (options?: BacklogOptions) => Effect.Effect<Backlog, StoreError>
+}
 
 /**
  * The outbox: jobs in (ingest's enqueue, the product's own jobs), claimed under leases, completed. Ingest, claims and
  * completions are the backend's hot paths (`HotPaths`); the rest is the same SQL on both databases.
  */
-
-type OutboxOperations = Pick<
-  StoreShape,
-  | "enqueue"
-  | "insertJobs"
-  | "claimDue"
-  | "renewLeases"
-  | "releaseLeases"
-  | "recoverAbandonedLeases"
-  | "markFirstAttempt"
-  | "markDelivered"
-  | "reschedule"
-  | "markDead"
-  | "completeMany"
-  | "nextWakeAt"
-  | "backlog"
->
+export class Outbox extends Context.Service<Outbox, OutboxShape>()("hookrelay/store/Outbox") {}
 
 const backlogStatuses = ["pending", "delivering", "delivered", "dead"] as const
 
-export const make = (kit: StoreKit, hot: HotPaths): OutboxOperations => {
+export const make = (kit: StoreKit, hot: HotPaths): OutboxShape => {
   const { noteLogged, newJobIds, reads, sql } = kit
 
   const insertJobs = Effect.fn("Store.insertJobs")(
@@ -90,18 +161,6 @@ export const make = (kit: StoreKit, hot: HotPaths): OutboxOperations => {
     fail("releaseLeases")
   )
 
-  const markFirstAttempt = Effect.fn("Store.markFirstAttempt")(
-    function*(jobId: string, at: number) {
-      const rows = yield* sql<{ id: string }>`
-        UPDATE jobs SET first_attempt_at = ${at}
-        WHERE id = ${jobId} AND first_attempt_at IS NULL
-        RETURNING id`
-      return rows.length > 0
-    },
-    untraced,
-    fail("markFirstAttempt")
-  )
-
   const completeOne = (owner: string, completion: Completion) =>
     Effect.map(hot.completeMany(owner, [completion]), (result) => result.applied.length === 1)
 
@@ -149,7 +208,6 @@ export const make = (kit: StoreKit, hot: HotPaths): OutboxOperations => {
     renewLeases,
     releaseLeases,
     recoverAbandonedLeases: hot.recoverAbandonedLeases,
-    markFirstAttempt,
     markDelivered: (owner, jobId, now) => completeOne(owner, { _tag: "Delivered", jobId, at: now }),
     reschedule: (owner, jobId, nextDueAt, firstAttemptAt, endpointState, lastError) =>
       completeOne(owner, { _tag: "Retry", jobId, nextDueAt, firstAttemptAt, endpointState, lastError }),

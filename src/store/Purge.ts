@@ -1,8 +1,21 @@
-import { Effect } from "effect"
-import type { StoreShape } from "./Model.js"
+import { Context, Effect } from "effect"
+import type { StoreError } from "./StoreError.js"
 import { fail, type HotPaths, inChunks, type StoreKit } from "./StoreKit.js"
 
+export interface PurgeShape {
+  /** Deletes delivered jobs finished before `olderThan`, with their attempts. Returns jobs deleted. */
+  readonly purgeDelivered: (olderThan: number) => Effect.Effect<number, StoreError>
+  /** Forgets message ids seen before `olderThan` (call with now − 24 h). Returns rows deleted. */
+  readonly purgeSeen: (olderThan: number) => Effect.Effect<number, StoreError>
+  /** Explicit admin purge of dead letters finished before `olderThan` (optionally of one source). */
+  readonly purgeDeadLetters: (options: {
+    readonly olderThan: number
+    readonly sourceId?: string | undefined
+  }) => Effect.Effect<number, StoreError>
+}
+
 /** Retention: finished jobs and their attempts, dead letters on an operator's word, message ids past the dedupe window. */
+export class Purge extends Context.Service<Purge, PurgeShape>()("hookrelay/store/Purge") {}
 
 /** Jobs per purge chunk where a chunk is a transaction of several round trips (PostgreSQL). */
 export const purgeChunk = 1000
@@ -10,7 +23,7 @@ export const purgeChunk = 1000
 export const make = (
   { sql }: StoreKit,
   hot: HotPaths
-): Pick<StoreShape, "purgeDelivered" | "purgeDeadLetters" | "purgeSeen"> => {
+): PurgeShape => {
   const purgeDelivered = Effect.fn("Store.purgeDelivered")(
     function*(olderThan: number) {
       return yield* hot.purgeJobs("delivered", olderThan, undefined)

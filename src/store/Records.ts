@@ -6,7 +6,7 @@ import type { WebhookSettings } from "../domain/Settings.js"
  * passed in by the caller (read from Effect's `Clock`); the store never reads the wall clock.
  */
 
-/** A message seen for the same source within this window is a duplicate (SPEC §2). */
+/** A message seen for the same source within this window is a duplicate (REFERENCE §2). */
 export const dedupeWindowMs = 24 * 60 * 60 * 1000
 
 export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
@@ -29,15 +29,15 @@ export interface EnqueueEntry {
   readonly userId?: string | undefined
   /** The exact bytes to POST, serialized once at ingest. */
   readonly body?: Uint8Array | undefined
-  /** Counted as `filtered` in the usage counters (SPEC §10, §11); only meaningful without a body. */
+  /** Counted as `filtered` in the usage counters (REFERENCE §10, §11); only meaningful without a body. */
   readonly filtered?: boolean | undefined
-  /** The message's type and event, kept with its job for the message log (SPEC §12). */
+  /** The message's type and event, kept with its job for the message log (REFERENCE §12). */
   readonly type?: string | undefined
   readonly event?: string | undefined
 }
 
 /**
- * Which counts `Store.backlog` makes (each is one walk of its status's index); a count left out is reported as 0.
+ * Which counts `Outbox.backlog` makes (each is one walk of its status's index); a count left out is reported as 0.
  * Delivered jobs are all those retention keeps (7 days of traffic by default: millions of rows on a busy source),
  * so what counts periodically leaves them out: the walk grows with every day a server runs (≈ 40 ms per million
  * rows on SQLite, on the read-only connection of a file store; on the writing one, in front of every ingest commit,
@@ -247,7 +247,7 @@ export interface MessageRecord {
 export interface DeletionNotificationJob {
   readonly sourceId: string
   readonly messageId: string
-  /** The exact SPEC §3 delete body. */
+  /** The exact REFERENCE §3 delete body. */
   readonly body: Uint8Array
 }
 

@@ -1,6 +1,6 @@
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { dedupeWindowMs } from "./Model.js"
-import { Store } from "./Store.js"
+import { Purge } from "./Purge.js"
 import { retentionConfig } from "./StoreConfig.js"
 
 /**
@@ -10,9 +10,9 @@ import { retentionConfig } from "./StoreConfig.js"
  */
 export const purgeExpired = (now: number, retention: Duration.Input) =>
   Effect.gen(function*() {
-    const store = yield* Store
-    const delivered = yield* store.purgeDelivered(now - Duration.toMillis(retention))
-    const seen = yield* store.purgeSeen(now - dedupeWindowMs)
+    const purge = yield* Purge
+    const delivered = yield* purge.purgeDelivered(now - Duration.toMillis(retention))
+    const seen = yield* purge.purgeSeen(now - dedupeWindowMs)
     return { delivered, seen }
   })
 
@@ -23,12 +23,12 @@ export interface RetentionOptions {
 }
 
 /** Background retention: a pass at start, then every `every`. Failures are logged, never fatal. */
-export const layerRetention = (options: RetentionOptions): Layer.Layer<never, never, Store> =>
+export const layerRetention = (options: RetentionOptions): Layer.Layer<never, never, Purge> =>
   Layer.effectDiscard(Effect.gen(function*() {
-    const store = yield* Store
+    const purge = yield* Purge
     const pass = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const purged = yield* purgeExpired(now, options.retention).pipe(Effect.provideService(Store, store))
+      const purged = yield* purgeExpired(now, options.retention).pipe(Effect.provideService(Purge, purge))
       if (purged.delivered > 0 || purged.seen > 0) {
         yield* Effect.logDebug("retention purge").pipe(Effect.annotateLogs(purged))
       }

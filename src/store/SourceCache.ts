@@ -1,5 +1,6 @@
 import { Deferred, Effect, Exit, Option } from "effect"
-import type { StoredSource, StoreShape } from "./Model.js"
+import type { StoredSource } from "./Model.js"
+import type { SourcesShape } from "./Sources.js"
 import type { StoreError } from "./StoreError.js"
 
 /** How long a source read from the store is trusted. Other processes' admin changes show within it. */
@@ -18,7 +19,7 @@ interface Entry {
  * of 256 jobs of one source is one query, not 256 queued on the pool. A change made through this
  * process invalidates at once; a failed read is not kept.
  */
-export const makeSourceCache = (store: StoreShape) => {
+export const makeSourceCache = (store: SourcesShape) => {
   const byId = new Map<string, Entry>()
   const byWriteKey = new Map<string, Entry>()
 

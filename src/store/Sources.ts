@@ -1,12 +1,26 @@
-import { Effect, Option, Schema } from "effect"
+import { Context, Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
-import type { StoredSource, StoreShape } from "./Model.js"
+import type { StoredSource } from "./Model.js"
 import { num } from "./Rows.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
 
+export interface SourcesShape {
+  readonly upsertSource: (
+    source: SourceConfig,
+    now: number
+  ) => Effect.Effect<StoredSource, StoreError | WriteKeyConflict>
+  readonly getSource: (id: string) => Effect.Effect<Option.Option<StoredSource>, StoreError>
+  /** Looks the key up by its SHA-256, then compares the key itself in constant time. */
+  readonly findSourceByWriteKey: (writeKey: string) => Effect.Effect<Option.Option<StoredSource>, StoreError>
+  readonly listSources: () => Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
+  /** Removes the source (not its jobs). `false` when there was no such source. */
+  readonly deleteSource: (id: string) => Effect.Effect<boolean, StoreError>
+}
+
 /** Sources: their write keys (looked up by hash, compared in constant time) and webhook settings. */
+export class Sources extends Context.Service<Sources, SourcesShape>()("hookrelay/store/Sources") {}
 
 const hashWriteKey = (writeKey: string): string => createHash("sha256").update(writeKey, "utf8").digest("hex")
 
@@ -47,12 +61,7 @@ const toSource = (row: SourceRow): Effect.Effect<StoredSource, StoreError> =>
       fail("decodeSource")
     )
 
-type SourceOperations = Pick<
-  StoreShape,
-  "upsertSource" | "getSource" | "findSourceByWriteKey" | "listSources" | "deleteSource"
->
-
-export const make = ({ sql }: StoreKit): SourceOperations => {
+export const make = ({ sql }: StoreKit): SourcesShape => {
   const upsertSource = Effect.fn("Store.upsertSource")(
     function*(source: SourceConfig, now: number) {
       const hash = hashWriteKey(source.writeKey)

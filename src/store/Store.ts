@@ -1,10 +1,9 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type { Config } from "effect"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
-import type { StoreShape } from "./Model.js"
 import * as PgStore from "./pg/PgStore.js"
 import * as MessageIdLog from "./sqlite/MessageIdLog.js"
 import type { SqliteHotPaths } from "./sqlite/SqliteConnection.js"
@@ -13,20 +12,25 @@ import * as SqliteStore from "./sqlite/SqliteStore.js"
 import * as WalCheckpoints from "./sqlite/WalCheckpoints.js"
 import { dataDirectoryConfig, postgresUrlConfig } from "./StoreConfig.js"
 import { StoreError } from "./StoreError.js"
+import type { StoreServices } from "./StoreOperations.js"
+
+export type { StoreServices } from "./StoreOperations.js"
 
 /**
- * The outbox and everything around it: sources, jobs, attempts, dedupe, usage. One behaviour,
- * two databases: SQLite (embedded, one process) and PostgreSQL (several processes sharing jobs
- * through row leases).
+ * The outbox and everything around it: sources, jobs, attempts, dedupe, usage, one service per concern
+ * (`StoreServices`), every layer here providing all of them from one build. One behaviour, two databases: SQLite
+ * (embedded, one process) and PostgreSQL (several processes sharing jobs through row leases).
  */
-export class Store extends Context.Service<Store, StoreShape>()("hookrelay/Store") {}
 
 /**
  * The SQLite store over the connection in context (`SqliteConnection.layer`, and its `SqliteReader` when provided):
  * migrations run when it is built. `layerSqlite` is this over a file, with its checkpoints and message id log.
  */
-export const layerOnSqliteConnection: Layer.Layer<Store, StoreError, SqlClient.SqlClient | SqliteHotPaths> = Layer
-  .effect(Store, SqliteStore.make)
+export const layerOnSqliteConnection: Layer.Layer<
+  StoreServices,
+  StoreError,
+  SqlClient.SqlClient | SqliteHotPaths
+> = Layer.effectContext(SqliteStore.make)
 
 /** A layer whose construction failure is reported as the store's failure to open. */
 const openFailure = <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, StoreError, R> =>
@@ -70,7 +74,7 @@ export const sqliteFilename = (options: SqliteOptions): string =>
  * (`WalCheckpoints`). Ingest writes a message id that would land inside an index by message id to a log instead,
  * merged into the indexes later (`MessageIdLog`).
  */
-export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<Store, StoreError> =>
+export const layerSqlite = (options: SqliteOptions = {}): Layer.Layer<StoreServices, StoreError> =>
   Layer.unwrap(Effect.gen(function*() {
     const filename = sqliteFilename(options)
     if (filename !== ":memory:" && !filename.startsWith("file:")) {
@@ -107,7 +111,7 @@ export interface PgOptions {
 const schemaName = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** PostgreSQL through `@effect/sql-pg`'s connection pool. Several hookrelay processes may share the database. */
-export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
+export const layerPg = (options: PgOptions): Layer.Layer<StoreServices, StoreError> =>
   Layer.unwrap(Effect.gen(function*() {
     const schema = options.schema
     if (schema !== undefined && !schemaName.test(schema)) {
@@ -121,7 +125,7 @@ export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
         Effect.mapError((cause) => new StoreError({ operation: "open", cause }))
       )
     })
-    return Layer.effect(Store, Effect.andThen(createSchema, PgStore.make)).pipe(
+    return Layer.effectContext(Effect.andThen(createSchema, PgStore.make)).pipe(
       Layer.provide(openFailure(PgClient.layer({
         url,
         maxConnections: options.maxConnections,
@@ -135,7 +139,7 @@ export const layerPg = (options: PgOptions): Layer.Layer<Store, StoreError> =>
 /**
  * PostgreSQL when `DATABASE_URL` is a postgres:// URL, else SQLite under `HOOKRELAY_DATA_DIR`.
  */
-export const layerFromConfig: Layer.Layer<Store, StoreError | Config.ConfigError> = Layer.unwrap(
+export const layerFromConfig: Layer.Layer<StoreServices, StoreError | Config.ConfigError> = Layer.unwrap(
   Effect.gen(function*() {
     const url = yield* postgresUrlConfig
     if (Option.isSome(url)) return layerPg({ url: url.value })

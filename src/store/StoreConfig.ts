@@ -1,7 +1,7 @@
 import { Config, Duration, Effect, Option, Redacted, Result, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
 /**
- * Environment of the store (SPEC §7): `DATABASE_URL` (a postgres:// URL selects PostgreSQL),
+ * Environment of the store (REFERENCE §7): `DATABASE_URL` (a postgres:// URL selects PostgreSQL),
  * `HOOKRELAY_DATA_DIR` (the SQLite file lives there, default ./data), `HOOKRELAY_RETENTION` (how long
  * delivered jobs and their attempts are kept, default 7 days).
  */

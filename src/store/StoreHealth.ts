@@ -1,7 +1,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import type { StoreShape } from "./Model.js"
-import { Store } from "./Store.js"
 import { isStoreUnavailable, type StoreError, storeErrorDetail } from "./StoreError.js"
+import { type StoreServices, wrapOperations } from "./StoreOperations.js"
 
 /** What `/readyz` reports about the store. */
 export type StoreStatus =
@@ -18,7 +17,7 @@ export type StoreStatus =
 
 export interface StoreHealthShape {
   readonly status: Effect.Effect<StoreStatus>
-  /** Records the outcome of one store call (`operation` is its `StoreShape` name). */
+  /** Records the outcome of one store call (`operation` is its name in its service). */
   readonly observe: (operation: string, error: StoreError | undefined) => Effect.Effect<void>
 }
 
@@ -85,30 +84,32 @@ export const make: Effect.Effect<StoreHealthShape> = Effect.gen(function*() {
   }
 })
 
-/** Every call of `store` reports its outcome to `health`. */
-export const observed = (store: StoreShape, health: StoreHealthShape): StoreShape => {
-  const wrapped: Record<string, unknown> = {}
-  for (const [operation, value] of Object.entries(store)) {
-    wrapped[operation] = typeof value !== "function" ? value : (...args: Array<unknown>) => {
-      const result: unknown = (value as (...args: Array<unknown>) => unknown)(...args)
-      if (!Effect.isEffect(result)) return result
-      return (result as Effect.Effect<unknown, StoreError>).pipe(
-        Effect.tapError((error) =>
-          typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "StoreError"
-            ? health.observe(operation, error)
-            : Effect.void
-        ),
-        Effect.tap(() => health.observe(operation, undefined))
-      )
-    }
-  }
-  return wrapped as unknown as StoreShape
-}
+/** Every call of the store's services reports its outcome to `health`. */
+export const observed = (
+  store: Context.Context<StoreServices>,
+  health: StoreHealthShape
+): Context.Context<StoreServices> =>
+  wrapOperations(store, (operation, call) => (...args) => {
+    const result = call(...args)
+    if (!Effect.isEffect(result)) return result
+    return (result as Effect.Effect<unknown, StoreError>).pipe(
+      Effect.tapError((error) =>
+        typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "StoreError"
+          ? health.observe(operation, error)
+          : Effect.void
+      ),
+      Effect.tap(() => health.observe(operation, undefined))
+    )
+  })
 
 /** The store of `store`, observed, beside the `StoreHealth` it reports to. */
-export const layerOver = <E, R>(store: Layer.Layer<Store, E, R>): Layer.Layer<Store | StoreHealth, E, R> =>
+export const layerOver = <E, R>(
+  store: Layer.Layer<StoreServices, E, R>
+): Layer.Layer<StoreServices | StoreHealth, E, R> =>
   Layer.unwrap(Effect.map(make, (health) =>
     Layer.merge(
       Layer.succeed(StoreHealth, health),
-      Layer.effect(Store, Effect.map(Store, (inner) => observed(inner, health))).pipe(Layer.provide(store))
+      Layer.effectContext(Effect.map(Effect.context<StoreServices>(), (inner) => observed(inner, health))).pipe(
+        Layer.provide(store)
+      )
     )))

@@ -1,7 +1,8 @@
 import { Array as Arr, Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
-import type { JobKind, JobStatus, StoreShape } from "./Model.js"
+import type { JobKind, JobStatus } from "./Model.js"
+import type { OutboxShape } from "./Outbox.js"
 import type { makeJobIds } from "./Rows.js"
 import { StoreError } from "./StoreError.js"
 
@@ -32,9 +33,9 @@ export interface StoreKit {
  * (`sqlite/SqliteStore`), on PostgreSQL the statements of `pg/`.
  */
 export interface HotPaths {
-  readonly enqueue: StoreShape["enqueue"]
-  readonly claimDue: StoreShape["claimDue"]
-  readonly completeMany: StoreShape["completeMany"]
+  readonly enqueue: OutboxShape["enqueue"]
+  readonly claimDue: OutboxShape["claimDue"]
+  readonly completeMany: OutboxShape["completeMany"]
   /** Deletes the finished jobs of `status` older than `olderThan` (and their attempts), a chunk at a time. */
   readonly purgeJobs: (
     status: "delivered" | "dead",
@@ -43,7 +44,7 @@ export interface HotPaths {
   ) => Effect.Effect<number, SqlError>
   /** What ingest saw and has not yet written to the dedupe index goes there first (SQLite's message id log). */
   readonly beforePurgeSeen: Effect.Effect<void, SqlError>
-  readonly recoverAbandonedLeases: StoreShape["recoverAbandonedLeases"]
+  readonly recoverAbandonedLeases: OutboxShape["recoverAbandonedLeases"]
 }
 
 /** Rows per multi-row INSERT: jobs and attempts bind 9 parameters a row. */

@@ -1,10 +1,20 @@
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import { insertIdentifyJobs } from "./AudienceMembers.js"
-import type { StoreShape, TraitChunk, TraitChunkResult } from "./Model.js"
+import type { TraitChunk, TraitChunkResult } from "./Model.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
 
-/** Computed traits (SPEC §6): each user's value per trait, and an identify job for each value changed or cleared. */
+export interface TraitValuesShape {
+  /**
+   * Stores one chunk of trait values in one transaction and inserts an identify job for each user
+   * whose value was new or different (the upsert itself reports which), or was cleared by `null`.
+   */
+  readonly applyTraitChunk: (chunk: TraitChunk) => Effect.Effect<TraitChunkResult, StoreError>
+}
+
+/** Computed traits (REFERENCE §6): each user's value per trait, and an identify job for each value changed or cleared. */
+export class TraitValues extends Context.Service<TraitValues, TraitValuesShape>()("hookrelay/store/TraitValues") {}
 
 /** Stores new or different values; returns the users whose row was inserted or updated. */
 const upsertTraitValues = (
@@ -49,7 +59,7 @@ const clearTraitValues = (sql: SqlClient.SqlClient, sourceId: string, trait: str
         RETURNING user_id`
   })
 
-export const make = (kit: StoreKit): Pick<StoreShape, "applyTraitChunk"> => {
+export const make = (kit: StoreKit): TraitValuesShape => {
   const { sql } = kit
 
   const applyTraitChunk = Effect.fn("Store.applyTraitChunk")(

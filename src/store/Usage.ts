@@ -1,6 +1,6 @@
-import { Array as Arr, DateTime, Effect } from "effect"
+import { Array as Arr, Context, DateTime, Effect } from "effect"
 import { usageShards } from "./Migrations.js"
-import type { StoreShape, UsageDay, UsageDelta } from "./Model.js"
+import type { UsageDay, UsageDelta } from "./Model.js"
 import {
   byUsageKey,
   dayMs,
@@ -11,9 +11,17 @@ import {
   usageRow,
   utcDay
 } from "./Rows.js"
+import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit } from "./StoreKit.js"
 
+export interface UsageShape {
+  readonly addUsage: (sourceId: string, now: number, delta: UsageDelta) => Effect.Effect<void, StoreError>
+  /** `days` UTC days ending with the day of `now`, oldest first, zeros included. */
+  readonly usage: (sourceId: string, now: number, days: number) => Effect.Effect<ReadonlyArray<UsageDay>, StoreError>
+}
+
 /** Usage counters per source and UTC day: what ingest and completions add, and the days an admin reads. */
+export class Usage extends Context.Service<Usage, UsageShape>()("hookrelay/store/Usage") {}
 
 const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.makeUnsafe(day * dayMs))
 
@@ -41,7 +49,7 @@ export const makeWrites = ({ sql }: StoreKit) => {
 
 export type UsageWriter = ReturnType<typeof makeWrites>
 
-export const make = (kit: StoreKit, writes: UsageWriter): Pick<StoreShape, "addUsage" | "usage"> => {
+export const make = (kit: StoreKit, writes: UsageWriter): UsageShape => {
   const addUsage = Effect.fn("Store.addUsage")(
     function*(sourceId: string, now: number, delta: UsageDelta) {
       yield* writes.bumpUsage([usageRow(sourceId, now, delta)])

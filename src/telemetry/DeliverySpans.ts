@@ -5,7 +5,7 @@ import { withTraceparent } from "../delivery/Attempt.js"
 import type { AttemptRecord } from "../delivery/AttemptRecord.js"
 import type { DeliveryTracingShape } from "../delivery/DeliveryTracing.js"
 import { formatTraceparent, parseTraceparent, traceparentPrefix } from "../domain/TraceContext.js"
-import type { StoreShape } from "../store/Model.js"
+import type { OutboxShape } from "../store/Outbox.js"
 
 /** An attempt's URL as OpenTelemetry's HTTP client conventions name it; user info (a credential) is left out. */
 interface UrlAttributes {
@@ -135,7 +135,7 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
     })
 
   // A claim that found nothing is no batch: its span is made, backdated, only when it took jobs.
-  const claimDue = (inner: StoreShape["claimDue"]): StoreShape["claimDue"] => (owner, now, limit, leaseMs, options) =>
+  const claimDue = (inner: OutboxShape["claimDue"]): OutboxShape["claimDue"] => (owner, now, limit, leaseMs, options) =>
     Effect.suspend(() => {
       const startTime = clock.currentTimeNanosUnsafe()
       return Effect.map(inner(owner, now, limit, leaseMs, options), (jobs) => {
@@ -150,7 +150,7 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
 
   // Made on the tracer, not by `Effect.withSpan`: nothing under a completion reads the span as its parent.
   const completeMany =
-    (inner: StoreShape["completeMany"]): StoreShape["completeMany"] => (owner, completions, attempts) =>
+    (inner: OutboxShape["completeMany"]): OutboxShape["completeMany"] => (owner, completions, attempts) =>
       Effect.suspend(() => {
         const span = batchSpan("hookrelay.complete", clock.currentTimeNanosUnsafe())
         span.attribute("hookrelay.batch.jobs", completions.length)
@@ -163,6 +163,10 @@ export const makeDeliverySpans = (tracer: Tracer.Tracer, clock: Clock.Clock): De
 
   return {
     attempt,
-    store: (inner) => ({ ...inner, claimDue: claimDue(inner.claimDue), completeMany: completeMany(inner.completeMany) })
+    outbox: (inner) => ({
+      ...inner,
+      claimDue: claimDue(inner.claimDue),
+      completeMany: completeMany(inner.completeMany)
+    })
   }
 }

@@ -2,15 +2,18 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { makeAudienceSync } from "../../src/audiences/AudienceSync.js"
 import { makeComputedTraits } from "../../src/audiences/ComputedTraits.js"
+import { AudienceMembers } from "../../src/store/AudienceMembers.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
-import { Store } from "../../src/store/Store.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { StoreError } from "../../src/store/StoreError.js"
+import { TraitValues } from "../../src/store/TraitValues.js"
 import { type ReceivedRequest, startServer, type TestServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
 import { admin, isoWithMillis, parsed, signatureOf, uuidV7 } from "./support.js"
 
-/** Audience membership sync and computed traits (SPEC §6) over real HTTP, delivered to a loopback receiver. */
+/** Audience membership sync and computed traits (REFERENCE §6) over real HTTP, delivered to a loopback receiver. */
 
 const secret = "whsec_audiences_test"
 const audiencePath = (name: string, sourceId = "web") =>
@@ -21,7 +24,7 @@ const setup = (options: { readonly dispatch?: boolean; readonly enabled?: boolea
   Effect.gen(function*() {
     const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
     const app = yield* startApp({ dispatch: options.dispatch ?? true })
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "web",
       writeKey: "wk_web",
       webhooks: {
@@ -39,7 +42,7 @@ const identifiesSince = (receiver: TestServer, from: number) =>
     a[0] < b[0] ? -1 : 1
   )
 
-/** The SPEC §3 identify body, built like ingest builds one, with a valid signature. */
+/** The REFERENCE §3 identify body, built like ingest builds one, with a valid signature. */
 const expectIdentifyBody = (request: ReceivedRequest, userId: string, traits: Record<string, unknown>) => {
   const body = parsed(request)
   expect(Object.keys(body)).toStrictEqual([
@@ -65,7 +68,7 @@ const expectIdentifyBody = (request: ReceivedRequest, userId: string, traits: Re
   expect(request.headers["x-signature"]).toBe(signatureOf(secret, request.body))
 }
 
-describe("audience sync (SPEC §6)", () => {
+describe("audience sync (REFERENCE §6)", () => {
   it.live("first sync: true for every member; then only changes; an identical sync sends nothing", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup()
@@ -105,7 +108,7 @@ describe("audience sync (SPEC §6)", () => {
       // Nothing was enqueued: the outbox holds exactly the five delivered identifies.
       yield* Effect.sleep("300 millis")
       expect(receiver.requests).toHaveLength(5)
-      const backlog = yield* app.store.backlog()
+      const backlog = yield* app.outbox.backlog()
       expect(backlog).toStrictEqual({ pending: 0, delivering: 0, delivered: 5, dead: 0 })
     }))
 
@@ -132,9 +135,9 @@ describe("audience sync (SPEC §6)", () => {
       const { app, receiver } = yield* setup({ enabled: false })
       const first = yield* admin(app.baseUrl, "PUT", audiencePath("VIP"), { body: { userIds: ["a", "b"] } })
       expect(first.body).toStrictEqual({ property: "vip", added: 2, removed: 0, unchanged: 0 })
-      const second = yield* app.relay.syncAudience("web", "VIP", ["b", "c"])
+      const second = yield* app.relayAudiences.syncAudience("web", "VIP", ["b", "c"])
       expect(second).toStrictEqual({ property: "vip", added: 1, removed: 1, unchanged: 1 })
-      expect(yield* app.store.backlog()).toStrictEqual({ pending: 0, delivering: 0, delivered: 0, dead: 0 })
+      expect(yield* app.outbox.backlog()).toStrictEqual({ pending: 0, delivering: 0, delivered: 0, dead: 0 })
       expect(receiver.requests).toHaveLength(0)
     }))
 
@@ -170,18 +173,24 @@ describe("audience sync (SPEC §6)", () => {
 
       // Another sync (any process) holds the audience's lease.
       const now = Date.now()
-      yield* app.store.startAudienceSync({ sourceId: "web", audience: "Busy" }, "busy", "other", now, now + 60_000)
+      yield* app.audienceMembers.startAudienceSync(
+        { sourceId: "web", audience: "Busy" },
+        "busy",
+        "other",
+        now,
+        now + 60_000
+      )
       const busy = yield* admin(app.baseUrl, "PUT", audiencePath("Busy"), { body: { userIds: ["a"] } })
       expect(busy.status).toBe(409)
       expect(busy.body.code).toBe("sync_in_progress")
-      yield* app.store.endAudienceSync({ sourceId: "web", audience: "Busy" }, "other", now, true)
+      yield* app.audienceMembers.endAudienceSync({ sourceId: "web", audience: "Busy" }, "other", now, true)
       expect((yield* admin(app.baseUrl, "PUT", audiencePath("Busy"), { body: { userIds: ["a"] } })).status).toBe(200)
 
       expect(
         (yield* admin(app.baseUrl, "PUT", audiencePath("VIP"), { body: { userIds: [] }, authorization: null })).status
       ).toBe(401)
       // Refused requests stored nothing: two syncs of one member each.
-      expect((yield* app.store.backlog()).pending).toBe(2)
+      expect((yield* app.outbox.backlog()).pending).toBe(2)
     }))
 
   it.live(
@@ -193,13 +202,13 @@ describe("audience sync (SPEC §6)", () => {
         const first = yield* admin(app.baseUrl, "PUT", audiencePath("Everyone"), { body: { userIds: members } })
         expect(first.status).toBe(200)
         expect(first.body).toStrictEqual({ property: "everyone", added: 100_000, removed: 0, unchanged: 0 })
-        expect((yield* app.store.backlog()).pending).toBe(100_000)
+        expect((yield* app.outbox.backlog()).pending).toBe(100_000)
 
         // 1 000 leave, 1 000 join.
         const next = [...members.slice(1_000), ...Array.from({ length: 1_000 }, (_, i) => `new-${i}`)]
-        const second = yield* app.relay.syncAudience("web", "Everyone", next)
+        const second = yield* app.relayAudiences.syncAudience("web", "Everyone", next)
         expect(second).toStrictEqual({ property: "everyone", added: 1_000, removed: 1_000, unchanged: 99_000 })
-        expect((yield* app.store.backlog()).pending).toBe(102_000)
+        expect((yield* app.outbox.backlog()).pending).toBe(102_000)
       }),
     { timeout: 120_000 }
   )
@@ -213,9 +222,11 @@ describe("audience sync: one logical operation", () => {
 
   it.live("a sync stopped half way leaves a consistent state; running it again sends each change exactly once", () =>
     Effect.gen(function*() {
-      const store = yield* Store
+      const sources = yield* Sources
+      const outbox = yield* Outbox
+      const audienceMembers = yield* AudienceMembers
       const signal = yield* OutboxSignal.make
-      yield* store.upsertSource({
+      yield* sources.upsertSource({
         id: "web",
         writeKey: "wk",
         webhooks: { enabled: true, endpoints: [{ url: "https://example.com/hook" }] }
@@ -223,26 +234,26 @@ describe("audience sync: one logical operation", () => {
       // The store fails the third chunk.
       let chunks = 0
       const failing = {
-        ...store,
-        applyAudienceChunk: (chunk: Parameters<typeof store.applyAudienceChunk>[0]) =>
+        ...audienceMembers,
+        applyAudienceChunk: (chunk: Parameters<typeof audienceMembers.applyAudienceChunk>[0]) =>
           ++chunks === 3
             ? Effect.fail(new StoreError({ operation: "test", cause: "boom" }))
-            : store.applyAudienceChunk(chunk)
+            : audienceMembers.applyAudienceChunk(chunk)
       }
       const members = Array.from({ length: 1_000 }, (_, i) => `u${String(i).padStart(4, "0")}`)
       const broken = yield* Effect.flip(
-        makeAudienceSync(failing, signal, { chunkSize: 100 }).syncAudience("web", "Fans", members)
+        makeAudienceSync({ sources, members: failing }, signal, { chunkSize: 100 }).syncAudience("web", "Fans", members)
       )
       expect(broken._tag).toBe("StoreError")
       // Two chunks committed, each with its messages; the lease was given back.
-      expect((yield* store.backlog()).pending).toBe(200)
+      expect((yield* outbox.backlog()).pending).toBe(200)
 
-      const sync = makeAudienceSync(store, signal, { chunkSize: 100 })
+      const sync = makeAudienceSync({ sources, members: audienceMembers }, signal, { chunkSize: 100 })
       const resumed = yield* sync.syncAudience("web", "Fans", members)
       expect(resumed).toStrictEqual({ property: "fans", added: 800, removed: 0, unchanged: 200 })
-      expect((yield* store.backlog()).pending).toBe(1_000)
+      expect((yield* outbox.backlog()).pending).toBe(1_000)
       // Exactly one identify per member.
-      const jobs = yield* store.claimDue("check", Date.now() + 1_000, 2_000, 60_000)
+      const jobs = yield* outbox.claimDue("check", Date.now() + 1_000, 2_000, 60_000)
       const users = jobs.map((job) => JSON.parse(new TextDecoder().decode(job.body)).userId as string)
       expect(new Set(users).size).toBe(1_000)
       expect(jobs.every((job) => job.kind === "audience")).toBe(true)
@@ -262,10 +273,11 @@ describe("audience sync: one logical operation", () => {
 
   it.live("two syncs of one audience at once: the second is refused while the first runs", () =>
     Effect.gen(function*() {
-      const store = yield* Store
+      const sources = yield* Sources
+      const audienceMembers = yield* AudienceMembers
       const signal = yield* OutboxSignal.make
-      yield* store.upsertSource({ id: "web", writeKey: "wk" }, 0)
-      const sync = makeAudienceSync(store, signal, { chunkSize: 50 })
+      yield* sources.upsertSource({ id: "web", writeKey: "wk" }, 0)
+      const sync = makeAudienceSync({ sources, members: audienceMembers }, signal, { chunkSize: 50 })
       const members = Array.from({ length: 5_000 }, (_, i) => `u${i}`)
       const [one, two] = yield* Effect.all([
         Effect.result(sync.syncAudience("web", "Fans", members)),
@@ -305,12 +317,12 @@ describe("computed traits", () => {
         ["dave", { lifetime_value: 0 }]
       ])
 
-      const third = yield* app.relay.syncComputedTrait("web", "Lifetime Value", { carol: null, alice: 120.5 })
+      const third = yield* app.relayAudiences.syncComputedTrait("web", "Lifetime Value", { carol: null, alice: 120.5 })
       expect(third).toStrictEqual({ property: "lifetime_value", changed: 0, cleared: 1, unchanged: 1 })
       yield* waitUntil(() => receiver.requests.length === 6, "the clearing identify")
       expect(identifiesSince(receiver, 5)).toStrictEqual([["carol", { lifetime_value: null }]])
       // Cleared, then set again: new.
-      expect((yield* app.relay.syncComputedTrait("web", "Lifetime Value", { carol: true })).changed).toBe(1)
+      expect((yield* app.relayAudiences.syncComputedTrait("web", "Lifetime Value", { carol: true })).changed).toBe(1)
     }))
 
   it.live("400 naming the field for values that are not JSON scalars", () =>
@@ -329,19 +341,20 @@ describe("computed traits", () => {
         expect(answer.body.errors.map((e: any) => e.path)).toContain(path)
       }
       expect((yield* admin(app.baseUrl, "PUT", traitPath("plan", "nope"), { body: { values: {} } })).status).toBe(404)
-      expect((yield* app.store.backlog()).pending).toBe(0)
+      expect((yield* app.outbox.backlog()).pending).toBe(0)
     }))
 
   it.live("traits of a large sync are written in chunks", () =>
     Effect.gen(function*() {
-      const store = yield* Store
+      const sources = yield* Sources
+      const outbox = yield* Outbox
       const signal = yield* OutboxSignal.make
-      yield* store.upsertSource({
+      yield* sources.upsertSource({
         id: "web",
         writeKey: "wk",
         webhooks: { enabled: true, endpoints: [{ url: "https://example.com/hook" }] }
       }, 0)
-      const traits = makeComputedTraits(store, signal, { chunkSize: 300 })
+      const traits = makeComputedTraits({ sources, traits: yield* TraitValues }, signal, { chunkSize: 300 })
       const values = Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`u${i}`, i]))
       expect(yield* traits.syncComputedTrait("web", "score", values)).toStrictEqual({
         property: "score",
@@ -351,7 +364,7 @@ describe("computed traits", () => {
       })
       values.u7 = -1
       expect(yield* traits.syncComputedTrait("web", "score", values)).toMatchObject({ changed: 1, unchanged: 1_999 })
-      expect((yield* store.backlog()).pending).toBe(2_001)
+      expect((yield* outbox.backlog()).pending).toBe(2_001)
     }).pipe(
       Effect.provide(
         Layer.unwrap(Effect.map(tempDirectory, (directory) => StoreLayers.layerSqlite({ directory })))

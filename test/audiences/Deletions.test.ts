@@ -6,7 +6,7 @@ import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
 import { admin, isoWithMillis, parsed, pollUntil, signatureOf, track } from "./support.js"
 
-/** Deletion requests (SPEC §5, §3 "delete") over real HTTP, delivered by the real dispatcher to loopback receivers. */
+/** Deletion requests (REFERENCE §5, §3 "delete") over real HTTP, delivered by the real dispatcher to loopback receivers. */
 
 const secret = "whsec_deletions_test"
 
@@ -33,17 +33,17 @@ const setup = (
       dispatch: options.dispatch ?? true,
       ...(options.directory !== undefined && { store: StoreLayers.layerSqlite({ directory: options.directory }) })
     })
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "web",
       writeKey: "wk_web",
       webhooks: { enabled: true, sharedSecret: secret, endpoints: [{ url: `${receivers.web.url}/hook` }] }
     })
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "app",
       writeKey: "wk_app",
       webhooks: { enabled: true, endpoints: [{ url: `${receivers.app.url}/hook?via=app` }] }
     })
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "off",
       writeKey: "wk_off",
       webhooks: { enabled: false, endpoints: [{ url: `${receivers.off.url}/hook` }] }
@@ -51,7 +51,7 @@ const setup = (
     return { app, receivers }
   })
 
-describe("deletion requests: the delete notification (SPEC §3, §5)", () => {
+describe("deletion requests: the delete notification (REFERENCE §3, §5)", () => {
   it.live("is delivered byte-exact to every source whose destination is enabled, signed when a secret is set", () =>
     Effect.gen(function*() {
       const { app, receivers } = yield* setup()
@@ -131,7 +131,7 @@ describe("deletion requests: the delete notification (SPEC §3, §5)", () => {
     }))
 })
 
-describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
+describe("deletion requests: the user's undelivered jobs (REFERENCE §5)", () => {
   it.live("pending and dead jobs of the user are removed and never delivered; others' jobs are untouched", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
@@ -142,7 +142,11 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
         const { app, receivers } = yield* setup({ dispatch: false, directory, receivers: shared })
         // `off` was enabled when the user's message came in, and is disabled since: its job waits.
         const offSettings = { endpoints: [{ url: `${receivers.off.url}/hook` }] }
-        yield* app.relay.putSource({ id: "off", writeKey: "wk_off", webhooks: { enabled: true, ...offSettings } })
+        yield* app.relaySources.putSource({
+          id: "off",
+          writeKey: "wk_off",
+          webhooks: { enabled: true, ...offSettings }
+        })
         for (
           const [writeKey, userId, event] of [
             ["wk_web", "doomed", "W1"],
@@ -155,11 +159,15 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
         ) {
           expect(yield* track(app.baseUrl, writeKey, { userId, event, messageId: `${userId}-${event}` })).toBe(200)
         }
-        yield* app.relay.putSource({ id: "off", writeKey: "wk_off", webhooks: { enabled: false, ...offSettings } })
+        yield* app.relaySources.putSource({
+          id: "off",
+          writeKey: "wk_off",
+          webhooks: { enabled: false, ...offSettings }
+        })
         // Make doomed-W2 a dead letter, with an attempt recorded.
-        const claimed = yield* app.store.claimDue("test", Date.now() + 1_000, 100, 60_000)
+        const claimed = yield* app.outbox.claimDue("test", Date.now() + 1_000, 100, 60_000)
         const w2 = claimed.find((job) => job.messageId === "doomed-W2")!
-        yield* app.store.completeMany("test", [{ _tag: "Dead", jobId: w2.id, at: Date.now(), lastError: "410" }], [
+        yield* app.outbox.completeMany("test", [{ _tag: "Dead", jobId: w2.id, at: Date.now(), lastError: "410" }], [
           {
             jobId: w2.id,
             url: "https://x.example",
@@ -169,8 +177,8 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
             outcome: "permanent"
           }
         ])
-        yield* app.store.releaseLeases("test")
-        expect((yield* app.store.listDeadLetters({ limit: 10 })).map((job) => job.messageId)).toStrictEqual([
+        yield* app.outbox.releaseLeases("test")
+        expect((yield* app.deadLetters.listDeadLetters({ limit: 10 })).map((job) => job.messageId)).toStrictEqual([
           "doomed-W2"
         ])
 
@@ -179,13 +187,13 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
         })
         expect(created.status).toBe(202)
         for (const gone of ["doomed-W1", "doomed-W2", "doomed-O1"]) {
-          expect(yield* app.store.jobsForMessage(gone), gone).toStrictEqual([])
+          expect(yield* app.messageLog.jobsForMessage(gone), gone).toStrictEqual([])
         }
         // Another source's jobs of the user, and other users' jobs, stay.
         for (const kept of ["doomed-A1", "keeper-K1", "keeper-K2"]) {
-          expect((yield* app.store.jobsForMessage(kept)).map((job) => job.status), kept).toStrictEqual(["pending"])
+          expect((yield* app.messageLog.jobsForMessage(kept)).map((job) => job.status), kept).toStrictEqual(["pending"])
         }
-        expect(yield* app.store.listDeadLetters({ limit: 10 })).toStrictEqual([])
+        expect(yield* app.deadLetters.listDeadLetters({ limit: 10 })).toStrictEqual([])
         const shown = yield* admin(app.baseUrl, "GET", `/admin/deletions/${created.body.id}`)
         // W1 (pending), W2 (dead) and O1 (pending for the disabled destination).
         expect(shown.body).toMatchObject({ userId: "doomed", sourceIds: ["web", "off"], jobsRemoved: 3 })
@@ -208,7 +216,7 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
         { type: "delete", userId: "doomed", timestamp: expect.stringMatching(isoWithMillis) }
       ])
       expect(receivers.off.requests).toHaveLength(0)
-      const deletion = yield* app.relay.getDeletion(deletionId)
+      const deletion = yield* app.relayAudiences.getDeletion(deletionId)
       expect(deletion.notifications).toHaveLength(1)
       expect(formatTimestamp(deletion.createdAt)).toBe(received.find((body) => body.type === "delete")!.timestamp)
     }))
@@ -218,22 +226,27 @@ describe("deletion requests: the user's undelivered jobs (SPEC §5)", () => {
       const { app } = yield* setup({ dispatch: false })
       yield* track(app.baseUrl, "wk_web", { userId: "u9", event: "InFlight", messageId: "u9-in-flight" })
       yield* track(app.baseUrl, "wk_web", { userId: "u9", event: "Waiting", messageId: "u9-waiting" })
-      const claimed = yield* app.store.claimDue("test", Date.now() + 1_000, 100, 60_000)
-      yield* app.store.releaseLeases("test", claimed.filter((job) => job.messageId !== "u9-in-flight").map((j) => j.id))
+      const claimed = yield* app.outbox.claimDue("test", Date.now() + 1_000, 100, 60_000)
+      yield* app.outbox.releaseLeases(
+        "test",
+        claimed.filter((job) => job.messageId !== "u9-in-flight").map((j) => j.id)
+      )
 
-      const request = yield* app.relay.deleteUser("u9")
+      const request = yield* app.relayAudiences.deleteUser("u9")
       expect(request).toMatchObject({ userId: "u9", sourceIds: ["app", "off", "web"], jobsRemoved: 1 })
       expect(request.notifications.map((n) => n.sourceId)).toStrictEqual(["app", "web"])
-      expect((yield* app.store.jobsForMessage("u9-in-flight")).map((job) => job.status)).toStrictEqual(["delivering"])
-      expect(yield* app.store.jobsForMessage("u9-waiting")).toStrictEqual([])
-      const status = yield* app.relay.getDeletion(request.id)
+      expect((yield* app.messageLog.jobsForMessage("u9-in-flight")).map((job) => job.status)).toStrictEqual([
+        "delivering"
+      ])
+      expect(yield* app.messageLog.jobsForMessage("u9-waiting")).toStrictEqual([])
+      const status = yield* app.relayAudiences.getDeletion(request.id)
       expect(status.notifications.map((n) => [n.sourceId, n.status])).toStrictEqual([
         ["app", "pending"],
         ["web", "pending"]
       ])
-      const missing = yield* Effect.flip(app.relay.getDeletion("nope"))
+      const missing = yield* Effect.flip(app.relayAudiences.getDeletion("nope"))
       expect(missing._tag).toBe("UnknownDeletion")
-      expect(Option.isNone(yield* app.store.getDeletion("nope"))).toBe(true)
+      expect(Option.isNone(yield* app.deletionRequests.getDeletion("nope"))).toBe(true)
     }))
 })
 
@@ -274,7 +287,7 @@ describe("deletion requests: validation and access", () => {
 
       expect((yield* admin(app.baseUrl, "GET", "/admin/deletions/nope")).status).toBe(404)
       // Nothing was recorded or queued by the refused requests: only the numeric one's two notifications.
-      expect((yield* app.store.backlog()).pending).toBe(2)
+      expect((yield* app.outbox.backlog()).pending).toBe(2)
     }))
 
   it.live("needs the admin token", () =>
@@ -290,6 +303,6 @@ describe("deletion requests: validation and access", () => {
       )
       const disabled = yield* startApp({ admin: false, dispatch: false })
       expect((yield* admin(disabled.baseUrl, "POST", "/admin/deletions", { body: { userId: "u" } })).status).toBe(404)
-      expect((yield* app.store.backlog()).pending).toBe(0)
+      expect((yield* app.outbox.backlog()).pending).toBe(0)
     }))
 })

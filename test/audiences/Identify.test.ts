@@ -24,7 +24,7 @@ const scalar = fc.oneof(
 )
 
 describe("identify bodies of audience and trait changes", () => {
-  it("are the SPEC §3 identify body, as ingest stamps and builds it", () => {
+  it("are the REFERENCE §3 identify body, as ingest stamps and builds it", () => {
     const messageId = uuidv7(now)
     expect(pipeline("high_value_users", true, "user-1", messageId)).toBe(
       `{"version":1,"type":"identify","messageId":"${messageId}","userId":"user-1",` +

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { audiencePropertyName } from "../../src/audiences/PropertyName.js"
 
-describe("audiencePropertyName (SPEC §6)", () => {
+describe("audiencePropertyName (REFERENCE §6)", () => {
   it.each([
     ["High Value Users", "high_value_users"],
     ["PowerUsers", "power_users"],

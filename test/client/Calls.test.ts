@@ -19,7 +19,7 @@ const loose = (analytics: AnalyticsShape) =>
     ) => Effect.Effect<void, CallError>
   }
 
-describe("validation (SPEC §2 rules, the domain's schemas)", () => {
+describe("validation (REFERENCE §2 rules, the domain's schemas)", () => {
   it.effect("identify, track, page, screen and group need userId or anonymousId", () =>
     Effect.gen(function*() {
       const { analytics } = yield* startClient()

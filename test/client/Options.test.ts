@@ -23,7 +23,7 @@ const environment = (entries: ReadonlyArray<readonly [string, string]>) =>
   ConfigProvider.fromEnv({ env: Object.fromEntries(entries) })
 
 describe("options", () => {
-  it("applies SPEC §9 defaults", () => {
+  it("applies REFERENCE §9 defaults", () => {
     const resolved = Result.getOrThrow(resolveOptions({ writeKey: "wk" }))
     expect(resolved).toMatchObject({
       endpoint: "http://localhost:8080",

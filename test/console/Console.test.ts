@@ -11,7 +11,7 @@ import { repoRoot } from "../support/serverProcess.js"
 import { ensureConsoleBuilt } from "./build.js"
 
 /**
- * The web console (SPEC §12) end to end: headless Chromium (Debian's package) against the real
+ * The web console (REFERENCE §12) end to end: headless Chromium (Debian's package) against the real
  * server on 127.0.0.1, two loopback receivers, messages sent through the tracking API.
  */
 

@@ -17,20 +17,24 @@ describe.skipIf(!hasChromium)("web console: endpoints page in Chromium", () => {
       const { app, receiver, setStatus, url } = yield* startWithGoneEndpoint(writeKey)
       yield* track(app.baseUrl, writeKey, { type: "track", event: "A", userId: "u" })
       yield* pollUntil(
-        app.relay.endpointHealth("web"),
+        app.relayEndpoints.endpointHealth("web"),
         (endpoints) => endpoints[0]?.state === "disabled" && endpoints[0].lastDay.attempts === 1,
         "the URL disabled"
       )
       yield* track(app.baseUrl, writeKey, { type: "track", event: "B", userId: "u" })
-      yield* pollUntil(app.relay.deadLetters({ sourceId: "web", limit: 10 }), (jobs) => jobs.length === 2, "2 dead")
+      yield* pollUntil(app.relayMessages.deadLetters({ sourceId: "web", limit: 10 }), (jobs) =>
+        jobs.length === 2, "2 dead")
 
-      const browser = yield* Effect.acquireRelease(Effect.promise(() => launchChromium()), (b: Browser) =>
-        Effect.promise(() => b.close()))
+      const browser = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          launchChromium()
+        ),
+        (b: Browser) => Effect.promise(() => b.close())
+      )
       yield* Effect.promise(async () => {
         const page = await (await browser.newContext()).newPage()
         const pageErrors: Array<string> = []
-        page.on("pageerror", (error) =>
-          pageErrors.push(error.message))
+        page.on("pageerror", (error) => pageErrors.push(error.message))
         await page.goto(`${app.baseUrl}/console/`)
         await page.getByLabel("Admin token").fill(adminToken)
         await page.getByLabel("Admin token").press("Enter")

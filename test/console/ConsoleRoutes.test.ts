@@ -9,7 +9,7 @@ import { consoleRoutes, contentTypeOf, resolveConsolePath } from "../../src/inge
 import { startApp, tempDirectory } from "../support/app.js"
 import { consoleDist, ensureConsoleBuilt } from "./build.js"
 
-/** The static file route of the web console (SPEC §12): types, caching, deep links, traversal. */
+/** The static file route of the web console (REFERENCE §12): types, caching, deep links, traversal. */
 
 interface Answer {
   readonly status: number

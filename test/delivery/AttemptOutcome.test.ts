@@ -11,7 +11,7 @@ import {
 
 const now = Date.UTC(2026, 10, 21, 9, 0, 0)
 
-describe("classifyResponse (SPEC §4)", () => {
+describe("classifyResponse (REFERENCE §4)", () => {
   it.each([200, 201, 204, 299])("%i is a success", (status) => {
     expect(classifyResponse({ status }, now)).toStrictEqual(AttemptOutcome.Success({ status }))
   })
@@ -52,7 +52,7 @@ describe("classifyResponse (SPEC §4)", () => {
     )
   })
 
-  it("treats a status outside what SPEC §4 names as retryable, like an unknown error", () => {
+  it("treats a status outside what REFERENCE §4 names as retryable, like an unknown error", () => {
     expect(classifyResponse({ status: 101 }, now)._tag).toBe("Retryable")
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
+import { Context, Effect, Layer, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type * as http from "node:http"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
@@ -11,8 +11,10 @@ import type { Endpoint } from "../../src/domain/Settings.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
 import { IngestPressure } from "../../src/overload/IngestPressure.js"
 import * as IngestPressures from "../../src/overload/IngestPressure.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
-import { Store } from "../../src/store/Store.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { commitEvery10Millis, scriptedLoop } from "../overload/support.js"
 import { tempDirectory } from "../support/app.js"
@@ -36,35 +38,35 @@ const baseLayer = (directory: string) =>
 
 const enqueue = (sourceId: string, ids: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const outbox = yield* Outbox
     const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
     for (let start = 0; start < ids.length; start += 1000) {
       const chunk = ids.slice(start, start + 1000)
-      yield* store.enqueue(sourceId, chunk.map((id) => ({ messageId: id, body: bodyFor(id, now) })), now)
+      yield* outbox.enqueue(sourceId, chunk.map((id) => ({ messageId: id, body: bodyFor(id, now) })), now)
     }
   })
 
 const source = (id: string, url: string, settings: Omit<Endpoint, "url"> = {}) =>
-  Effect.flatMap(Store, (store) =>
+  Effect.flatMap(Sources, (sources) =>
     Effect.flatMap(
       Effect.clockWith((clock) => clock.currentTimeMillis),
       (now) =>
-        store.upsertSource(
+        sources.upsertSource(
           { id, writeKey: `key-${id}`, webhooks: { enabled: true, endpoints: [{ url, ...settings }] } },
           now
         )
     ))
 
-/** The store in context with the limit of each claim recorded. */
+/** The outbox in context with the limit of each claim recorded. */
 const recordingClaims = (limits: Array<number>) =>
   Layer.effect(
-    Store,
-    Effect.map(Store, (store) =>
-      Store.of({
-        ...store,
+    Outbox,
+    Effect.map(Outbox, (outbox) =>
+      Outbox.of({
+        ...outbox,
         claimDue: (owner, now, limit, leaseMs, options) => {
           limits.push(limit)
-          return store.claimDue(owner, now, limit, leaseMs, options)
+          return outbox.claimDue(owner, now, limit, leaseMs, options)
         }
       }))
   )
@@ -157,11 +159,11 @@ describe("Dispatcher", () => {
         yield* Layer.build(Dispatcher.layer())
         yield* enqueue("s1", Array.from({ length: 50 }, (_, i) => `m-${i}`))
         yield* waitUntil(() => receiver.requests.length === 50, "50 deliveries")
-        const store = yield* Store
+        const messageLog = yield* MessageLog
         yield* waitUntil(() => seen.length === 50, "50 outcomes")
         expect(seen.every((status) => status === "delivered")).toBe(true)
         yield* Effect.sleep("100 millis")
-        const [job] = yield* store.jobsForMessage("m-7")
+        const [job] = yield* messageLog.jobsForMessage("m-7")
         expect(job).toMatchObject({ status: "delivered", attemptCount: 1 })
         expect(job!.attempts).toMatchObject([{ url: `${receiver.url}/hook`, statusCode: 204, outcome: "success" }])
       }).pipe(Effect.provide(context))
@@ -203,14 +205,15 @@ describe("Dispatcher", () => {
       const receiver = yield* startServer((_request, response) => response.writeHead(500).end())
       const context = yield* Layer.build(baseLayer(directory))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
         yield* source("s1", receiver.url)
         yield* enqueue("s1", ["inside", "outside"])
         const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         // A process that died long ago had started both jobs' windows.
-        const claimed = yield* store.claimDue("old-process", now, 10, 60_000)
+        const claimed = yield* outbox.claimDue("old-process", now, 10, 60_000)
         const started = { inside: now - (3 * hour + 59 * minute), outside: now - (4 * hour + 1 * minute) }
-        yield* store.completeMany(
+        yield* outbox.completeMany(
           "old-process",
           claimed.map((job) => ({
             _tag: "Retry" as const,
@@ -225,7 +228,7 @@ describe("Dispatcher", () => {
         yield* waitUntil(() => receiver.requests.length >= 1, "one attempt")
         // The answer comes in real time; finished jobs are written every 20 ms of Clock time after it.
         const jobs = Effect.map(
-          Effect.all([store.jobsForMessage("inside"), store.jobsForMessage("outside")]),
+          Effect.all([messageLog.jobsForMessage("inside"), messageLog.jobsForMessage("outside")]),
           ([[inside], [outside]]) => ({ inside, outside })
         )
         let { inside, outside } = yield* jobs
@@ -252,7 +255,7 @@ describe("Dispatcher", () => {
       )
       const context = yield* Layer.build(baseLayer(directory))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const messageLog = yield* MessageLog
         yield* source("s1", `${receiver.url}/hook`)
         yield* enqueue("s1", ["flaky"])
         yield* Layer.build(Dispatcher.layer())
@@ -262,11 +265,11 @@ describe("Dispatcher", () => {
         expect(receiver.requests).toHaveLength(1)
         yield* adjustUntil(() => receiver.requests.length === 3, "the third attempt")
         // Finished jobs are written every 20 ms of Clock time.
-        let job = (yield* store.jobsForMessage("flaky"))[0]
+        let job = (yield* messageLog.jobsForMessage("flaky"))[0]
         for (let step = 0; step < 100 && job?.status !== "delivered"; step++) {
           yield* TestClock.adjust("10 millis")
           yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
-          job = (yield* store.jobsForMessage("flaky"))[0]
+          job = (yield* messageLog.jobsForMessage("flaky"))[0]
         }
         expect(job).toMatchObject({ status: "delivered", attemptCount: 3 })
         expect(job!.attempts.map((attempt) => [attempt.statusCode, attempt.outcome])).toStrictEqual([
@@ -311,19 +314,20 @@ describe("Dispatcher", () => {
       const port = yield* closedPort
       const context = yield* Layer.build(baseLayer(directory))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
         yield* source("s1", `http://127.0.0.1:${port}/down`)
         yield* enqueue("s1", Array.from({ length: 20 }, (_, i) => `r-${i}`))
         yield* Effect.scoped(Effect.gen(function*() {
           yield* Layer.build(Dispatcher.layer())
           // Every job claimed, and the first, refused, attempts recorded: the dispatcher holds them all.
           yield* pollUntil(
-            Effect.zip(store.backlog(), store.jobsForMessage("r-19")),
+            Effect.zip(outbox.backlog(), messageLog.jobsForMessage("r-19")),
             ([backlog, [job]]) => backlog.delivering === 20 && (job?.attempts.length ?? 0) >= 1,
             "every job claimed and attempted"
           )
         }))
-        const backlog = yield* store.backlog()
+        const backlog = yield* outbox.backlog()
         expect(backlog).toMatchObject({ delivering: 0, pending: 20 })
       }).pipe(Effect.provide(context))
     }))
@@ -335,9 +339,12 @@ describe("Dispatcher", () => {
         // Never answers: the request stays in flight until the dispatcher gives it up.
       })
       // A store whose renewals report every lease lost, as after a takeover.
-      const losingRenewals = Layer.effect(
-        Store,
-        Effect.map(Store, (store) => ({ ...store, renewLeases: () => Effect.succeed([] as ReadonlyArray<string>) }))
+      const losingRenewals = Layer.effectContext(
+        Effect.map(Effect.context<StoreLayers.StoreServices>(), (store) =>
+          Context.add(store, Outbox, {
+            ...Context.get(store, Outbox),
+            renewLeases: () => Effect.succeed([] as ReadonlyArray<string>)
+          }))
       ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
       const context = yield* Layer.build(
         Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer).pipe(Layer.provideMerge(losingRenewals))
@@ -358,7 +365,7 @@ describe("Dispatcher", () => {
       const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
       const context = yield* Layer.build(baseLayer(directory))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
         yield* source("s1", receiver.url)
         yield* enqueue("s1", Array.from({ length: 25 }, (_, i) => `f-${i}`))
         // The Clock never moves here: only the size can trigger a write.
@@ -367,10 +374,10 @@ describe("Dispatcher", () => {
         // Polls the store (real time, at most 2 s) until `count` jobs are written as delivered.
         const writtenDelivered = (count: number) =>
           Effect.gen(function*() {
-            let delivered = (yield* store.backlog()).delivered
+            let delivered = (yield* outbox.backlog()).delivered
             for (let waited = 0; waited < 2_000 && delivered < count; waited += 10) {
               yield* realWait(10)
-              delivered = (yield* store.backlog()).delivered
+              delivered = (yield* outbox.backlog()).delivered
             }
             return delivered
           })
@@ -388,7 +395,7 @@ describe("Dispatcher", () => {
       const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
       const context = yield* Layer.build(baseLayer(directory))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
         yield* source("s1", receiver.url)
         yield* Layer.build(Dispatcher.layer())
         // The first claim (expired leases included) finds nothing; the dispatcher then polls every 200 ms.
@@ -396,7 +403,7 @@ describe("Dispatcher", () => {
         yield* enqueue("s1", ["orphan"])
         const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         // Another process claims it for 300 ms and stops.
-        expect(yield* store.claimDue("stopped-process", now, 10, 300)).toHaveLength(1)
+        expect(yield* outbox.claimDue("stopped-process", now, 10, 300)).toHaveLength(1)
         // Expired at +300 ms; claims at +200 … +800 take pending jobs only.
         for (let step = 0; step < 9; step++) {
           yield* TestClock.adjust("100 millis")
@@ -458,7 +465,7 @@ describe("Dispatcher", () => {
       })
       const context = yield* Layer.build(baseLayer(directory))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const messageLog = yield* MessageLog
         yield* source("s1", receiver.url)
         yield* enqueue("s1", ["in-flight"])
         yield* Effect.scoped(Effect.gen(function*() {
@@ -466,7 +473,7 @@ describe("Dispatcher", () => {
           yield* waitUntil(() => receiver.requests.length === 1, "the request in flight")
         }))
         yield* waitUntil(() => receiver.requests[0]!.aborted, "the receiver saw the request aborted")
-        const [job] = yield* store.jobsForMessage("in-flight")
+        const [job] = yield* messageLog.jobsForMessage("in-flight")
         expect(job).toMatchObject({ status: "pending", attemptCount: 1, leaseOwner: null })
         expect(job!.attempts).toMatchObject([{ attempt: 1, outcome: "aborted", statusCode: null }])
       }).pipe(Effect.provide(context))
@@ -492,22 +499,23 @@ describe("Dispatcher", () => {
         )
       )
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
         yield* source("s1", "https://receiver.example/hook")
         yield* enqueue("s1", ["scripted-1", "scripted-2"])
         yield* Layer.build(Dispatcher.layer())
         yield* waitUntil(() => posted.length === 2, "both requests posted")
         yield* TestClock.adjust("2999 millis")
         yield* realWait(20)
-        expect((yield* store.backlog()).delivered).toBe(0)
+        expect((yield* outbox.backlog()).delivered).toBe(0)
         // The answers at 3 s; the finished jobs are written 20 ms of Clock later.
         for (let step = 0; step < 50; step++) {
-          if ((yield* store.backlog()).delivered === 2) break
+          if ((yield* outbox.backlog()).delivered === 2) break
           yield* TestClock.adjust("10 millis")
           yield* realWait(5)
         }
-        expect(yield* store.backlog()).toMatchObject({ delivered: 2, pending: 0, delivering: 0 })
-        const [job] = yield* store.jobsForMessage("scripted-1")
+        expect(yield* outbox.backlog()).toMatchObject({ delivered: 2, pending: 0, delivering: 0 })
+        const [job] = yield* messageLog.jobsForMessage("scripted-1")
         expect(job!.attempts).toMatchObject([{ attempt: 1, outcome: "success", statusCode: 200, durationMs: 3000 }])
       }).pipe(Effect.provide(context))
     }))
@@ -518,13 +526,13 @@ describe("Dispatcher", () => {
       const limits: Array<number> = []
       const context = yield* Layer.build(scriptedLayer(directory, () => answerSoon))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
         yield* dispatchSmall("quick", 400, limits)
-        for (let step = 0; step < 2000 && (yield* store.backlog()).delivered < 400; step++) {
+        for (let step = 0; step < 2000 && (yield* outbox.backlog()).delivered < 400; step++) {
           yield* TestClock.adjust("5 millis")
           yield* realWait(1)
         }
-        expect(yield* store.backlog()).toMatchObject({ delivered: 400, pending: 0, delivering: 0 })
+        expect(yield* outbox.backlog()).toMatchObject({ delivered: 400, pending: 0, delivering: 0 })
         // A source not seen yet gets its base mailbox (16); after 16 quick deliveries in a row, 64.
         expect(limits[0]).toBe(16)
         expect(Math.max(...limits)).toBeGreaterThan(16)
@@ -545,7 +553,7 @@ describe("Dispatcher", () => {
         }))
       const context = yield* Layer.build(scriptedLayer(directory, script.answer))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
         const dispatcher = yield* dispatchSmall("flapping", 1000, limits)
         yield* untilSwitched(script)
         const limitsBeforeFailing = script.switchedAt()
@@ -572,7 +580,7 @@ describe("Dispatcher", () => {
         expect(afterwards.length).toBeGreaterThan(0)
         expect(Math.max(...afterwards)).toBeLessThanOrEqual(16)
         expect(mostHeld).toBeLessThanOrEqual(16)
-        const backlog = yield* store.backlog()
+        const backlog = yield* outbox.backlog()
         expect(backlog.pending + backlog.delivering + backlog.delivered + backlog.dead).toBe(1000)
         expect(backlog.delivered).toBeGreaterThanOrEqual(200 - 4)
       }).pipe(Effect.provide(context))
@@ -585,7 +593,7 @@ describe("Dispatcher", () => {
       const script = quickThen(limits, () => Effect.as(Effect.sleep("60 millis"), Transport.response(204)))
       const context = yield* Layer.build(scriptedLayer(directory, script.answer))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
         yield* dispatchSmall("slowing", 400, limits)
         yield* untilSwitched(script)
         const slowSince = script.switchedAt()
@@ -595,12 +603,12 @@ describe("Dispatcher", () => {
           yield* TestClock.adjust("10 millis")
           yield* realWait(5)
         }
-        expect((yield* store.backlog()).delivering).toBeGreaterThan(16)
-        for (let step = 0; step < 2000 && (yield* store.backlog()).delivered < 400; step++) {
+        expect((yield* outbox.backlog()).delivering).toBeGreaterThan(16)
+        for (let step = 0; step < 2000 && (yield* outbox.backlog()).delivered < 400; step++) {
           yield* TestClock.adjust("20 millis")
           yield* realWait(1)
         }
-        expect(yield* store.backlog()).toMatchObject({ delivered: 400, pending: 0, delivering: 0 })
+        expect(yield* outbox.backlog()).toMatchObject({ delivered: 400, pending: 0, delivering: 0 })
         expect(Math.max(...limits.slice(slowSince + 1))).toBeLessThanOrEqual(16)
       }).pipe(Effect.provide(context))
     }))

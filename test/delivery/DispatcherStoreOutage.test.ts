@@ -4,8 +4,10 @@ import { TestClock } from "effect/testing"
 import * as Dispatcher from "../../src/delivery/Dispatcher.js"
 import * as Outcomes from "../../src/delivery/Outcomes.js"
 import * as Transport from "../../src/delivery/Transport.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox, type OutboxShape } from "../../src/store/Outbox.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
-import { Store } from "../../src/store/Store.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { StoreError } from "../../src/store/StoreError.js"
 import { tempDirectory } from "../support/app.js"
@@ -20,18 +22,21 @@ const refused = () =>
   })
 
 /**
- * A SQLite store whose `override` methods fail while `outage.down`, the transport, signal and outcomes over it, a
+ * A SQLite store whose outbox's `override` methods fail while `outage.down`, the transport, signal and outcomes over it, a
  * receiver answering 204, and a source `s1` delivering to it; the dispatcher is started by the test.
  */
 const withFlakyStore = (
-  override: (store: Store["Service"], outage: { down: boolean; calls: number }) => Partial<Store["Service"]>
+  override: (outbox: OutboxShape, outage: { down: boolean; calls: number }) => Partial<OutboxShape>
 ) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00.000Z"))
     const directory = yield* tempDirectory
     const receiver = yield* startServer((_request, response) => response.writeHead(204).end())
     const outage = { down: false, calls: 0 }
-    const flaky = Layer.effect(Store, Effect.map(Store, (store) => Store.of({ ...store, ...override(store, outage) })))
+    const flaky = Layer.effect(
+      Outbox,
+      Effect.map(Outbox, (outbox) => Outbox.of({ ...outbox, ...override(outbox, outage) }))
+    )
     const logs = captureLogs()
     const context = yield* Layer.build(
       Layer.mergeAll(Transport.layer(), OutboxSignal.layer, Outcomes.layer, logs.layer).pipe(
@@ -39,8 +44,8 @@ const withFlakyStore = (
       )
     )
     const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-    yield* Effect.flatMap(Store, (store) =>
-      store.upsertSource({
+    yield* Effect.flatMap(Sources, (sources) =>
+      sources.upsertSource({
         id: "s1",
         writeKey: "key-s1",
         webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
@@ -58,7 +63,8 @@ describe("the dispatcher while the store is away", () => {
         }
       }))
       yield* Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
         outage.down = true
         yield* Layer.build(Dispatcher.layer())
         yield* realWait(50)
@@ -76,18 +82,22 @@ describe("the dispatcher while the store is away", () => {
 
         // Back: a job enqueued now is delivered once, with its first attempt.
         outage.down = false
-        yield* store.enqueue("s1", [{ messageId: "m1", body: new TextEncoder().encode("{\"messageId\":\"m1\"}") }], now)
+        yield* outbox.enqueue(
+          "s1",
+          [{ messageId: "m1", body: new TextEncoder().encode("{\"messageId\":\"m1\"}") }],
+          now
+        )
         for (let step = 0; step < 30 && receiver.requests.length === 0; step += 1) {
           yield* TestClock.adjust("100 millis")
           yield* realWait(20)
         }
         yield* waitUntil(() => receiver.requests.length === 1, "the job delivered")
         // Its outcome is written by the next flush.
-        let job = (yield* store.jobsForMessage("m1"))[0]!
+        let job = (yield* messageLog.jobsForMessage("m1"))[0]!
         for (let step = 0; step < 50 && job.status !== "delivered"; step += 1) {
           yield* TestClock.adjust("100 millis")
           yield* realWait(20)
-          job = (yield* store.jobsForMessage("m1"))[0]!
+          job = (yield* messageLog.jobsForMessage("m1"))[0]!
         }
         expect(job.status).toBe("delivered")
         expect(job.attemptCount).toBe(1)
@@ -106,8 +116,13 @@ describe("the dispatcher while the store is away", () => {
         }
       }))
       yield* Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.enqueue("s1", [{ messageId: "m1", body: new TextEncoder().encode("{\"messageId\":\"m1\"}") }], now)
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
+        yield* outbox.enqueue(
+          "s1",
+          [{ messageId: "m1", body: new TextEncoder().encode("{\"messageId\":\"m1\"}") }],
+          now
+        )
         outage.down = true
         yield* Layer.build(Dispatcher.layer())
         yield* waitUntil(() => receiver.requests.length === 1, "the job delivered")
@@ -124,7 +139,7 @@ describe("the dispatcher while the store is away", () => {
           yield* realWait(2)
         }
         yield* realWait(200)
-        const job = (yield* store.jobsForMessage("m1"))[0]!
+        const job = (yield* messageLog.jobsForMessage("m1"))[0]!
         expect(job.status).toBe("delivered")
         expect(job.attemptCount).toBe(1)
         expect(receiver.requests).toHaveLength(1)

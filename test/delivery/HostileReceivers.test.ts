@@ -12,7 +12,7 @@ import { call, pollUntil, track } from "../support/http.js"
 import { encode, realWait, recorder, startServer, waitUntil } from "./support.js"
 
 /**
- * Receivers that misbehave (SPEC §4, §8): each one ends as one classified attempt within the 5 s deadline, the
+ * Receivers that misbehave (REFERENCE §4, §8): each one ends as one classified attempt within the 5 s deadline, the
  * body read stops at 64 KB, no redirect is followed, and the engine keeps delivering to healthy endpoints meanwhile.
  * Complements Transport.test.ts (a 10 MB body, a body that stalls, a receiver that never answers, a relative 302).
  */
@@ -218,7 +218,7 @@ describe("hostile receivers against the 5 s deadline (TestClock)", () => {
 const firstAttempt = (app: App, messageId: string) =>
   Effect.map(
     pollUntil(
-      app.relay.messageJobs(messageId),
+      app.relayMessages.messageJobs(messageId),
       (jobs) => (jobs[0]?.attempts.length ?? 0) >= 1,
       `the first attempt of ${messageId} is recorded`
     ),
@@ -293,13 +293,13 @@ describe("hostile receivers through the engine", () => {
       }
       for (let i = 0; i < 20; i++) {
         yield* pollUntil(
-          app.relay.messageJobs(`ok-${i}`),
+          app.relayMessages.messageJobs(`ok-${i}`),
           (jobs) => jobs[0]?.status === "delivered",
           `ok-${i} is delivered`
         )
       }
       // All delivered while the slow attempt was still open: the store has no attempt of it yet.
-      const [slowJob] = yield* app.relay.messageJobs("m-slow")
+      const [slowJob] = yield* app.relayMessages.messageJobs("m-slow")
       expect(slowJob!.attempts).toStrictEqual([])
       expect(slowOpen).toBe(true)
 
@@ -320,13 +320,13 @@ describe("hostile receivers through the engine", () => {
       const redirectAttempt = yield* firstAttempt(app, "m-redirect")
       expect(redirectAttempt).toMatchObject({ outcome: "permanent", statusCode: 302 })
       expect(target.handlerCalls).toBe(0)
-      const [redirectJob] = yield* app.relay.messageJobs("m-redirect")
+      const [redirectJob] = yield* app.relayMessages.messageJobs("m-redirect")
       expect(redirectJob!.status).toBe("dead")
 
       // The slow one: cut at the 5 s deadline (real time here; TestClock pins it exactly in the test above).
       const slowAttempt = yield* Effect.map(
         pollUntil(
-          app.relay.messageJobs("m-slow"),
+          app.relayMessages.messageJobs("m-slow"),
           (jobs) => (jobs[0]?.attempts.length ?? 0) >= 1,
           "the slow attempt is recorded"
         ),

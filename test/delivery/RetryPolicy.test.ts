@@ -43,7 +43,7 @@ const plan = (
     return { delays, lastAttemptAt: at }
   })
 
-describe("retryPolicy (SPEC §4)", () => {
+describe("retryPolicy (REFERENCE §4)", () => {
   it.effect("backs off ×2 from 1 s within the jitter bounds, caps each delay at 10 min, stops at first + 4 h", () =>
     Effect.gen(function*() {
       for (let seed = 1; seed <= 4; seed++) {

@@ -14,7 +14,7 @@ const committedVectors = path.resolve(repoRoot, "test/fixtures/vectors/signature
 const sharedVectors = path.resolve(repoRoot, "../shared/vectors/signature.json")
 const vectors: Vectors = JSON.parse(readFileSync(committedVectors, "utf8"))
 
-describe("X-Signature (SPEC §4, vectors/signature.json)", () => {
+describe("X-Signature (REFERENCE §4, vectors/signature.json)", () => {
   it.skipIf(!existsSync(sharedVectors))("the committed vectors are the shared ones", () => {
     expect(readFileSync(committedVectors, "utf8")).toBe(readFileSync(sharedVectors, "utf8"))
   })

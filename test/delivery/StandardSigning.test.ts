@@ -34,7 +34,7 @@ const setup = (webhooks: Record<string, unknown>, statuses: Array<number> = [], 
       pressure: { sampleEvery: "10 seconds" },
       dispatcher: { idlePoll: "10 seconds" }
     })
-    const saved = yield* app.relay.putSource({
+    const saved = yield* app.relaySources.putSource({
       id: "std",
       writeKey: "wk_standard_signing",
       webhooks: { enabled: true, endpoints: [{ url: `${receiver.url}/hook` }], ...webhooks }
@@ -64,12 +64,12 @@ const firstRetryReplay = (
     // The dead letter is written by the dispatcher's batched completions: poll for it.
     let dead: ReadonlyArray<{ readonly id: string }> = []
     for (let tries = 0; dead.length === 0 && tries < 500; tries++) {
-      dead = yield* app.relay.deadLetters({ sourceId: "std", limit: 10 }).pipe(Effect.orDie)
+      dead = yield* app.relayMessages.deadLetters({ sourceId: "std", limit: 10 }).pipe(Effect.orDie)
       if (dead.length === 0) yield* TestClock.adjust("10 millis").pipe(Effect.andThen(realWait(5)))
     }
     expect(dead).toHaveLength(1)
     yield* TestClock.adjust("1 minute")
-    expect(yield* app.relay.replayDeadLetter(dead[0]!.id).pipe(Effect.orDie)).toBe(true)
+    expect(yield* app.relayMessages.replayDeadLetter(dead[0]!.id).pipe(Effect.orDie)).toBe(true)
     yield* waitUntil(() => receiver.requests.length === from + 3, "the replay delivered")
     return receiver.requests.slice(from, from + 3)
   })
@@ -102,11 +102,11 @@ describe("Standard Webhooks signing, verified with the standardwebhooks package"
       expectSignedAlike(message, secret)
       expect(message[0]!.headers["webhook-id"]).toBe("msg-signed-1")
 
-      const deletion = yield* firstRetryReplay(app, receiver, app.relay.deleteUser("u-1"))
+      const deletion = yield* firstRetryReplay(app, receiver, app.relayAudiences.deleteUser("u-1"))
       expectSignedAlike(deletion, secret)
       expect(JSON.parse(deletion[0]!.body.toString()).type).toBe("delete")
 
-      const identify = yield* firstRetryReplay(app, receiver, app.relay.syncAudience("std", "VIP", ["u-2"]))
+      const identify = yield* firstRetryReplay(app, receiver, app.relayAudiences.syncAudience("std", "VIP", ["u-2"]))
       expectSignedAlike(identify, secret)
       expect(JSON.parse(identify[0]!.body.toString()).type).toBe("identify")
 
@@ -129,7 +129,7 @@ describe("Standard Webhooks signing, verified with the standardwebhooks package"
 /** One delivery of `body` with the source's settings as stored now, at TestClock's time, over real HTTP. */
 const deliverNow = (app: Effect.Success<ReturnType<typeof startApp>>, messageId: string) =>
   Effect.gen(function*() {
-    const source = yield* app.relay.getSource("std")
+    const source = yield* app.relaySources.getSource("std")
     return yield* deliver({
       jobId: `job-${messageId}`,
       messageId,
@@ -149,7 +149,7 @@ describe("rotation without downtime (TestClock)", () => {
       )
       expect(saved.generatedSecret).toBeUndefined()
       // Short spans: the engine's periodic work wakes at every step TestClock takes.
-      const rotated = yield* app.relay.rotateSecret("std", "1 minute")
+      const rotated = yield* app.relaySources.rotateSecret("std", "1 minute")
       expect(rotated.secret).not.toBe(old)
       expect(rotated.source.webhooks?.signingSecrets?.[1]?.expiresAt).toBe(new Date(start + 60_000).toISOString())
 
@@ -174,11 +174,11 @@ describe("rotation without downtime (TestClock)", () => {
   it.effect("a rotation keeps at most 10 unexpired secrets; expired ones are pruned first", () =>
     Effect.gen(function*() {
       const { app } = yield* setup({ signing: "standard" }, [], false)
-      for (let i = 0; i < 9; i++) yield* app.relay.rotateSecret("std", "1 minute")
-      const refused = yield* Effect.flip(app.relay.rotateSecret("std", "1 minute"))
+      for (let i = 0; i < 9; i++) yield* app.relaySources.rotateSecret("std", "1 minute")
+      const refused = yield* Effect.flip(app.relaySources.rotateSecret("std", "1 minute"))
       expect(refused._tag).toBe("InvalidAdminRequest")
       yield* TestClock.adjust("1 minute")
-      const rotated = yield* app.relay.rotateSecret("std")
+      const rotated = yield* app.relaySources.rotateSecret("std")
       expect(rotated.source.webhooks?.signingSecrets).toHaveLength(2)
     }))
 })
@@ -191,7 +191,7 @@ describe("asymmetric (ed25519) signatures", () => {
       expect(saved.generatedSecret).toBeUndefined()
       const signingKey = saved.webhooks?.signingKey
       expect(signingKey).toMatch(/^whsk_/)
-      const source = yield* app.relay.getSource("std")
+      const source = yield* app.relaySources.getSource("std")
       const publicKey = signingPublicKey(source.webhooks!)!
       expect(publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/)
 
@@ -204,12 +204,12 @@ describe("asymmetric (ed25519) signatures", () => {
       expect(verifiesWithPublicKey(publicKey, request, tampered)).toBe(false)
 
       // Saving again without the key keeps it: the public key receivers hold stays valid.
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "std",
         writeKey: "wk_standard_signing",
         webhooks: { enabled: true, endpoints: [{ url: `${receiver.url}/hook` }], signing: "standard", asymmetric: true }
       })
-      expect((yield* app.relay.getSource("std")).webhooks?.signingKey).toBe(signingKey)
+      expect((yield* app.relaySources.getSource("std")).webhooks?.signingKey).toBe(signingKey)
     }))
 })
 

@@ -34,7 +34,7 @@ const headerPairs = (raw: ReadonlyArray<string>) =>
   Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!] as const)
 
 describe("Transport and attempt over real sockets", () => {
-  it.live("sends the signed bytes with the headers of SPEC §4, in order, to the URL as configured", () =>
+  it.live("sends the signed bytes with the headers of REFERENCE §4, in order, to the URL as configured", () =>
     Effect.gen(function*() {
       const server = yield* startServer((_, res) => res.writeHead(200).end("ok"))
       const { records, sink } = recorder()
@@ -57,7 +57,7 @@ describe("Transport and attempt over real sockets", () => {
       expect(new Uint8Array(request.body)).toStrictEqual(body)
       expect(request.headers["x-signature"]).toBe(sign("s3cret", request.body))
       expect(request.headers["x-signature"]).toMatch(/^[0-9a-f]{40}$/)
-      // Ours first, in SPEC order, then the static headers (undici adds host and content-length around them).
+      // Ours first, in the order REFERENCE §4 lists them, then the static headers (undici adds host and content-length around them).
       const ours = headerPairs(request.rawHeaders).filter(([name]) =>
         !["host", "content-length", "connection"].includes(name.toLowerCase())
       )

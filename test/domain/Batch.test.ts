@@ -5,7 +5,7 @@ import { InvalidMessages, MessageTooLarge, TooManyMessages } from "../../src/dom
 
 const track = (index: number) => ({ type: "track", userId: `u${index}`, event: "E" })
 
-describe("validateBatch (SPEC §2: all or nothing)", () => {
+describe("validateBatch (REFERENCE §2: all or nothing)", () => {
   it("accepts a valid batch and applies the batch's context under each message's", () => {
     const result = Result.getOrThrow(
       validateBatch([{ ...track(0), context: { ip: "1.1.1.1" } }, track(1)], { context: { library: { name: "l" } } })

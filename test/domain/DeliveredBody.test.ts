@@ -17,7 +17,7 @@ const common = {
   receivedAt: "2026-11-21T09:03:05.000Z"
 }
 
-describe("deliveredBody (SPEC §3)", () => {
+describe("deliveredBody (REFERENCE §3)", () => {
   it("page: name, category and properties with the page's keys and others", () => {
     const properties = { path: "/p", referrer: "https://r.example", title: "T", url: "https://x.example/p", extra: 1 }
     expect(

@@ -31,7 +31,7 @@ const message = (input: Record<string, unknown>): Message => Result.getOrThrow(d
 const track = (event: string, properties?: Record<string, unknown>) =>
   message({ type: "track", event, ...(properties !== undefined && { properties }) })
 
-describe("destination filters: validation (SPEC §10)", () => {
+describe("destination filters: validation (REFERENCE §10)", () => {
   it("accepts every condition alone and together, and an empty list of rules", () => {
     const filters = [
       { if: { type: ["page", "screen"] }, then: "drop" },

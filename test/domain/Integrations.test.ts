@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { selectsWebhooks } from "../../src/domain/Integrations.js"
 
-describe("selectsWebhooks (SPEC §2 selecting destinations)", () => {
+describe("selectsWebhooks (REFERENCE §2 selecting destinations)", () => {
   it.each([
     [undefined, true],
     [{}, true],

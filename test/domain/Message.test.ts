@@ -20,7 +20,7 @@ const issuesOf = (input: unknown, type?: MessageType) => {
   return result.failure
 }
 
-describe("decodeMessage (SPEC §2 validation)", () => {
+describe("decodeMessage (REFERENCE §2 validation)", () => {
   it.each(["identify", "track", "page", "screen", "group"] as const)(
     "%s without userId and anonymousId is refused on userId",
     (type) => {
@@ -103,7 +103,7 @@ describe("decodeMessage (SPEC §2 validation)", () => {
   })
 })
 
-describe("decodeMessage (SPEC §2 tolerance)", () => {
+describe("decodeMessage (REFERENCE §2 tolerance)", () => {
   it("keeps unknown fields and turns numeric identifiers into strings", () => {
     const message = Result.getOrThrow(decodeMessage(
       {

@@ -12,7 +12,7 @@ const rejected = (input: unknown) => {
   return result.failure
 }
 
-describe("WebhookSettings (SPEC §1)", () => {
+describe("WebhookSettings (REFERENCE §1)", () => {
   it("accepts 1 to 5 endpoints with static headers and a secret", () => {
     const settings = {
       enabled: true,

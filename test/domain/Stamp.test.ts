@@ -11,7 +11,7 @@ const stamp = (input: Record<string, unknown>, batchSentAt?: string) =>
     batchSentAt
   })
 
-describe("stampMessage (SPEC §2 stamping)", () => {
+describe("stampMessage (REFERENCE §2 stamping)", () => {
   it("corrects the device clock's skew: timestamp := receivedAt − (sentAt − timestamp)", () => {
     // The device clock runs 1 h fast; the event happened 10 s before the device sent it.
     const stamped = stamp({ timestamp: "2026-11-21T13:00:00.000Z", sentAt: "2026-11-21T13:00:10.000Z" })

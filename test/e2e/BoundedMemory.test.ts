@@ -5,14 +5,16 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
-import { Store } from "../../src/store/Store.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { type DispatcherProcess, startDispatcherProcess } from "../support/dispatcherProcess.js"
 import { freePort } from "../support/serverProcess.js"
 
 /**
- * The dispatcher's memory does not grow with the backlog on disk (DESIGN.md: "memory stays bounded however large the
- * backlog on disk grows"). A large outbox whose receiver refuses every connection keeps every claimed job in memory
+ * The dispatcher's memory does not grow with the backlog on disk (docs/ARCHITECTURE.md: the jobs held in memory are
+ * bounded however large the backlog on disk grows). A large outbox whose receiver refuses every connection keeps every claimed job in memory
  * for its whole in-memory retry phase, the worst case for what the dispatcher holds. It runs in a process of its own,
  * so that its heap is measured alone.
  */
@@ -66,10 +68,11 @@ describe("bounded memory (real process)", () => {
       const filling = ManagedRuntime.make(StoreLayers.layerSqlite({ filename }))
       const fillStarted = performance.now()
       await filling.runPromise(Effect.gen(function*() {
-        const store = yield* Store
+        const sourceStore = yield* Sources
+        const outbox = yield* Outbox
         const now = Date.now()
         for (let s = 0; s < sources; s++) {
-          yield* store.upsertSource({
+          yield* sourceStore.upsertSource({
             id: `down-${s}`,
             writeKey: `key-down-${s}`,
             webhooks: { enabled: true, endpoints: [{ url: `http://127.0.0.1:${downPort}/down-${s}` }] }
@@ -80,7 +83,7 @@ describe("bounded memory (real process)", () => {
             const messageId = `memory-${start + k}`
             return { messageId, body: bodyFor(messageId, now) }
           })
-          yield* store.enqueue(`down-${(start / chunk) % sources}`, entries, now, { countApiCall: false })
+          yield* outbox.enqueue(`down-${(start / chunk) % sources}`, entries, now, { countApiCall: false })
         }
       }))
       await filling.dispose()
@@ -95,16 +98,17 @@ describe("bounded memory (real process)", () => {
       await sleep(runMillis / 2)
       // Half-way, from outside (WAL lets this process read while the child writes): the claimed jobs are the bound.
       const reading = ManagedRuntime.make(StoreLayers.layerSqlite({ filename }))
-      const midway = await reading.runPromise(Effect.flatMap(Store, (store) => store.backlog()))
+      const midway = await reading.runPromise(Effect.flatMap(Outbox, (outbox) => outbox.backlog()))
       await reading.dispose()
       await sleep(runMillis / 2)
       const stopped = await dispatcher.stop()
 
       const checking = ManagedRuntime.make(StoreLayers.layerSqlite({ filename }))
       const { attempts, backlog } = await checking.runPromise(Effect.gen(function*() {
-        const store = yield* Store
-        const backlog = yield* store.backlog()
-        const [job] = yield* store.jobsForMessage("memory-0")
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
+        const backlog = yield* outbox.backlog()
+        const [job] = yield* messageLog.jobsForMessage("memory-0")
         return { backlog, attempts: job?.attemptCount ?? 0 }
       }))
       await checking.dispose()

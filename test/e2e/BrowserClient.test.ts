@@ -14,7 +14,7 @@ import { basic, pollUntil, signatureOf } from "../support/http.js"
  * Chromium, on an origin of its own, pointed at hookrelay as a user points it at any Segment-compatible host (its
  * `Segment.io` settings: `apiHost`, `protocol`). It posts each message to `/v1/<first letter of the type>` with Basic
  * auth, so the browser asks first (a CORS preflight): every call must arrive at the webhook once, signed, with the
- * SPEC §3 body, and the browser must read each answer as a 200 (a failed request is sent again by analytics.js).
+ * REFERENCE §3 body, and the browser must read each answer as a 200 (a failed request is sent again by analytics.js).
  */
 
 const hasChromium = chromiumAvailable("the analytics.js browser test")
@@ -130,7 +130,7 @@ interface SentMessage {
 }
 
 /**
- * The SPEC §3 body for a message analytics.js sent: its event time skew-corrected with its own `sentAt` (SPEC §2),
+ * The REFERENCE §3 body for a message analytics.js sent: its event time skew-corrected with its own `sentAt` (REFERENCE §2),
  * the device's time kept as `originalTimestamp`, its context as it was; `writeKey`, `integrations` and `_metadata` are
  * the library's envelope and are not delivered.
  */
@@ -171,7 +171,7 @@ const expectedBody = (sent: SentMessage, receivedAt: string) => {
 
 const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
   pollUntil(
-    Effect.forEach(messageIds, (id) => app.relay.messageJobs(id)),
+    Effect.forEach(messageIds, (id) => app.relayMessages.messageJobs(id)),
     (jobs) => jobs.every((forMessage) => forMessage.length === 1 && forMessage[0]!.status === "delivered"),
     "every job is delivered"
   )
@@ -185,7 +185,7 @@ const runPage = (pointing: (hookrelayUrl: string) => Pointing, options: { readon
   Effect.gen(function*() {
     const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
     const app = yield* startApp()
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "web",
       writeKey,
       webhooks: { enabled: true, sharedSecret, endpoints: [{ url: `${receiver.url}/hook` }] }
@@ -229,7 +229,7 @@ const runPage = (pointing: (hookrelayUrl: string) => Pointing, options: { readon
     expect(messageIds).toHaveLength(6)
     yield* allDelivered(app, messageIds)
     yield* waitUntil(() => receiver.requests.length >= 6, "six deliveries")
-    // Each message as it was sent: a batch's messages carry the batch's `sentAt` (SPEC §2: it applies to each).
+    // Each message as it was sent: a batch's messages carry the batch's `sentAt` (REFERENCE §2: it applies to each).
     const sent = posts.flatMap(({ body }) =>
       Array.isArray(body.batch)
         ? (body.batch as Array<SentMessage>).map((message) => ({ ...message, sentAt: String(body.sentAt) }))
@@ -238,7 +238,7 @@ const runPage = (pointing: (hookrelayUrl: string) => Pointing, options: { readon
     return { receiver, messageIds, posts, sent, answers, failures, elsewhere }
   })
 
-/** The requests to hookrelay at `paths`, each read as a 200, and every message delivered once as SPEC §3 says. */
+/** The requests to hookrelay at `paths`, each read as a 200, and every message delivered once as REFERENCE §3 says. */
 const expectDeliveredOnce = (
   run: Effect.Success<ReturnType<typeof runPage>>,
   paths: ReadonlyArray<string>

@@ -4,14 +4,15 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { deliveredBody, encodeBody } from "../../src/domain/DeliveredBody.js"
 import { stampMessage } from "../../src/domain/Stamp.js"
-import { Store } from "../../src/store/Store.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { type DispatcherProcess, type DispatcherStats, startDispatcherProcess } from "../support/dispatcherProcess.js"
 import { connectSql, databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
 
 /**
- * Several hookrelay processes on one PostgreSQL database (DESIGN.md "Scaling past one machine"): dispatchers in
+ * Several hookrelay processes on one PostgreSQL database (README, "Several processes"): dispatchers in
  * processes of their own claim from one outbox with row leases, and a dead process's leases are taken over.
  * The outbox is filled from this process through the Store API; a receiver here counts every message id.
  */
@@ -94,23 +95,23 @@ describe.skipIf(skip)("several processes on one PostgreSQL", () => {
     })
     const runtime = ManagedRuntime.make(StoreLayers.layerPg({ url: databaseUrl, schema }))
     cleanup.push(() => runtime.dispose())
-    await runtime.runPromise(Effect.flatMap(Store, (store) =>
-      store.upsertSource(
+    await runtime.runPromise(Effect.flatMap(Sources, (sources) =>
+      sources.upsertSource(
         { id: name, writeKey: `key-${name}`, webhooks: { enabled: true, endpoints: [{ url: receiver.url }] } },
         Date.now()
       )))
     const enqueue = (ids: ReadonlyArray<string>) =>
       runtime.runPromise(Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
         for (let start = 0; start < ids.length; start += 500) {
           const now = Date.now()
           const chunk = ids.slice(start, start + 500)
-          yield* store.enqueue(name, chunk.map((id) => ({ messageId: id, body: bodyFor(id, now) })), now)
+          yield* outbox.enqueue(name, chunk.map((id) => ({ messageId: id, body: bodyFor(id, now) })), now)
         }
       }))
     const count = async (where: string, ...values: Array<unknown>) =>
       Number((await admin.query(`SELECT count(*) AS n FROM ${schema}.jobs WHERE ${where}`, values)).rows[0].n)
-    const backlog = () => runtime.runPromise(Effect.flatMap(Store, (store) => store.backlog()))
+    const backlog = () => runtime.runPromise(Effect.flatMap(Outbox, (outbox) => outbox.backlog()))
     return { schema, admin, enqueue, count, backlog }
   }
 

@@ -6,9 +6,9 @@ import { type App, startApp } from "../support/app.js"
 import { pollUntil, signatureOf } from "../support/http.js"
 
 /**
- * The real Segment client, unchanged, pointed at hookrelay (SPEC §2: "existing Segment client
+ * The real Segment client, unchanged, pointed at hookrelay (REFERENCE §2: "existing Segment client
  * libraries pointed at hookrelay must work unchanged"): every call it makes arrives at the
- * webhook with the SPEC §3 body, signed.
+ * webhook with the REFERENCE §3 body, signed.
  */
 
 const writeKey = "wk_segment_node_e2e_01"
@@ -33,7 +33,7 @@ const signature = (body: Buffer) => signatureOf(sharedSecret, body)
 
 const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
   pollUntil(
-    Effect.forEach(messageIds, (id) => app.relay.messageJobs(id)),
+    Effect.forEach(messageIds, (id) => app.relayMessages.messageJobs(id)),
     (jobs) => jobs.every((forMessage) => forMessage.length === 1 && forMessage[0]!.status === "delivered"),
     "every job is delivered"
   )
@@ -41,7 +41,7 @@ const allDelivered = (app: App, messageIds: ReadonlyArray<string>) =>
 const setup = Effect.gen(function*() {
   const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
   const app = yield* startApp()
-  yield* app.relay.putSource({
+  yield* app.relaySources.putSource({
     id: "node-server",
     writeKey,
     webhooks: { enabled: true, sharedSecret, endpoints: [{ url: `${receiver.url}/hook?from=segment` }] }
@@ -113,9 +113,9 @@ const sendAllTypes = (analytics: Analytics) => {
 }
 
 /**
- * The SPEC §3 body hookrelay must deliver for a message analytics-node sent, given the batch it
+ * The REFERENCE §3 body hookrelay must deliver for a message analytics-node sent, given the batch it
  * travelled in and the receipt time hookrelay stamped. The event time is skew-corrected with the
- * batch's `sentAt` (SPEC §2), and the device's own time is kept as `originalTimestamp`.
+ * batch's `sentAt` (REFERENCE §2), and the device's own time is kept as `originalTimestamp`.
  */
 const expectedBody = (sent: SentMessage, batch: SentBatch, receivedAt: string, library: string) => {
   const common = {
@@ -175,7 +175,7 @@ const expectedBody = (sent: SentMessage, batch: SentBatch, receivedAt: string, l
     case "group":
       return { ...common, userId: "user-1", groupId: "acme", traits: { name: "Acme Inc", employees: 42 } }
     case "alias":
-      // Keys with spaces, and neither userId nor properties (SPEC §3).
+      // Keys with spaces, and neither userId nor properties (REFERENCE §3).
       return { ...common, "Previous ID": "anon-1", "User ID": "user-1" }
     default:
       throw new Error(`unexpected type ${sent.type}`)
@@ -185,7 +185,7 @@ const expectedBody = (sent: SentMessage, batch: SentBatch, receivedAt: string, l
 const parse = (request: ReceivedRequest) => JSON.parse(request.body.toString("utf8")) as Record<string, unknown>
 
 describe("@segment/analytics-node against hookrelay", () => {
-  it.live("identify, track, page, screen, group, alias arrive with the SPEC §3 body and a valid signature", () =>
+  it.live("identify, track, page, screen, group, alias arrive with the REFERENCE §3 body and a valid signature", () =>
     Effect.gen(function*() {
       const { app, receiver } = yield* setup
       const client = yield* makeClient(app, { flushAt: 20 })

@@ -7,7 +7,7 @@ import { Agent, request } from "undici"
 import { basicAuth, freePort, repoRoot } from "../support/serverProcess.js"
 
 /**
- * SPEC §7: every request that reaches the port gets an answer. The server is started again and again with requests
+ * REFERENCE §7: every request that reaches the port gets an answer. The server is started again and again with requests
  * sent from the very first instant (before it listens, while it provisions, once ready), and each request is either
  * refused by the kernel (nothing listening yet), or answered: none is left open.
  */

@@ -35,7 +35,7 @@ describe("examples", () => {
     Effect.gen(function*() {
       const receiver = yield* startServer((_request, response) => response.writeHead(200).end())
       const app = yield* startApp()
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "web",
         writeKey: "wk_web_backend",
         webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }

@@ -4,12 +4,12 @@ import { startServer, waitUntil } from "../delivery/support.js"
 import { adminToken, type App, startApp } from "../support/app.js"
 import { bearer, call, pollUntil, track } from "../support/http.js"
 
-/** The admin API (SPEC §1, §7) over real HTTP, against the whole server. */
+/** The admin API (REFERENCE §1, §7) over real HTTP, against the whole server. */
 
 const nothingStored = (app: App, sourceId: string) =>
   Effect.gen(function*() {
-    expect(yield* app.store.listSources()).toStrictEqual([])
-    expect(Option.isNone(yield* app.store.getSource(sourceId))).toBe(true)
+    expect(yield* app.sources.listSources()).toStrictEqual([])
+    expect(Option.isNone(yield* app.sources.getSource(sourceId))).toBe(true)
   })
 
 const isoWithMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -79,7 +79,7 @@ describe("admin API: access", () => {
     }))
 })
 
-describe("admin API: source settings validation (SPEC §1)", () => {
+describe("admin API: source settings validation (REFERENCE §1)", () => {
   const endpoint = (headers: Record<string, string>) => ({
     ...validSource,
     webhooks: { enabled: true, endpoints: [{ url: "https://hooks.example.com/in", headers }] }
@@ -259,7 +259,7 @@ describe("admin API: sources", () => {
       }
 
       // Stored in full: the write key authenticates and the settings are intact.
-      const stored = yield* app.store.getSource("web")
+      const stored = yield* app.sources.getSource("web")
       expect(Option.getOrThrow(stored)).toMatchObject({ id: "web", ...validSource })
       expect(yield* track(app.baseUrl, validSource.writeKey, { userId: "u", event: "E" })).toBe(200)
     }))
@@ -313,7 +313,7 @@ describe("admin API: sources", () => {
         errors: [{ path: "writeKey" }]
       })
       expect(conflict.text).not.toContain(validSource.writeKey)
-      expect(Option.isNone(yield* app.store.getSource("ios"))).toBe(true)
+      expect(Option.isNone(yield* app.sources.getSource("ios"))).toBe(true)
       expect((yield* call(app.baseUrl, "PUT", "/admin/sources/web", { body: validSource })).status).toBe(200)
       expect((yield* call(app.baseUrl, "GET", "/admin/sources")).body.sources).toHaveLength(1)
     }))

@@ -40,7 +40,7 @@ describe("admin API: endpoints and bulk recovery", () => {
 
       expect(yield* track(app.baseUrl, writeKey, { type: "track", event: "B", userId: "u" })).toBe(200)
       const dead = yield* pollUntil(
-        app.relay.deadLetters({ sourceId: "web", limit: 10 }),
+        app.relayMessages.deadLetters({ sourceId: "web", limit: 10 }),
         (jobs) => jobs.length === 2,
         "both jobs dead"
       )

@@ -8,7 +8,7 @@ import { adminToken, startApp } from "../support/app.js"
 import { call } from "../support/http.js"
 
 /**
- * `/admin/openapi.json` (SPEC §7): valid OpenAPI 3.1 by a validator package, naming exactly the
+ * `/admin/openapi.json` (REFERENCE §7): valid OpenAPI 3.1 by a validator package, naming exactly the
  * routes the server serves, and true of them: requests built from the document get answers its
  * schemas accept.
  */

@@ -84,7 +84,7 @@ describe("admin API: Standard Webhooks secrets", () => {
       expect(saved.body.webhooks.publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/)
       expect(saved.body.webhooks.asymmetric).toBe(true)
       expect(saved.text).not.toContain("whsk_")
-      const stored = yield* app.relay.getSource("web")
+      const stored = yield* app.relaySources.getSource("web")
       const privateKey = stored.webhooks!.signingKey!
       expect(saved.text).not.toContain(privateKey.slice("whsk_".length))
     }))
@@ -116,7 +116,7 @@ describe("admin API: Standard Webhooks secrets", () => {
       expect(
         yield* refused({ endpoints: [{ url: "https://hooks.example.com/in", headers: { "Webhook-Signature": "x" } }] })
       ).toStrictEqual(["webhooks.endpoints[0].headers.Webhook-Signature"])
-      expect(yield* app.store.listSources()).toStrictEqual([])
+      expect(yield* app.sources.listSources()).toStrictEqual([])
     }))
 
   it.live("a rotation refuses a bad keepOldFor (naming it), an unknown source, and an 11th secret", () =>

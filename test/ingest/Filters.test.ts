@@ -6,9 +6,9 @@ import { call, pollUntil, track } from "../support/http.js"
 import { postBatch, storeVariants } from "./FiltersUsageSupport.js"
 
 /**
- * Destination filters (SPEC §10) end to end: set through the admin API, applied by HTTP ingest
+ * Destination filters (REFERENCE §10) end to end: set through the admin API, applied by HTTP ingest
  * and `Relay.ingest` alike; a filtered message is answered 200, creates no job, reaches no
- * receiver, and is counted as `messages` and `filtered` (SPEC §11).
+ * receiver, and is counted as `messages` and `filtered` (REFERENCE §11).
  */
 
 const writeKey = "wk_filters_tests_0123"
@@ -88,11 +88,11 @@ describe("destination filters over HTTP ingest and Relay.ingest", () => {
 
             // No job at all for a filtered message (so nothing a replay could send either).
             for (const messageId of expectedFiltered("m")) {
-              expect(yield* app.relay.messageJobs(messageId)).toStrictEqual([])
+              expect(yield* app.relayMessages.messageJobs(messageId)).toStrictEqual([])
             }
             const delivered = expectedDelivered("m")
             yield* waitUntil(() => receivedIds().length >= delivered.length, "the unfiltered messages delivered")
-            yield* pollUntil(app.relay.backlog, (b) => b.pending + b.delivering === 0, "an empty backlog")
+            yield* pollUntil(app.relayMessages.backlog, (b) => b.pending + b.delivering === 0, "an empty backlog")
             expect(receivedIds().sort()).toStrictEqual(delivered)
 
             const usage = yield* pollUntil(today, (day) => day.delivered === delivered.length, "delivered counted")
@@ -115,21 +115,21 @@ describe("destination filters over HTTP ingest and Relay.ingest", () => {
       const debug = (messageId: string) => track(app.baseUrl, writeKey, { userId: "u", event: "Debug", messageId })
       // The source is in the cache from here on.
       expect(yield* debug("before")).toBe(200)
-      expect((yield* app.relay.messageJobs("before")).length).toBe(1)
+      expect((yield* app.relayMessages.messageJobs("before")).length).toBe(1)
 
       expect((yield* put(settings({ filters: [{ if: { event: ["Debug"] }, then: "drop" }] }))).status).toBe(200)
       expect(yield* debug("during")).toBe(200)
       expect(yield* app.relay.ingest("web", [{ type: "track", userId: "u", event: "Debug", messageId: "during-lib" }]))
         .toMatchObject({ accepted: 1, jobs: 0 })
-      expect(yield* app.relay.messageJobs("during")).toStrictEqual([])
-      expect(yield* app.relay.messageJobs("during-lib")).toStrictEqual([])
+      expect(yield* app.relayMessages.messageJobs("during")).toStrictEqual([])
+      expect(yield* app.relayMessages.messageJobs("during-lib")).toStrictEqual([])
 
       expect((yield* put(settings({ filters: [] }))).status).toBe(200)
       expect(yield* debug("after")).toBe(200)
-      expect((yield* app.relay.messageJobs("after")).length).toBe(1)
+      expect((yield* app.relayMessages.messageJobs("after")).length).toBe(1)
 
       yield* waitUntil(() => receivedIds().length >= 2, "before and after delivered")
-      yield* pollUntil(app.relay.backlog, (b) => b.pending + b.delivering === 0, "an empty backlog")
+      yield* pollUntil(app.relayMessages.backlog, (b) => b.pending + b.delivering === 0, "an empty backlog")
       expect(receivedIds().sort()).toStrictEqual(["after", "before"])
       expect(yield* today).toMatchObject({ apiCalls: 3, messages: 4, filtered: 2 })
     }))

@@ -1,7 +1,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { layerPg, type Store } from "../../src/store/index.js"
+import { layerPg } from "../../src/store/index.js"
+import type { StoreServices } from "../../src/store/Store.js"
 import { basic } from "../support/http.js"
 import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
@@ -21,7 +22,7 @@ export const pgSkipReason = await postgresUnavailable().then((reason) =>
 )
 
 /** A store in a schema of its own, dropped when the layer's scope closes. */
-const freshPg = (): Layer.Layer<Store, unknown> => {
+const freshPg = (): Layer.Layer<StoreServices, unknown> => {
   const schema = `hookrelay_test_${randomBytes(6).toString("hex")}`
   const drop = Layer.effectDiscard(Effect.addFinalizer(() =>
     Effect.gen(function*() {
@@ -35,7 +36,7 @@ const freshPg = (): Layer.Layer<Store, unknown> => {
 export interface StoreVariant {
   readonly name: string
   /** `undefined`: startApp's own SQLite file. */
-  readonly store: () => Layer.Layer<Store, unknown> | undefined
+  readonly store: () => Layer.Layer<StoreServices, unknown> | undefined
   readonly skip: string | undefined
 }
 

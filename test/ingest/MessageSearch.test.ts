@@ -7,7 +7,7 @@ import { call, pollUntil, track } from "../support/http.js"
 import { postBatch, storeVariants } from "./FiltersUsageSupport.js"
 
 /**
- * The console's message log (SPEC §12): `GET /admin/messages?userId=&sourceId=&limit=` and
+ * The console's message log (REFERENCE §12): `GET /admin/messages?userId=&sourceId=&limit=` and
  * `GET /admin/sources/{id}/messages?limit=`, each message with its jobs and their attempts.
  */
 
@@ -61,7 +61,7 @@ describe("message search", () => {
           )
           expect(yield* track(app.baseUrl, keys.app, { userId: "alice", event: "Opened", messageId: "a4" })).toBe(200)
           yield* pollUntil(
-            app.relay.backlog,
+            app.relayMessages.backlog,
             (b) => b.delivered === 4 && b.dead === 1 && b.pending + b.delivering === 0,
             "four delivered and one dead"
           )
@@ -124,7 +124,7 @@ describe("message search", () => {
           expect(ids(yield* call(app.baseUrl, "GET", "/admin/sources/app/messages"))).toStrictEqual(["a4"])
 
           // The library door answers the same records.
-          const viaRelay = yield* app.relay.searchMessages({ userId: "alice", limit: 50 })
+          const viaRelay = yield* app.relayMessages.searchMessages({ userId: "alice", limit: 50 })
           expect(viaRelay.map((message) => message.messageId)).toStrictEqual(["a4", "doomed", "a2", "a1"])
           expect(viaRelay[3]!.jobs[0]!.attempts[0]!.statusCode).toBe(200)
         })
@@ -163,6 +163,6 @@ describe("message search", () => {
       )
       // The single-message route is unchanged.
       expect((yield* call(app.baseUrl, "GET", "/admin/messages/none")).status).toBe(404)
-      expect(yield* Effect.flip(app.relay.searchMessages({ limit: 10 }))).toBeInstanceOf(InvalidAdminRequest)
+      expect(yield* Effect.flip(app.relayMessages.searchMessages({ limit: 10 }))).toBeInstanceOf(InvalidAdminRequest)
     }))
 })

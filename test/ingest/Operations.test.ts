@@ -4,13 +4,14 @@ import { TestClock } from "effect/testing"
 import * as BacklogGauge from "../../src/metrics/BacklogGauge.js"
 import { backlogWithStatus } from "../../src/metrics/Metrics.js"
 import type { BacklogOptions } from "../../src/store/Model.js"
-import { Store } from "../../src/store/Store.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { adminToken, type App, startApp } from "../support/app.js"
 import { track } from "../support/http.js"
 
-/** Health, Prometheus metrics and the JSON 404 (SPEC §7). */
+/** Health, Prometheus metrics and the JSON 404 (REFERENCE §7). */
 
 const get = (baseUrl: string, path: string, headers: Record<string, string> = {}) =>
   Effect.promise(async () => {
@@ -85,12 +86,12 @@ describe("operations: /metrics", () => {
       const ok = yield* startServer((_request, response) => response.writeHead(200).end())
       const gone = yield* startServer((_request, response) => response.writeHead(410).end("gone"))
       const app = yield* startApp()
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "web",
         writeKey: "wk_metrics_ok",
         webhooks: { enabled: true, endpoints: [{ url: ok.url }] }
       })
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "legacy",
         writeKey: "wk_metrics_gone",
         webhooks: { enabled: true, endpoints: [{ url: gone.url }] }
@@ -174,9 +175,8 @@ describe("operations: backlog gauge", () => {
   it.effect("counts the outbox by status at start and then every 5 s on the Clock", () =>
     Effect.gen(function*() {
       const context = yield* Layer.build(StoreLayers.layerSqlite({ filename: ":memory:" }))
-      const store = Store.pipe(Effect.provide(context))
-      const outbox = yield* store
-      yield* outbox.upsertSource({ id: "web", writeKey: "wk_gauge" }, 0)
+      const outbox = Context.get(context, Outbox)
+      yield* Context.get(context, Sources).upsertSource({ id: "web", writeKey: "wk_gauge" }, 0)
       const entries = (ids: ReadonlyArray<string>) =>
         ids.map((id) => ({ messageId: id, body: new Uint8Array([123, 125]) }))
       yield* outbox.enqueue("web", entries(["a", "b"]), 0)
@@ -185,8 +185,8 @@ describe("operations: backlog gauge", () => {
       let answered = 0
       const recording = Context.add(
         context,
-        Store,
-        Store.of({
+        Outbox,
+        Outbox.of({
           ...outbox,
           backlog: (options) =>
             Effect.andThen(Effect.sync(() => asked.push(options)), outbox.backlog(options)).pipe(

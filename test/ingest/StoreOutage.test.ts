@@ -6,7 +6,7 @@ import { startApp, tempDirectory } from "../support/app.js"
 import { flakyStore } from "../support/flakyStore.js"
 import { basic, call } from "../support/http.js"
 
-/** SPEC §2/§7: a store that cannot answer is a 503 with Retry-After everywhere, never a 401 for a valid key. */
+/** REFERENCE §2/§7: a store that cannot answer is a 503 with Retry-After everywhere, never a 401 for a valid key. */
 
 const post = (baseUrl: string, path: string, body: unknown, authorization?: string) =>
   Effect.promise(async () => {

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { createHmac } from "node:crypto"
 import * as http from "node:http"
 import { gzipSync } from "node:zlib"
-import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
 import { StoreError } from "../../src/store/StoreError.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
+import { withOutbox } from "../support/flakyStore.js"
 import { basic } from "../support/http.js"
 
 const writeKey = "wk_tracking_tests_1"
@@ -36,7 +36,7 @@ const setup = (options: { readonly dispatch?: boolean } = {}) =>
   Effect.gen(function*() {
     const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
     const app = yield* startApp({ dispatch: options.dispatch ?? true })
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "web",
       writeKey,
       webhooks: { enabled: true, sharedSecret: secret, endpoints: [{ url: `${receiver.url}/hook` }] }
@@ -61,7 +61,7 @@ describe("tracking API: authentication", () => {
       }
       const wrongInBody = yield* post(app.baseUrl, "/v1/track", { ...message, writeKey: "nope" }, {})
       expect(wrongInBody.status).toBe(401)
-      const backlog = yield* app.store.backlog()
+      const backlog = yield* app.outbox.backlog()
       expect(backlog.pending + backlog.delivering).toBe(0)
     }))
 
@@ -96,7 +96,7 @@ describe("tracking API: limits and validation", () => {
       const huge = yield* post(app.baseUrl, "/v1/batch", body)
       expect(huge.status).toBe(413)
       expect(huge.body).toMatchObject({ success: false, code: "payload_too_large" })
-      const backlog = yield* app.store.backlog()
+      const backlog = yield* app.outbox.backlog()
       expect(backlog.pending).toBe(0)
     }))
 
@@ -134,7 +134,7 @@ describe("tracking API: limits and validation", () => {
       // 413 when the answer gets out before the connection is closed; never a 200 or a 5xx.
       if (huge.status !== undefined) expect(huge.status).toBe(413)
       // Only the two messages of the small request are stored.
-      const backlog = yield* app.store.backlog()
+      const backlog = yield* app.outbox.backlog()
       expect(backlog.pending).toBe(2)
       const after = yield* post(app.baseUrl, "/v1/track", { userId: "u", event: "E" })
       expect(after.status).toBe(200)
@@ -155,7 +155,7 @@ describe("tracking API: limits and validation", () => {
         "content-encoding": "gzip"
       })
       expect(zipped.status).toBe(200)
-      expect((yield* app.store.backlog()).pending).toBe(2)
+      expect((yield* app.outbox.backlog()).pending).toBe(2)
       // Anything else before the JSON is still not JSON.
       const junk = yield* post(app.baseUrl, "/v1/batch", Buffer.concat([Buffer.from("x"), json("junk")]), {
         authorization: basic(writeKey)
@@ -211,8 +211,8 @@ describe("tracking API: limits and validation", () => {
         code: "invalid_message",
         errors: [{ index: 1, path: "event", message: "is missing" }]
       })
-      expect(yield* app.relay.messageJobs("ok-1")).toStrictEqual([])
-      expect(yield* app.relay.messageJobs("ok-2")).toStrictEqual([])
+      expect(yield* app.relayMessages.messageJobs("ok-1")).toStrictEqual([])
+      expect(yield* app.relayMessages.messageJobs("ok-2")).toStrictEqual([])
     }))
 
   it.live("answers 400 for more than 2 500 messages in a batch", () =>
@@ -327,16 +327,13 @@ describe("tracking API: commit before answer", () => {
   it.live("answers 503 and delivers nothing when the store cannot commit", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
-      const failingEnqueue = Layer.effect(
-        Store,
-        Effect.map(Store, (store) => ({
-          ...store,
-          enqueue: () => Effect.fail(new StoreError({ operation: "enqueue", cause: new Error("disk full") }))
-        }))
-      ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
+      const failingEnqueue = withOutbox(StoreLayers.layerSqlite({ directory }), (outbox) => ({
+        ...outbox,
+        enqueue: () => Effect.fail(new StoreError({ operation: "enqueue", cause: new Error("disk full") }))
+      }))
       const receiver = yield* startServer((_request, response) => response.writeHead(200).end())
       const app = yield* startApp({ store: failingEnqueue })
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "web",
         writeKey,
         webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }

@@ -9,7 +9,7 @@ import { startApp, tempDirectory } from "../support/app.js"
 import { call, pollUntil, track } from "../support/http.js"
 import { postBatch, storeVariants } from "./FiltersUsageSupport.js"
 
-/** Usage counters per source and UTC day (SPEC §11), through `GET /admin/sources/{id}/usage` and `Relay.usage`. */
+/** Usage counters per source and UTC day (REFERENCE §11), through `GET /admin/sources/{id}/usage` and `RelayMessages.usage`. */
 
 const writeKey = "wk_usage_tests_0123"
 
@@ -55,7 +55,7 @@ describe("usage endpoint", () => {
           { ...zeros, day: "2026-11-21", apiCalls: 1, messages: 3 }
         ]
       })
-      expect(yield* app.relay.usage("web", 3)).toStrictEqual(answer.body.days)
+      expect(yield* app.relayMessages.usage("web", 3)).toStrictEqual(answer.body.days)
 
       // 30 days by default, ending today.
       const month = yield* call(app.baseUrl, "GET", "/admin/sources/web/usage")
@@ -65,7 +65,7 @@ describe("usage endpoint", () => {
       expect(month.body.days.slice(0, 27)).toStrictEqual(
         Array.from({ length: 27 }, (_, i) => ({ ...zeros, day: month.body.days[i].day }))
       )
-      expect((yield* app.relay.usage("web")).length).toBe(30)
+      expect((yield* app.relayMessages.usage("web")).length).toBe(30)
       const year = yield* call(app.baseUrl, "GET", "/admin/sources/web/usage?days=366")
       expect(year.body.days).toHaveLength(366)
       expect(year.body.days[0].day).toBe("2025-11-21")
@@ -95,8 +95,8 @@ describe("usage endpoint", () => {
       expect(unknown.body).toMatchObject({ success: false, code: "not_found" })
       expect((yield* call(app.baseUrl, "GET", "/admin/sources/web/usage", { authorization: null })).status).toBe(401)
 
-      expect(yield* Effect.flip(app.relay.usage("nope"))).toStrictEqual(new UnknownSource({ sourceId: "nope" }))
-      expect(yield* Effect.flip(app.relay.usage("web", 0))).toBeInstanceOf(InvalidAdminRequest)
+      expect(yield* Effect.flip(app.relayMessages.usage("nope"))).toStrictEqual(new UnknownSource({ sourceId: "nope" }))
+      expect(yield* Effect.flip(app.relayMessages.usage("web", 0))).toBeInstanceOf(InvalidAdminRequest)
     }))
 })
 
@@ -161,7 +161,7 @@ describe("usage counts what a run actually did", () => {
             // A dead letter has no delivery latency.
             averageLatencyMs: latency
           })
-          expect(yield* app.relay.backlog).toMatchObject({ pending: 0, delivering: 0, delivered: 7, dead: 1 })
+          expect(yield* app.relayMessages.backlog).toMatchObject({ pending: 0, delivering: 0, delivered: 7, dead: 1 })
         })
     )
   }

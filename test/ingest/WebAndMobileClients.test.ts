@@ -21,7 +21,7 @@ const pageOrigin = "https://shop.example.com"
 const setup = Effect.gen(function*() {
   const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
   const app = yield* startApp({ dispatch: true, admin: true })
-  yield* app.relay.putSource({
+  yield* app.relaySources.putSource({
     id: "web",
     writeKey,
     webhooks: { enabled: true, sharedSecret: "web-mobile-secret", endpoints: [{ url: `${receiver.url}/hook` }] }
@@ -75,7 +75,7 @@ describe("tracking API: Segment's short paths", () => {
       yield* waitUntil(() => receiver.requests.length >= messages.length, "six deliveries")
       const byId = new Map(deliveredBodies(receiver).map((body) => [body.messageId, body]))
       for (const [path, message] of messages) {
-        // The delivered alias names its ids as SPEC §3 does ("Previous ID", "User ID").
+        // The delivered alias names its ids as REFERENCE §3 does ("Previous ID", "User ID").
         const expected = message.type === "alias"
           ? { type: "alias", "Previous ID": message.previousId, "User ID": message.userId }
           : message
@@ -89,7 +89,7 @@ describe("tracking API: Segment's short paths", () => {
       const answer = yield* fromPage(app.baseUrl, "/v1/t", { type: "identify", userId: "u", event: "E", writeKey })
       expect(answer.status).toBe(400)
       expect(JSON.parse(answer.text)).toMatchObject({ success: false, errors: [{ path: "type" }] })
-      const backlog = yield* app.store.backlog()
+      const backlog = yield* app.outbox.backlog()
       expect(backlog.pending + backlog.delivering).toBe(0)
     }))
 
@@ -168,7 +168,7 @@ describe("tracking API: cross-origin requests from web pages", () => {
         "access-control-max-age": "86400"
       })
       // A preflight stores nothing and authenticates nothing: it carries no body and no credentials.
-      const backlog = yield* app.store.backlog()
+      const backlog = yield* app.outbox.backlog()
       expect(backlog.pending + backlog.delivering).toBe(0)
 
       const answer = yield* send(`${app.baseUrl}/v1/track`, {

@@ -20,7 +20,7 @@ import * as Path from "node:path"
 import { basicAuth, freePort, repoRoot } from "../support/serverProcess.js"
 
 /**
- * The package as people install it (SPEC §7): packed, installed into an empty folder with production
+ * The package as people install it (REFERENCE §7): packed, installed into an empty folder with production
  * dependencies only and its install scripts run, then `npx hookrelay`. This is also the Dockerfile's
  * install and start path, and the one test that runs the compiled server.
  *

@@ -11,7 +11,7 @@ const writeKey = "wk_relay_tests_01"
 const setup = Effect.gen(function*() {
   const receiver = yield* startServer((_request, response) => response.writeHead(200).end())
   const app = yield* startApp()
-  yield* app.relay.putSource({
+  yield* app.relaySources.putSource({
     id: "lib",
     writeKey,
     webhooks: { enabled: true, sharedSecret: "lib-secret", endpoints: [{ url: `${receiver.url}/hook` }] }
@@ -37,8 +37,8 @@ describe("Relay.ingest (the library door)", () => {
         new TooManyMessages({ count: 2501, limit: 2500 })
       )
       expect(yield* Effect.flip(app.relay.ingest("nope", []))).toStrictEqual(new UnknownSource({ sourceId: "nope" }))
-      expect(yield* app.relay.messageJobs("lib-ok")).toStrictEqual([])
-      const backlog = yield* app.store.backlog()
+      expect(yield* app.relayMessages.messageJobs("lib-ok")).toStrictEqual([])
+      const backlog = yield* app.outbox.backlog()
       expect(backlog.pending + backlog.delivering + backlog.delivered).toBe(0)
     }))
 
@@ -69,7 +69,7 @@ describe("Relay.ingest (the library door)", () => {
       expect(response.status).toBe(200)
       yield* waitUntil(() => receiver.requests.length === 1, "the HTTP message delivered")
       // Deduplication would drop a second "same-input"; a second source gives the library door its own id space.
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "lib-2",
         writeKey: "wk_relay_tests_02",
         webhooks: { enabled: true, sharedSecret: "lib-secret", endpoints: [{ url: `${receiver.url}/hook` }] }

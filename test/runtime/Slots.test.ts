@@ -36,6 +36,19 @@ describe("Slots", () => {
     expect(slots.values()).toEqual([])
     expect(slots.add(9)).toBe(0)
   })
+
+  it("goes through each value with its slot, which it may take on the way", () => {
+    const slots = new Slots<number>()
+    for (let i = 0; i < 5; i++) slots.add(i * 10)
+    slots.take(1)
+    const seen: Array<[number, number]> = []
+    slots.forEach((value, slot) => {
+      seen.push([value, slot])
+      if (value >= 30) slots.take(slot)
+    })
+    expect(seen).toEqual([[0, 0], [20, 2], [30, 3], [40, 4]])
+    expect(slots.values()).toEqual([0, 20])
+  })
 })
 
 describe("KeyedSlots", () => {

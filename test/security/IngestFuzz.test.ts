@@ -7,7 +7,7 @@ import { startApp } from "../support/app.js"
 import { basic } from "../support/http.js"
 
 /**
- * Fuzzed ingest (SPEC §8): arbitrary JSON, arbitrary bytes, arbitrary Content-Type / Content-Encoding /
+ * Fuzzed ingest (REFERENCE §8): arbitrary JSON, arbitrary bytes, arbitrary Content-Type / Content-Encoding /
  * Authorization headers and truncated gzip, posted to every tracking path (full and short) of one running app, never crash it and
  * never get a 5xx: only 200, or a 4xx whose JSON body says what is wrong and names the field. Every message answered
  * 200 is then delivered exactly once (a loopback receiver counts deliveries by messageId).
@@ -45,7 +45,7 @@ const FuzzAppLive = Layer.effect(
   Effect.gen(function*() {
     const receiver = yield* startServer((_request, response) => response.writeHead(200).end("ok"))
     const app = yield* startApp()
-    yield* app.relay.putSource({
+    yield* app.relaySources.putSource({
       id: "fuzz",
       writeKey,
       webhooks: { enabled: true, sharedSecret: "fuzz-secret", endpoints: [{ url: `${receiver.url}/hook` }] }

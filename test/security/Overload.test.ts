@@ -7,75 +7,21 @@ import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
 import { overloadConfig } from "../../src/overload/OverloadConfig.js"
 import { Overloaded } from "../../src/overload/Overloaded.js"
-import { makeTimedPermits } from "../../src/overload/TimedPermits.js"
-import { Relay } from "../../src/relay/Relay.js"
+import { Relay, RelaySources } from "../../src/relay/Relay.js"
 import * as RelayLive from "../../src/relay/RelayLive.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
-import { Store } from "../../src/store/Store.js"
 import * as StoreLayers from "../../src/store/Store.js"
+import type { StoreServices } from "../../src/store/Store.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
+import { withOutbox } from "../support/flakyStore.js"
 import { basic } from "../support/http.js"
 
 const writeKey = "wk_overload_tests_1"
 
 /** Lets forked fibers run up to their next wait (TestClock does not move). */
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
-
-describe("TimedPermits", () => {
-  it.effect("hands permits first come, first served and gives up after the wait, holding nothing", () =>
-    Effect.gen(function*() {
-      const permits = yield* makeTimedPermits(2)
-      expect(yield* permits.acquire("2 seconds")).toBe(true)
-      expect(yield* permits.acquire("2 seconds")).toBe(true)
-      const third = yield* Effect.forkChild(permits.acquire("2 seconds"))
-      const fourth = yield* Effect.forkChild(permits.acquire("2 seconds"))
-      yield* settle
-      expect(yield* permits.state).toEqual({ free: 0, waiting: 2 })
-      yield* TestClock.adjust("1999 millis")
-      yield* permits.release
-      // The oldest waiter got the released permit within its wait; the other one runs out of time.
-      expect(yield* Fiber.join(third)).toBe(true)
-      yield* TestClock.adjust("1 millis")
-      expect(yield* Fiber.join(fourth)).toBe(false)
-      expect(yield* permits.state).toEqual({ free: 0, waiting: 0 })
-      yield* permits.release
-      yield* permits.release
-      expect(yield* permits.state).toEqual({ free: 2, waiting: 0 })
-    }))
-
-  it.effect("a waiter that is interrupted, even inside an uninterruptible caller's region, holds no permit", () =>
-    Effect.gen(function*() {
-      const permits = yield* makeTimedPermits(1)
-      expect(yield* permits.acquire("1 second")).toBe(true)
-      const waiter = yield* Effect.forkChild(permits.acquire("10 seconds"))
-      yield* settle
-      yield* Fiber.interrupt(waiter)
-      expect(yield* permits.state).toEqual({ free: 0, waiting: 0 })
-      // The wait is bounded inside an uninterruptible region too (the HTTP handlers run in one).
-      const bounded = yield* Effect.forkChild(Effect.uninterruptible(permits.acquire("3 seconds")))
-      yield* TestClock.adjust("3 seconds")
-      expect(yield* Fiber.join(bounded)).toBe(false)
-      yield* permits.release
-      expect(yield* permits.state).toEqual({ free: 1, waiting: 0 })
-    }))
-
-  it.effect("takes a free permit at once, never past a waiter; giving it back serves the oldest waiter first", () =>
-    Effect.gen(function*() {
-      const permits = yield* makeTimedPermits(1)
-      expect(permits.tryAcquire()).toBe(true)
-      expect(permits.tryAcquire()).toBe(false)
-      const waiter = yield* Effect.forkChild(permits.acquire("1 second"))
-      yield* settle
-      permits.releaseNow()
-      // Handed to the waiter, not freed: a synchronous taker cannot jump the queue.
-      expect(permits.tryAcquire()).toBe(false)
-      expect(yield* Fiber.join(waiter)).toBe(true)
-      permits.releaseNow()
-      expect(yield* permits.state).toEqual({ free: 1, waiting: 0 })
-      expect(permits.tryAcquire()).toBe(true)
-    }))
-})
 
 describe("IngestAdmission", () => {
   it.effect(
@@ -113,19 +59,16 @@ describe("IngestAdmission", () => {
  * commit. `entered` completes once a commit is waiting at the gate.
  */
 const slowStore = (directory: string, gate: Deferred.Deferred<void>, entered: Deferred.Deferred<void>) =>
-  Layer.effect(
-    Store,
-    Effect.map(Store, (store) => ({
-      ...store,
-      enqueue: (...args: Parameters<typeof store.enqueue>) =>
-        Deferred.succeed(entered, undefined).pipe(
-          Effect.andThen(Deferred.await(gate)),
-          Effect.andThen(store.enqueue(...args))
-        )
-    }))
-  ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
+  withOutbox(StoreLayers.layerSqlite({ directory }), (outbox) => ({
+    ...outbox,
+    enqueue: (...args: Parameters<typeof outbox.enqueue>) =>
+      Deferred.succeed(entered, undefined).pipe(
+        Effect.andThen(Deferred.await(gate)),
+        Effect.andThen(outbox.enqueue(...args))
+      )
+  }))
 
-const relayOver = (store: Layer.Layer<Store, unknown>, overload: Parameters<typeof IngestAdmission.layer>[0]) =>
+const relayOver = (store: Layer.Layer<StoreServices, unknown>, overload: Parameters<typeof IngestAdmission.layer>[0]) =>
   RelayLive.layer.pipe(
     Layer.provideMerge(IngestAdmission.layer(overload)),
     Layer.provideMerge(
@@ -144,7 +87,7 @@ const slowRelay = (overload: Parameters<typeof IngestAdmission.layer>[0]) =>
     const entered = yield* Deferred.make<void>()
     const context = yield* Layer.build(relayOver(slowStore(directory, gate, entered), overload))
     const relay = Context.get(context, Relay)
-    yield* relay.putSource({
+    yield* Context.get(context, RelaySources).putSource({
       id: "web",
       writeKey,
       webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
@@ -181,7 +124,7 @@ describe("ingest admission: a slow store", () => {
         maxConcurrentIngests: 1,
         admissionWait: "2 seconds"
       })
-      const store = Context.get(context, Store)
+      const messageLog = Context.get(context, MessageLog)
 
       const first = yield* Effect.forkChild(relay.ingest("web", [track("slow-1")]))
       yield* Deferred.await(entered)
@@ -202,8 +145,8 @@ describe("ingest admission: a slow store", () => {
       expect(committed).toMatchObject({ accepted: 1, jobs: 1, messageIds: ["slow-1"] })
 
       // Nothing of the refused request was written; the slot is free again.
-      expect(yield* store.jobsForMessage("refused-1")).toHaveLength(0)
-      expect(yield* store.jobsForMessage("slow-1")).toHaveLength(1)
+      expect(yield* messageLog.jobsForMessage("refused-1")).toHaveLength(0)
+      expect(yield* messageLog.jobsForMessage("slow-1")).toHaveLength(1)
       const again = yield* relay.ingest("web", [track("refused-1")])
       expect(again).toMatchObject({ accepted: 1, duplicates: 0, jobs: 1 })
     }))
@@ -218,7 +161,7 @@ describe("ingest admission: a slow store", () => {
         store: slowStore(directory, gate, entered),
         overload: { maxConcurrentIngests: 1, admissionWait: "200 millis" }
       })
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "web",
         writeKey,
         webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
@@ -245,7 +188,7 @@ describe("ingest admission: a slow store", () => {
       expect(refused.body.message).toMatch(/nothing was stored/)
       yield* Deferred.succeed(gate, undefined)
       expect((yield* Fiber.join(first)).status).toBe(200)
-      expect(yield* app.store.jobsForMessage("http-refused-1")).toHaveLength(0)
+      expect(yield* app.messageLog.jobsForMessage("http-refused-1")).toHaveLength(0)
     }))
 })
 
@@ -254,16 +197,14 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       let counts = 0
-      const counting = Layer.effect(
-        Store,
-        Effect.map(Store, (store) => ({
-          ...store,
-          backlog: () => Effect.andThen(Effect.sync(() => counts++), store.backlog())
-        }))
-      ).pipe(Layer.provide(StoreLayers.layerSqlite({ directory })))
+      const counting = withOutbox(StoreLayers.layerSqlite({ directory }), (outbox) => ({
+        ...outbox,
+        backlog: () => Effect.andThen(Effect.sync(() => counts++), outbox.backlog())
+      }))
       const context = yield* Layer.build(relayOver(counting, { maxBacklog: 10, backlogRefresh: "5 seconds" }))
       const relay = Context.get(context, Relay)
-      yield* relay.putSource({
+      const relaySources = Context.get(context, RelaySources)
+      yield* relaySources.putSource({
         id: "web",
         writeKey,
         webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }
@@ -290,7 +231,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
         store: StoreLayers.layerSqlite({ directory }),
         overload
       })
-      yield* app.relay.putSource({
+      yield* app.relaySources.putSource({
         id: "web",
         writeKey,
         webhooks: { enabled: true, endpoints: [{ url: receiver.url }] }
@@ -313,7 +254,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
       // At once, before any recount: the jobs this process created count against the bound.
       const refused = yield* post(["b6"])
       expect(refused).toMatchObject({ status: 503, retryAfter: "1", body: { success: false, code: "overloaded" } })
-      expect(yield* app.store.jobsForMessage("b6")).toHaveLength(0)
+      expect(yield* app.messageLog.jobsForMessage("b6")).toHaveLength(0)
       // The library answers the same, typed.
       const typed = yield* app.relay.ingest("web", [track("b6")]).pipe(Effect.flip)
       expect(typed).toMatchObject({ _tag: "Overloaded", reason: "backlog" })
@@ -327,7 +268,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
       healthy = true
       yield* Effect.gen(function*() {
         for (let tries = 0; tries < 200; tries++) {
-          const backlog = yield* app.store.backlog()
+          const backlog = yield* app.outbox.backlog()
           if (backlog.pending + backlog.delivering === 0) return
           yield* Effect.sleep("100 millis")
         }
@@ -348,7 +289,7 @@ describe("ingest admission: the backlog bound (real SQLite store)", () => {
       const store = StoreLayers.layerSqlite({ directory })
       yield* Effect.scoped(Effect.gen(function*() {
         const app = yield* startApp({ dispatch: false, store })
-        yield* app.relay.putSource({
+        yield* app.relaySources.putSource({
           id: "web",
           writeKey,
           webhooks: { enabled: true, endpoints: [{ url: "https://example.com/h" }] }

@@ -8,13 +8,14 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { secretsEqual } from "../../src/domain/Secrets.js"
-import { layerSqlite, Store } from "../../src/store/Store.js"
+import { Sources } from "../../src/store/Sources.js"
+import { layerSqlite } from "../../src/store/Store.js"
 import { connectSql, databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
 
 /**
- * SPEC §8: write keys, shared secrets and the admin token never appear in logs or answers. The real server
+ * REFERENCE §8: write keys, shared secrets and the admin token never appear in logs or answers. The real server
  * (`src/main.ts`) runs in a process of its own through every path that touches a secret — good and wrong write
  * keys (Basic and body), good, wrong and missing admin tokens, admin reads and writes of sources, signed
  * deliveries, a failing receiver, a dead letter and its replay, store errors — and then everything it printed and
@@ -472,7 +473,7 @@ describe("secrets never in logs or answers: a full run of the server process", (
     await stop(server)
     // The secret generated at provisioning, read from the store once the server is gone.
     const provisioned = await Effect.runPromise(
-      Effect.flatMap(Store, (store) => store.getSource("gen")).pipe(
+      Effect.flatMap(Sources, (sources) => sources.getSource("gen")).pipe(
         Effect.provide(layerSqlite({ directory: Path.join(directory, "data") }))
       )
     )

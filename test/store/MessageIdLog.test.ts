@@ -4,13 +4,15 @@ import { Clock, Context, Effect, FileSystem, Layer } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Path from "node:path"
+import { MessageLog } from "../../src/store/MessageLog.js"
 import { migrate, migrations, migrationsTable } from "../../src/store/Migrations.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import type { MessageIdLogOptions } from "../../src/store/sqlite/MessageIdLog.js"
 import { SqliteHotPaths } from "../../src/store/sqlite/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
 import { loadDriver } from "../../src/store/sqlite/SqliteDriver.js"
 import * as SqliteStore from "../../src/store/sqlite/SqliteStore.js"
-import { layerSqlite, Store } from "../../src/store/Store.js"
+import { layerSqlite } from "../../src/store/Store.js"
 import { pendingSleeps } from "../support/pendingSleeps.js"
 import { body, entry } from "./storeSuite.js"
 
@@ -82,25 +84,25 @@ const openStore = (filename: string, messageIdLog: MessageIdLogOptions) =>
     const context = yield* provide(
       Layer.build(layerSqlite({ filename, checkpoints: false, reader: false, messageIdLog }))
     )
-    return { store: Context.get(context, Store), sleeps }
+    return { outbox: Context.get(context, Outbox), messageLog: Context.get(context, MessageLog), sleeps }
   })
 
 describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes later)", () => {
   it.effect("merges once the oldest row is maxAge old, driven by the Clock; dedupe and look-ups answer alike", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const { sleeps, store } = yield* openStore(filename, {
+      const { messageLog, outbox, sleeps } = yield* openStore(filename, {
         interval: "1 second",
         maxAge: "10 seconds",
         minRows: 1000
       })
       const now = yield* Clock.currentTimeMillis
-      yield* store.enqueue("web", [entry(edge)], now)
-      yield* store.enqueue("web", [entry("a"), entry("b"), { messageId: "f", filtered: true }], now)
-      yield* store.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
+      yield* outbox.enqueue("web", [entry(edge)], now)
+      yield* outbox.enqueue("web", [entry("a"), entry("b"), { messageId: "f", filtered: true }], now)
+      yield* outbox.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
       const logged = { log: ["a", "aud-1", "b", "f"], seen: [edge], jobs: [edge] }
       assert.deepStrictEqual(yield* tables(filename), logged)
-      assert.deepStrictEqual((yield* store.jobsForMessage("a")).map((job) => job.messageId), ["a"])
+      assert.deepStrictEqual((yield* messageLog.jobsForMessage("a")).map((job) => job.messageId), ["a"])
 
       yield* advance(sleeps, 9)
       assert.deepStrictEqual(yield* eventually(tables(filename), () => false, 20), logged, "young and few: not yet")
@@ -109,10 +111,10 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
       assert.deepStrictEqual(merged, { log: [], seen: ["a", "b", "f", edge], jobs: ["a", "aud-1", "b", edge] })
 
-      const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("aud-1")], now)
+      const again = yield* outbox.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("aud-1")], now)
       assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"], "the audience job's id is no message seen")
-      assert.deepStrictEqual((yield* store.jobsForMessage("b")).map((job) => job.messageId), ["b"])
-      assert.deepStrictEqual((yield* store.jobsForMessage("aud-1")).map((job) => job.kind).sort(), [
+      assert.deepStrictEqual((yield* messageLog.jobsForMessage("b")).map((job) => job.messageId), ["b"])
+      assert.deepStrictEqual((yield* messageLog.jobsForMessage("aud-1")).map((job) => job.kind).sort(), [
         "audience",
         "message"
       ])
@@ -121,13 +123,13 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
   it.effect("jobs the product makes itself (audiences, deletions) are merged by age too, with no ingest after them", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const { sleeps, store } = yield* openStore(filename, {
+      const { outbox, sleeps } = yield* openStore(filename, {
         interval: "1 second",
         maxAge: "10 seconds",
         minRows: 1000
       })
       const now = yield* Clock.currentTimeMillis
-      yield* store.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
+      yield* outbox.insertJobs([{ sourceId: "web", messageId: "aud-1", kind: "audience", body: body("{}") }], now)
       assert.deepStrictEqual(yield* tables(filename), { log: ["aud-1"], seen: [], jobs: [] })
       yield* advance(sleeps, 11)
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
@@ -137,7 +139,7 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
   it.effect("merges at the next look once the log holds minRows rows", () =>
     Effect.gen(function*() {
       const filename = yield* tempFile
-      const { sleeps, store } = yield* openStore(filename, {
+      const { outbox, sleeps } = yield* openStore(filename, {
         interval: "1 second",
         maxAge: "1 hour",
         minRows: 50,
@@ -145,13 +147,13 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       })
       const now = yield* Clock.currentTimeMillis
       const ids = Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, "0")}`)
-      yield* store.enqueue("web", [entry(edge)], now)
-      yield* store.enqueue("web", ids.map((id) => entry(id)), now)
+      yield* outbox.enqueue("web", [entry(edge)], now)
+      yield* outbox.enqueue("web", ids.map((id) => entry(id)), now)
       assert.strictEqual((yield* tables(filename)).log.length, 60)
       yield* advance(sleeps, 1)
       const merged = yield* eventually(tables(filename), (t) => t.log.length === 0)
       assert.deepStrictEqual(merged, { log: [], seen: [...ids, edge], jobs: [...ids, edge] })
-      assert.strictEqual((yield* store.enqueue("web", ids.map((id) => entry(id)), now)).duplicates, 60)
+      assert.strictEqual((yield* outbox.enqueue("web", ids.map((id) => entry(id)), now)).duplicates, 60)
     }))
 
   it.effect("a log left unmerged (a killed process) is merged at start; an orderly stop merges its own", () =>
@@ -174,9 +176,9 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
 
       const never = { interval: "1 second", maxAge: "1 day", minRows: 1_000_000 } as const
       yield* Effect.scoped(Effect.gen(function*() {
-        const { store } = yield* openStore(filename, never)
+        const { outbox } = yield* openStore(filename, never)
         assert.deepStrictEqual(yield* tables(filename), { log: [], seen: ["a", "f", edge], jobs: ["a", edge] })
-        const again = yield* store.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("b")], 2000)
+        const again = yield* outbox.enqueue("web", [entry("a"), { messageId: "f", filtered: true }, entry("b")], 2000)
         assert.deepStrictEqual(again.duplicateMessageIds, ["a", "f"])
         assert.deepStrictEqual((yield* tables(filename)).log, ["b"])
       }))
@@ -200,7 +202,10 @@ describe("MessageIdLog (SQLite: ingest's ids logged, merged into the indexes lat
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE name = 'jobs_message'`
       assert.deepStrictEqual(indexes, [])
       const store = yield* Effect.provide(SqliteStore.make, context)
-      assert.deepStrictEqual((yield* store.jobsForMessage("m1")).map((job) => job.id), ["j1", "j2"])
+      assert.deepStrictEqual((yield* Context.get(store, MessageLog).jobsForMessage("m1")).map((job) => job.id), [
+        "j1",
+        "j2"
+      ])
     }))
 
   it.effect("migration 10: a store migrated by migration 9 as first shipped stops logging ingest's jobs by trigger", () =>

@@ -1,9 +1,12 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Redacted } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { layerPg, Store } from "../../src/store/index.js"
+import { layerPg } from "../../src/store/index.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import { utcDay } from "../../src/store/Rows.js"
+import { Sources } from "../../src/store/Sources.js"
+import { Usage } from "../../src/store/Usage.js"
 import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
@@ -66,10 +69,12 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
       const context = yield* Layer.build(
         layerPg({ url, schema, maxConnections: 10 }).pipe(Layer.provide(dropSchemaAfterwards(url, schema)))
       )
-      const store = yield* Effect.provide(Store, context)
+      const sources = Context.get(context, Sources)
+      const outbox = Context.get(context, Outbox)
+      const usageCounts = Context.get(context, Usage)
       const now = Date.UTC(2026, 0, 5, 12)
-      yield* store.upsertSource({ id: "web", writeKey: "wk_usage_rows" }, now)
-      yield* store.enqueue("web", [entry("first")], now)
+      yield* sources.upsertSource({ id: "web", writeKey: "wk_usage_rows" }, now)
+      yield* outbox.enqueue("web", [entry("first")], now)
 
       // Another session holds shard 0 of the day's usage row in an open transaction.
       const holding = yield* Deferred.make<void>()
@@ -95,7 +100,7 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
         Array.from({ length: 8 }, (_, i) => i),
         (i) =>
           Effect.forkChild(
-            Effect.tap(store.enqueue("web", [entry(`m${i}`)], now), () => Effect.sync(() => committed++))
+            Effect.tap(outbox.enqueue("web", [entry(`m${i}`)], now), () => Effect.sync(() => committed++))
           )
       )
       yield* Effect.sleep("3 seconds").pipe(
@@ -107,7 +112,7 @@ describe.skipIf(skip)("Store (PostgreSQL)", () => {
       yield* Fiber.joinAll(ingests)
       // Eight commits take eight consecutive shards: at most one of them is the held one.
       assert.isAtLeast(whileHeld, 7, `${whileHeld} of 8 commits went through while another session held one usage row`)
-      const [day] = yield* store.usage("web", now, 1)
+      const [day] = yield* usageCounts.usage("web", now, 1)
       assert.deepStrictEqual([day!.apiCalls, day!.messages], [9, 9])
     }))
 })

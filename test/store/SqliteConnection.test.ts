@@ -2,10 +2,15 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Result, Scope } from "effect"
 import { SqlClient } from "effect/sql"
+import { DeadLetters } from "../../src/store/DeadLetters.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
 import { migrate } from "../../src/store/Migrations.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
 import { SqliteHotPaths, SqliteReader } from "../../src/store/sqlite/SqliteConnection.js"
 import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
-import { layerOnSqliteConnection, Store } from "../../src/store/Store.js"
+import { layerOnSqliteConnection } from "../../src/store/Store.js"
+import { Usage } from "../../src/store/Usage.js"
 import { entry } from "./storeSuite.js"
 
 /** Holds a transaction open on the SqlClient until `finish`, after `before` ran inside it. */
@@ -330,7 +335,15 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
         ? SqliteConnection.layerReader(filename).pipe(Layer.provideMerge(writer))
         : writer
       const context = yield* Layer.build(layerOnSqliteConnection.pipe(Layer.provideMerge(connections)))
-      return { context, store: Context.get(context, Store), filename }
+      return {
+        context,
+        sources: Context.get(context, Sources),
+        outbox: Context.get(context, Outbox),
+        usageCounts: Context.get(context, Usage),
+        messageLog: Context.get(context, MessageLog),
+        deadLetters: Context.get(context, DeadLetters),
+        filename
+      }
     }).pipe(Effect.provide(NodeFileSystem.layer))
 
   const heldTransaction = (context: Context.Context<SqlClient.SqlClient>) =>
@@ -339,20 +352,20 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
   // Live clock: the threads are real, and the short sleep only gives a queued write time to (wrongly) finish.
   it.live("counts, searches and lookups answer while a transaction holds the writer; each sees what was committed before it", () =>
     Effect.gen(function*() {
-      const { context, store } = yield* fileStore(true)
-      yield* store.upsertSource({ id: "web", writeKey: "wk_reader" }, 1)
-      yield* store.enqueue("web", [entry("m1", "u1"), entry("m2", "u1")], 10)
-      const [dead] = yield* store.claimDue("w", 10, 1, 60_000)
-      yield* store.markDead("w", dead!.id, 11, "410 Gone")
+      const { context, deadLetters, messageLog, outbox, sources, usageCounts } = yield* fileStore(true)
+      yield* sources.upsertSource({ id: "web", writeKey: "wk_reader" }, 1)
+      yield* outbox.enqueue("web", [entry("m1", "u1"), entry("m2", "u1")], 10)
+      const [dead] = yield* outbox.claimDue("w", 10, 1, 60_000)
+      yield* outbox.markDead("w", dead!.id, 11, "410 Gone")
 
       const open = yield* heldTransaction(context)
-      const ingest = yield* Effect.forkChild(store.enqueue("web", [entry("m3", "u1")], 12))
+      const ingest = yield* Effect.forkChild(outbox.enqueue("web", [entry("m3", "u1")], 12))
       const reads = yield* Effect.all({
-        backlog: store.backlog(),
-        search: store.searchMessages({ userId: "u1", limit: 10 }),
-        jobs: store.jobsForMessage("m2"),
-        deadLetters: store.listDeadLetters({ limit: 10 }),
-        usage: store.usage("web", 12, 1)
+        backlog: outbox.backlog(),
+        search: messageLog.searchMessages({ userId: "u1", limit: 10 }),
+        jobs: messageLog.jobsForMessage("m2"),
+        deadLetters: deadLetters.listDeadLetters({ limit: 10 }),
+        usage: usageCounts.usage("web", 12, 1)
       }).pipe(Effect.timeoutOrElse({
         duration: "5 seconds",
         orElse: () => Effect.fail("the reads waited for the writer" as const)
@@ -369,14 +382,14 @@ describe("SqliteReader (the long reads' read-only connection)", () => {
       yield* open.finish
       yield* Fiber.join(ingest)
       // Read right after the commit was answered: the reader's next read transaction starts after it.
-      assert.strictEqual((yield* store.backlog()).pending, 2)
+      assert.strictEqual((yield* outbox.backlog()).pending, 2)
     }))
 
   it.live("without the reader, the same count waits behind the transaction", () =>
     Effect.gen(function*() {
-      const { context, store } = yield* fileStore(false)
+      const { context, outbox } = yield* fileStore(false)
       const open = yield* heldTransaction(context)
-      const counting = yield* Effect.forkChild(store.backlog())
+      const counting = yield* Effect.forkChild(outbox.backlog())
       yield* Effect.sleep("50 millis")
       assert.isUndefined(counting.pollUnsafe(), "the count is queued for the writing connection")
       yield* open.finish

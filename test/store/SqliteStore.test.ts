@@ -2,7 +2,8 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, FileSystem, Layer } from "effect"
 import * as Path from "node:path"
-import { layerFromConfig, layerSqlite, sqliteFileName, Store } from "../../src/store/index.js"
+import { layerFromConfig, layerSqlite, sqliteFileName } from "../../src/store/index.js"
+import { Sources } from "../../src/store/Sources.js"
 import { audienceStoreSuite } from "./audienceStoreSuite.js"
 import { deletionStoreSuite } from "./deletionStoreSuite.js"
 import { endpointStoreSuite } from "./endpointStoreSuite.js"
@@ -37,8 +38,8 @@ describe("Store (SQLite)", () => {
       const directory = yield* fs.makeTempDirectoryScoped()
       const provider = ConfigProvider.fromEnv({ env: { HOOKRELAY_DATA_DIR: directory, DATABASE_URL: "mysql://nope" } })
       yield* Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
+        const sources = yield* Sources
+        yield* sources.upsertSource({ id: "web", writeKey: "k" }, 1)
       }).pipe(Effect.provide(layerFromConfig.pipe(Layer.provide(ConfigProvider.layer(provider)))))
       assert.isTrue(yield* fs.exists(Path.join(directory, sqliteFileName)))
     }).pipe(Effect.provide(NodeFileSystem.layer)))

@@ -1,15 +1,15 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Duration, Effect, FileSystem, Layer, Option, Redacted, Result } from "effect"
+import { Cause, ConfigProvider, Context, Duration, Effect, FileSystem, Layer, Option, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
 import {
   layerRetention,
   layerSqlite,
   parseRetention,
   postgresUrlConfig,
-  retentionConfig,
-  Store
+  retentionConfig
 } from "../../src/store/index.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import { pendingSleeps } from "../support/pendingSleeps.js"
 import { entry } from "./storeSuite.js"
 
@@ -54,11 +54,11 @@ describe("retention layer", () => {
       const context = yield* Layer.build(
         layerRetention({ retention: "1 day", every: "1 hour" }).pipe(Layer.provideMerge(layerSqlite({ directory })))
       ).pipe(provide)
-      const store = yield* Effect.provide(Store, context)
+      const outbox = Context.get(context, Outbox)
       // TestClock starts at 0: a job delivered at 0 is purged once the clock passes 1 day.
-      yield* store.enqueue("web", [entry("m1"), entry("m2")], 0)
-      const jobs = yield* store.claimDue("w", 0, 10, 60_000)
-      yield* store.completeMany("w", jobs.map((job) => ({ _tag: "Delivered" as const, jobId: job.id, at: 0 })))
+      yield* outbox.enqueue("web", [entry("m1"), entry("m2")], 0)
+      const jobs = yield* outbox.claimDue("w", 0, 10, 60_000)
+      yield* outbox.completeMany("w", jobs.map((job) => ({ _tag: "Delivered" as const, jobId: job.id, at: 0 })))
 
       // A pass waits for the SQLite thread (a message, not a fiber), so the clock moves one period at a time, each
       // step only once the previous pass has finished: the retention fiber is asleep again, due one period later.
@@ -79,13 +79,13 @@ describe("retention layer", () => {
           }
           yield* parkedUntil((hours + 1) * hour)
         })
-      const delivered = () => Effect.map(store.backlog(), (backlog) => backlog.delivered)
+      const delivered = () => Effect.map(outbox.backlog(), (backlog) => backlog.delivered)
       yield* passesUntil(24)
       // At 24 h the jobs are exactly one retention old: kept.
       assert.strictEqual(yield* delivered(), 2)
       yield* passesUntil(25)
       // Seen ids are forgotten after 24 h, delivered jobs after the retention.
       assert.strictEqual(yield* delivered(), 0)
-      assert.strictEqual((yield* store.enqueue("web", [entry("m1")], 25 * 3600_000)).accepted, 1)
+      assert.strictEqual((yield* outbox.enqueue("web", [entry("m1")], 25 * 3600_000)).accepted, 1)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 })

@@ -4,9 +4,11 @@ import { Clock, Context, Effect, FileSystem, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Path from "node:path"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
 import * as WalCheckpoints from "../../src/store/sqlite/WalCheckpoints.js"
-import { layerOnSqliteConnection, Store } from "../../src/store/Store.js"
+import { layerOnSqliteConnection } from "../../src/store/Store.js"
 import { mountSmallDisk, smallDiskUnavailable } from "../support/faultStores.js"
 import { pendingSleeps } from "../support/pendingSleeps.js"
 import { skipUnlessCi } from "../support/services.js"
@@ -43,13 +45,21 @@ const openStore = (options: WalCheckpoints.WalCheckpointOptions, inDirectory?: s
     )
     const { provide, sleeps } = yield* pendingSleeps
     const stats = yield* WalCheckpoints.make(filename, options).pipe(Effect.provide(context), provide)
-    return { filename, stats, store: Context.get(context, Store), context, fs, sleeps }
+    return {
+      filename,
+      stats,
+      sources: Context.get(context, Sources),
+      outbox: Context.get(context, Outbox),
+      context,
+      fs,
+      sleeps
+    }
   })
 
 describe("WAL checkpoints on a worker thread", () => {
   it.live("copy the WAL into the database file while commits go on, and start the WAL over", () =>
     Effect.gen(function*() {
-      const { context, filename, fs, stats, store } = yield* openStore({
+      const { context, filename, fs, outbox, sources, stats } = yield* openStore({
         interval: "5 millis",
         maxWalBytes: 256 * 1024
       })
@@ -60,11 +70,11 @@ describe("WAL checkpoints on a worker thread", () => {
       )
       assert.strictEqual(autocheckpoint[0]!.wal_autocheckpoint, 0, "the main connection never checkpoints on commit")
 
-      yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
+      yield* sources.upsertSource({ id: "web", writeKey: "k" }, 1)
       const startSize = Number((yield* fs.stat(filename)).size)
       let largestWal = 0
       for (let batch = 0; batch < 60; batch++) {
-        yield* store.enqueue("web", entries(`b${batch}`, 100), 1_000 + batch)
+        yield* outbox.enqueue("web", entries(`b${batch}`, 100), 1_000 + batch)
         largestWal = Math.max(largestWal, (yield* stats).last?.log ?? 0)
         // A server lets its event loop turn between requests; the worker's answers come in then.
         yield* liveSleep(1)
@@ -94,7 +104,7 @@ describe("WAL checkpoints on a worker thread", () => {
 
   it.effect("run on Effect's Clock: one at start, then one an interval after a commit, none while idle", () =>
     Effect.gen(function*() {
-      const { sleeps, stats, store } = yield* openStore({ interval: "1 second" })
+      const { outbox, sleeps, sources, stats } = yield* openStore({ interval: "1 second" })
       yield* waitUntil(stats, (s) => s.byWorker === 1, "the first checkpoint")
 
       // Idle: a day passes on the clock without a checkpoint (nor a step per interval).
@@ -102,8 +112,8 @@ describe("WAL checkpoints on a worker thread", () => {
       yield* liveSleep(50)
       assert.strictEqual((yield* stats).byWorker, 1, "no checkpoint without a commit")
 
-      yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
-      yield* store.enqueue("web", entries("a", 10), 2)
+      yield* sources.upsertSource({ id: "web", writeKey: "k" }, 1)
+      yield* outbox.enqueue("web", entries("a", 10), 2)
       // The change of the WAL file reaches the loop in real time (a watch of the file); it then sleeps on the clock.
       const now = yield* Clock.currentTimeMillis
       yield* waitUntil(sleeps, (pending) => pending.some((at) => at <= now + 1000), "the loop's sleep")
@@ -137,7 +147,7 @@ describe("WAL checkpoints on a worker thread", () => {
       Effect.gen(function*() {
         const disk = yield* Effect.acquireRelease(Effect.sync(() => mountSmallDisk("6m")), (disk) =>
           Effect.sync(() => disk.destroy()))
-        const { context, sleeps, stats, store } = yield* openStore({ interval: "1 second" }, disk.directory)
+        const { context, outbox, sleeps, sources, stats } = yield* openStore({ interval: "1 second" }, disk.directory)
         const autocheckpoint = Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`).pipe(
             Effect.map((rows) =>
@@ -150,8 +160,8 @@ describe("WAL checkpoints on a worker thread", () => {
 
         // Commits wait in the WAL (the loop sleeps on the test's clock); then the disk fills up, so copying them
         // into the database file cannot grow it.
-        yield* store.upsertSource({ id: "web", writeKey: "k" }, 1)
-        for (let batch = 0; batch < 20; batch++) yield* store.enqueue("web", entries(`b${batch}`, 100), 2 + batch)
+        yield* sources.upsertSource({ id: "web", writeKey: "k" }, 1)
+        for (let batch = 0; batch < 20; batch++) yield* outbox.enqueue("web", entries(`b${batch}`, 100), 2 + batch)
         disk.fill()
         const now = yield* Clock.currentTimeMillis
         yield* waitUntil(sleeps, (pending) => pending.some((at) => at <= now + 1000), "the sleep")

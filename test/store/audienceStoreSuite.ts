@@ -1,11 +1,14 @@
 import { assert, describe } from "@effect/vitest"
 import { Effect } from "effect"
+import { AudienceMembers } from "../../src/store/AudienceMembers.js"
 import type { AudienceRef, IdentifyJobBuilder } from "../../src/store/index.js"
-import { Store } from "../../src/store/index.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { TraitValues } from "../../src/store/TraitValues.js"
 import { type FreshStore, second, storeTest, T0 } from "./storeFixtures.js"
 
 /**
- * The store's side of audience syncs and computed traits (SPEC §6), run against every implementation like
+ * The store's side of audience syncs and computed traits (REFERENCE §6), run against every implementation like
  * `storeSuite`; `fresh` builds a new, empty store.
  */
 
@@ -32,34 +35,41 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
     test(
       "one lease per audience: busy while held, taken over once expired, released at the end",
       Effect.gen(function*() {
-        const store = yield* Store
+        const audienceMembers = yield* AudienceMembers
         const lease = 60 * second
-        assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "a", T0, T0 + lease), {
+        assert.deepStrictEqual(yield* audienceMembers.startAudienceSync(vip, "vip", "a", T0, T0 + lease), {
           _tag: "Started",
           created: true
         })
-        assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "b", T0 + 1, T0 + 1 + lease), {
+        assert.deepStrictEqual(yield* audienceMembers.startAudienceSync(vip, "vip", "b", T0 + 1, T0 + 1 + lease), {
           _tag: "Busy",
           leaseExpiresAt: T0 + lease
         })
         // Another audience of the source is independent, unless it is sent as the same property.
         assert.strictEqual(
-          (yield* store.startAudienceSync({ sourceId: "web", audience: "Churn" }, "churn", "c", T0, T0 + lease))._tag,
+          (yield* audienceMembers.startAudienceSync(
+            { sourceId: "web", audience: "Churn" },
+            "churn",
+            "c",
+            T0,
+            T0 + lease
+          ))._tag,
           "Started"
         )
         assert.deepStrictEqual(
-          yield* store.startAudienceSync({ sourceId: "web", audience: "vip" }, "vip", "d", T0, T0 + lease),
+          yield* audienceMembers.startAudienceSync({ sourceId: "web", audience: "vip" }, "vip", "d", T0, T0 + lease),
           { _tag: "PropertyTaken", audience: "VIP" }
         )
         // Same property in another source is fine.
         assert.strictEqual(
-          (yield* store.startAudienceSync({ sourceId: "app", audience: "vip" }, "vip", "e", T0, T0 + lease))._tag,
+          (yield* audienceMembers.startAudienceSync({ sourceId: "app", audience: "vip" }, "vip", "e", T0, T0 + lease))
+            ._tag,
           "Started"
         )
 
         // a's chunks renew its lease; b takes over only after it expired, and then a's chunks are refused.
         const chunk = (owner: string, now: number) =>
-          store.applyAudienceChunk({
+          audienceMembers.applyAudienceChunk({
             ref: vip,
             owner,
             now,
@@ -68,15 +78,24 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
             userIds: [`${owner}-${now}`]
           })
         assert.deepStrictEqual(yield* chunk("a", T0 + 50 * second), { _tag: "Applied", changed: 1, jobsCreated: 0 })
-        assert.strictEqual((yield* store.startAudienceSync(vip, "vip", "b", T0 + lease, T0 + 2 * lease))._tag, "Busy")
+        assert.strictEqual(
+          (yield* audienceMembers.startAudienceSync(vip, "vip", "b", T0 + lease, T0 + 2 * lease))._tag,
+          "Busy"
+        )
         const later = T0 + 50 * second + lease
-        assert.strictEqual((yield* store.startAudienceSync(vip, "vip", "b", later, later + lease))._tag, "Started")
+        assert.strictEqual(
+          (yield* audienceMembers.startAudienceSync(vip, "vip", "b", later, later + lease))._tag,
+          "Started"
+        )
         assert.deepStrictEqual(yield* chunk("a", later + 1), { _tag: "LeaseLost" })
         // a's end does not release b's lease.
-        yield* store.endAudienceSync(vip, "a", later + 2, false)
-        assert.strictEqual((yield* store.startAudienceSync(vip, "vip", "c", later + 3, later + lease))._tag, "Busy")
-        yield* store.endAudienceSync(vip, "b", later + 4, true)
-        assert.deepStrictEqual(yield* store.startAudienceSync(vip, "vip", "c", later + 5, later + lease), {
+        yield* audienceMembers.endAudienceSync(vip, "a", later + 2, false)
+        assert.strictEqual(
+          (yield* audienceMembers.startAudienceSync(vip, "vip", "c", later + 3, later + lease))._tag,
+          "Busy"
+        )
+        yield* audienceMembers.endAudienceSync(vip, "b", later + 4, true)
+        assert.deepStrictEqual(yield* audienceMembers.startAudienceSync(vip, "vip", "c", later + 5, later + lease), {
           _tag: "Started",
           created: false
         })
@@ -86,11 +105,13 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
     test(
       "a chunk reports and enqueues exactly the members it added or removed",
       Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
+        const audienceMembers = yield* AudienceMembers
         const lease = T0 + 60 * second
-        yield* store.startAudienceSync(vip, "vip", "o", T0, lease)
+        yield* audienceMembers.startAudienceSync(vip, "vip", "o", T0, lease)
         const adds = recordingBuilder()
-        const added = yield* store.applyAudienceChunk({
+        const added = yield* audienceMembers.applyAudienceChunk({
           ref: vip,
           owner: "o",
           now: T0,
@@ -101,7 +122,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         })
         assert.deepStrictEqual(added, { _tag: "Applied", changed: 3, jobsCreated: 3 })
         const again = recordingBuilder()
-        const overlapping = yield* store.applyAudienceChunk({
+        const overlapping = yield* audienceMembers.applyAudienceChunk({
           ref: vip,
           owner: "o",
           now: T0 + 1,
@@ -113,7 +134,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(overlapping, { _tag: "Applied", changed: 1, jobsCreated: 1 })
         assert.deepStrictEqual(again.calls, [["u4", true]])
         const removes = recordingBuilder()
-        const removed = yield* store.applyAudienceChunk({
+        const removed = yield* audienceMembers.applyAudienceChunk({
           ref: vip,
           owner: "o",
           now: T0 + 2,
@@ -125,7 +146,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(removed, { _tag: "Applied", changed: 1, jobsCreated: 1 })
         assert.deepStrictEqual(removes.calls, [["u1", false]])
         // Without a builder (destination disabled) memberships change and no job is made.
-        const silent = yield* store.applyAudienceChunk({
+        const silent = yield* audienceMembers.applyAudienceChunk({
           ref: vip,
           owner: "o",
           now: T0 + 3,
@@ -135,28 +156,28 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         })
         assert.deepStrictEqual(silent, { _tag: "Applied", changed: 1, jobsCreated: 0 })
 
-        const [job] = yield* store.jobsForMessage("id-u4-true")
+        const [job] = yield* messageLog.jobsForMessage("id-u4-true")
         assert.deepStrictEqual([job!.kind, job!.userId, job!.sourceId, job!.status], [
           "audience",
           "u4",
           "web",
           "pending"
         ])
-        const [claimed] = (yield* store.claimDue("w", T0 + 10, 10, 1000)).filter((j) => j.messageId === "id-u1-false")
+        const [claimed] = (yield* outbox.claimDue("w", T0 + 10, 10, 1000)).filter((j) => j.messageId === "id-u1-false")
         const expected = new TextEncoder().encode(JSON.stringify({ userId: "u1", value: false, text: tricky }))
         assert.deepStrictEqual(Buffer.from(claimed!.body), Buffer.from(expected))
         assert.strictEqual(decoder.decode(claimed!.body), JSON.stringify({ userId: "u1", value: false, text: tricky }))
-        assert.strictEqual((yield* store.backlog()).pending + (yield* store.backlog()).delivering, 5)
+        assert.strictEqual((yield* outbox.backlog()).pending + (yield* outbox.backlog()).delivering, 5)
       })
     )
 
     test(
       "members are read a page at a time in key order, and looked up among given ids",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.startAudienceSync(vip, "vip", "o", T0, T0 + 60 * second)
+        const audienceMembers = yield* AudienceMembers
+        yield* audienceMembers.startAudienceSync(vip, "vip", "o", T0, T0 + 60 * second)
         const ids = Array.from({ length: 25 }, (_, i) => `user-${String(i).padStart(3, "0")}`)
-        yield* store.applyAudienceChunk({
+        yield* audienceMembers.applyAudienceChunk({
           ref: vip,
           owner: "o",
           now: T0,
@@ -167,21 +188,24 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         const pages: Array<ReadonlyArray<string>> = []
         let after: string | undefined
         while (true) {
-          const page: ReadonlyArray<string> = yield* store.audienceMembersPage(vip, after, 10)
+          const page: ReadonlyArray<string> = yield* audienceMembers.audienceMembersPage(vip, after, 10)
           if (page.length === 0) break
           pages.push(page)
           after = page[page.length - 1]
         }
         assert.deepStrictEqual(pages.map((page) => page.length), [10, 10, 5])
         assert.deepStrictEqual(pages.flat(), ids)
-        const among = yield* store.audienceMembersAmong(vip, ["user-003", "nobody", "user-024", "user-025"])
+        const among = yield* audienceMembers.audienceMembersAmong(vip, ["user-003", "nobody", "user-024", "user-025"])
         assert.deepStrictEqual([...among].sort(), ["user-003", "user-024"])
-        assert.deepStrictEqual(yield* store.audienceMembersAmong(vip, []), [])
+        assert.deepStrictEqual(yield* audienceMembers.audienceMembersAmong(vip, []), [])
         assert.deepStrictEqual(
-          yield* store.audienceMembersAmong({ sourceId: "app", audience: "VIP" }, ["user-003"]),
+          yield* audienceMembers.audienceMembersAmong({ sourceId: "app", audience: "VIP" }, ["user-003"]),
           []
         )
-        assert.deepStrictEqual(yield* store.audienceMembersPage({ sourceId: "web", audience: "x" }, undefined, 10), [])
+        assert.deepStrictEqual(
+          yield* audienceMembers.audienceMembersPage({ sourceId: "web", audience: "x" }, undefined, 10),
+          []
+        )
       })
     )
   })
@@ -190,9 +214,9 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
     test(
       "only new or different values are stored and enqueued; null clears a stored value",
       Effect.gen(function*() {
-        const store = yield* Store
+        const traitValues = yield* TraitValues
         const first = recordingBuilder()
-        const one = yield* store.applyTraitChunk({
+        const one = yield* traitValues.applyTraitChunk({
           sourceId: "web",
           trait: "plan",
           now: T0,
@@ -203,7 +227,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(first.calls.sort(), [["u1", "gold"], ["u2", 3], ["u3", true]])
 
         const next = recordingBuilder()
-        const two = yield* store.applyTraitChunk({
+        const two = yield* traitValues.applyTraitChunk({
           sourceId: "web",
           trait: "plan",
           now: T0 + 1,
@@ -213,7 +237,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(two, { changed: 2, cleared: 1, jobsCreated: 3 })
         assert.deepStrictEqual(next.calls.sort(), [["u2", 4], ["u3", null], ["u5", "new"]])
         // Another trait, or the same trait of another source, is separate.
-        const other = yield* store.applyTraitChunk({
+        const other = yield* traitValues.applyTraitChunk({
           sourceId: "app",
           trait: "plan",
           now: T0 + 2,

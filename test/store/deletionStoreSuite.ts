@@ -1,9 +1,13 @@
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { Store } from "../../src/store/index.js"
+import { AudienceMembers } from "../../src/store/AudienceMembers.js"
+import { DeletionRequests } from "../../src/store/DeletionRequests.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { TraitValues } from "../../src/store/TraitValues.js"
 import { body, entry, type FreshStore, second, storeTest, T0 } from "./storeFixtures.js"
 
-/** The store's side of deletion requests (SPEC §5), run against every implementation like `storeSuite`. */
+/** The store's side of deletion requests (REFERENCE §5), run against every implementation like `storeSuite`. */
 export const deletionStoreSuite = (fresh: FreshStore) => {
   const test = storeTest(fresh)
 
@@ -11,14 +15,16 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
     test(
       "remove the user's pending and dead jobs of the named sources with their attempts, and nothing else",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.enqueue("web", [entry("p1", "u1"), entry("p2", "u1"), entry("x1", "u2"), entry("n1")], T0)
-        yield* store.enqueue("app", [entry("a1", "u1")], T0)
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
+        const deletionRequests = yield* DeletionRequests
+        yield* outbox.enqueue("web", [entry("p1", "u1"), entry("p2", "u1"), entry("x1", "u2"), entry("n1")], T0)
+        yield* outbox.enqueue("app", [entry("a1", "u1")], T0)
         // u1's dead and delivering jobs of "web", and a delivered one.
-        yield* store.enqueue("web", [entry("d1", "u1"), entry("f1", "u1"), entry("ok", "u1")], T0 + 1)
-        const claimed = yield* store.claimDue("w", T0 + 10, 100, 60 * second)
+        yield* outbox.enqueue("web", [entry("d1", "u1"), entry("f1", "u1"), entry("ok", "u1")], T0 + 1)
+        const claimed = yield* outbox.claimDue("w", T0 + 10, 100, 60 * second)
         const id = (messageId: string) => claimed.find((job) => job.messageId === messageId)!.id
-        yield* store.completeMany("w", [
+        yield* outbox.completeMany("w", [
           { _tag: "Dead", jobId: id("d1"), at: T0 + 20, lastError: "410" },
           { _tag: "Delivered", jobId: id("ok"), at: T0 + 20 }
         ], [{
@@ -30,13 +36,13 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
           outcome: "permanent"
         }])
         // Everything not finished goes back to pending except f1, which stays in flight.
-        yield* store.releaseLeases("w", claimed.map((job) => job.id).filter((jobId) => jobId !== id("f1")))
+        yield* outbox.releaseLeases("w", claimed.map((job) => job.id).filter((jobId) => jobId !== id("f1")))
         // An earlier delete notification of u1 is never removed.
-        const [earlier] = yield* store.insertJobs([
+        const [earlier] = yield* outbox.insertJobs([
           { sourceId: "web", messageId: "del-0", userId: "u1", kind: "delete", body: body("{}") }
         ], T0 + 30)
 
-        const recorded = yield* store.recordDeletion({
+        const recorded = yield* deletionRequests.recordDeletion({
           id: "del-1",
           userId: "u1",
           sourceIds: ["web"],
@@ -47,23 +53,23 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
         assert.strictEqual(recorded.notifications.length, 1)
         assert.strictEqual(recorded.notifications[0]!.sourceId, "web")
 
-        for (const gone of ["p1", "p2", "d1"]) assert.deepStrictEqual(yield* store.jobsForMessage(gone), [], gone)
+        for (const gone of ["p1", "p2", "d1"]) assert.deepStrictEqual(yield* messageLog.jobsForMessage(gone), [], gone)
         const status = (messageId: string) =>
-          Effect.map(store.jobsForMessage(messageId), (jobs) => jobs.map((job) => job.status))
+          Effect.map(messageLog.jobsForMessage(messageId), (jobs) => jobs.map((job) => job.status))
         assert.deepStrictEqual(yield* status("f1"), ["delivering"])
         assert.deepStrictEqual(yield* status("ok"), ["delivered"])
         assert.deepStrictEqual(yield* status("x1"), ["pending"])
         assert.deepStrictEqual(yield* status("n1"), ["pending"])
         assert.deepStrictEqual(yield* status("a1"), ["pending"])
-        assert.strictEqual(Option.getOrThrow(yield* store.getJob(earlier!)).status, "pending")
+        assert.strictEqual(Option.getOrThrow(yield* messageLog.getJob(earlier!)).status, "pending")
 
-        const notification = Option.getOrThrow(yield* store.getJob(recorded.notifications[0]!.jobId))
+        const notification = Option.getOrThrow(yield* messageLog.getJob(recorded.notifications[0]!.jobId))
         assert.deepStrictEqual(
           [notification.kind, notification.status, notification.userId, notification.messageId, notification.nextDueAt],
           ["delete", "pending", "u1", "del-1", T0 + 100]
         )
 
-        const stored = Option.getOrThrow(yield* store.getDeletion("del-1"))
+        const stored = Option.getOrThrow(yield* deletionRequests.getDeletion("del-1"))
         assert.deepStrictEqual(
           { ...stored, notifications: stored.notifications.map((n) => [n.sourceId, n.jobId, Option.isSome(n.job)]) },
           {
@@ -75,17 +81,18 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
             notifications: [["web", recorded.notifications[0]!.jobId, true]]
           }
         )
-        assert.isTrue(Option.isNone(yield* store.getDeletion("nope")))
+        assert.isTrue(Option.isNone(yield* deletionRequests.getDeletion("nope")))
       })
     )
 
     test(
       "without named sources: every source's undelivered jobs of the user go; a user with no data is recorded",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.enqueue("web", [entry("w1", "u1")], T0)
-        yield* store.enqueue("gone-source", [entry("g1", "u1")], T0)
-        const recorded = yield* store.recordDeletion({
+        const outbox = yield* Outbox
+        const deletionRequests = yield* DeletionRequests
+        yield* outbox.enqueue("web", [entry("w1", "u1")], T0)
+        yield* outbox.enqueue("gone-source", [entry("g1", "u1")], T0)
+        const recorded = yield* deletionRequests.recordDeletion({
           id: "del-2",
           userId: "u1",
           sourceIds: ["web"],
@@ -93,7 +100,7 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
           notifications: []
         }, T0 + 1)
         assert.strictEqual(recorded.jobsRemoved, 2)
-        const none = yield* store.recordDeletion({
+        const none = yield* deletionRequests.recordDeletion({
           id: "del-3",
           userId: "nobody",
           sourceIds: [],
@@ -101,18 +108,19 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
           notifications: []
         }, T0 + 2)
         assert.deepStrictEqual(none, { jobsRemoved: 0, notifications: [] })
-        assert.strictEqual(Option.getOrThrow(yield* store.getDeletion("del-3")).userId, "nobody")
+        assert.strictEqual(Option.getOrThrow(yield* deletionRequests.getDeletion("del-3")).userId, "nobody")
       })
     )
 
     test(
       "a large backlog of one user is removed in chunks within the one transaction",
       Effect.gen(function*() {
-        const store = yield* Store
+        const outbox = yield* Outbox
+        const deletionRequests = yield* DeletionRequests
         const entries = Array.from({ length: 2_500 }, (_, i) => entry(`m${i}`, "heavy"))
-        yield* store.enqueue("web", entries, T0)
-        yield* store.enqueue("web", [entry("other", "light")], T0)
-        const recorded = yield* store.recordDeletion({
+        yield* outbox.enqueue("web", entries, T0)
+        yield* outbox.enqueue("web", [entry("other", "light")], T0)
+        const recorded = yield* deletionRequests.recordDeletion({
           id: "del-4",
           userId: "heavy",
           sourceIds: ["web"],
@@ -120,18 +128,23 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
           notifications: []
         }, T0 + 1)
         assert.strictEqual(recorded.jobsRemoved, 2_500)
-        assert.strictEqual((yield* store.backlog()).pending, 1)
+        assert.strictEqual((yield* outbox.backlog()).pending, 1)
       })
     )
 
     test(
       "forget the user's audience memberships and computed traits in the covered sources only",
       Effect.gen(function*() {
-        const store = yield* Store
+        const deletionRequests = yield* DeletionRequests
+        const audienceMembers = yield* AudienceMembers
+        const traitValues = yield* TraitValues
         for (const sourceId of ["web", "app"]) {
           const ref = { sourceId, audience: "VIP" }
-          assert.strictEqual((yield* store.startAudienceSync(ref, "vip", "o", T0, T0 + 60 * second))._tag, "Started")
-          yield* store.applyAudienceChunk({
+          assert.strictEqual(
+            (yield* audienceMembers.startAudienceSync(ref, "vip", "o", T0, T0 + 60 * second))._tag,
+            "Started"
+          )
+          yield* audienceMembers.applyAudienceChunk({
             ref,
             owner: "o",
             now: T0,
@@ -139,25 +152,31 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
             change: "add",
             userIds: ["u1", "u2"]
           })
-          yield* store.applyTraitChunk({ sourceId, trait: "ltv", now: T0, values: [["u1", "5"], ["u2", "7"]] })
+          yield* traitValues.applyTraitChunk({ sourceId, trait: "ltv", now: T0, values: [["u1", "5"], ["u2", "7"]] })
         }
-        yield* store.recordDeletion({
+        yield* deletionRequests.recordDeletion({
           id: "d",
           userId: "u1",
           sourceIds: ["web"],
           everySource: false,
           notifications: []
         }, T0)
-        assert.deepStrictEqual(yield* store.audienceMembersPage({ sourceId: "web", audience: "VIP" }, undefined, 10), [
-          "u2"
-        ])
-        assert.deepStrictEqual(yield* store.audienceMembersPage({ sourceId: "app", audience: "VIP" }, undefined, 10), [
-          "u1",
-          "u2"
-        ])
+        assert.deepStrictEqual(
+          yield* audienceMembers.audienceMembersPage({ sourceId: "web", audience: "VIP" }, undefined, 10),
+          [
+            "u2"
+          ]
+        )
+        assert.deepStrictEqual(
+          yield* audienceMembers.audienceMembersPage({ sourceId: "app", audience: "VIP" }, undefined, 10),
+          [
+            "u1",
+            "u2"
+          ]
+        )
         // u1's value in web was forgotten: the same value is new again; in app it is unchanged.
         const again = (sourceId: string) =>
-          store.applyTraitChunk({ sourceId, trait: "ltv", now: T0 + 1, values: [["u1", "5"]] })
+          traitValues.applyTraitChunk({ sourceId, trait: "ltv", now: T0 + 1, values: [["u1", "5"]] })
         assert.strictEqual((yield* again("web")).changed, 1)
         assert.strictEqual((yield* again("app")).changed, 0)
       })

@@ -1,8 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Layer } from "effect"
 import { Effect } from "effect"
+import { Attempts } from "../../src/store/Attempts.js"
+import { DeadLetters } from "../../src/store/DeadLetters.js"
+import { Endpoints } from "../../src/store/Endpoints.js"
 import type { EnqueueEntry } from "../../src/store/index.js"
-import { Store } from "../../src/store/index.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import type { StoreServices } from "../../src/store/Store.js"
 import { body, T0 } from "./storeSuite.js"
 
 /** Endpoint health from recorded attempts, disabled URLs, and bulk dead-letter recovery. Run against every store. */
@@ -20,17 +24,18 @@ const tracked = (messageId: string): EnqueueEntry => ({
 
 const retired = (url: string) => [{ tag: "retired", url, attempts: 3, why: "out-of-window" }]
 
-export const endpointStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => {
-  const test = <A, E>(name: string, self: Effect.Effect<A, E, Store>) =>
+export const endpointStoreSuite = (fresh: () => Layer.Layer<StoreServices, unknown>) => {
+  const test = <A, E>(name: string, self: Effect.Effect<A, E, StoreServices>) =>
     it.live(name, () => Effect.provide(self, fresh()))
 
   describe("endpoints: health, disabled URLs, bulk recovery", () => {
     test(
       "statistics and last success/failure come from the recorded attempts of the URL",
       Effect.gen(function*() {
-        const store = yield* Store
+        const attempts = yield* Attempts
+        const endpointRecords = yield* Endpoints
         const durations = [10, 20, 30, 40, 1000]
-        yield* store.recordAttempts([
+        yield* attempts.recordAttempts([
           ...durations.map((durationMs, i) => ({
             jobId: `j${i}`,
             url: A,
@@ -43,15 +48,15 @@ export const endpointStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
           { jobId: "old", url: A, attempt: 1, startedAt: T0 - 10_000, durationMs: 5, outcome: "success" },
           { jobId: "b", url: B, attempt: 1, startedAt: T0, durationMs: 5, outcome: "success" }
         ])
-        const stats = yield* store.endpointStats(A, T0)
+        const stats = yield* endpointRecords.endpointStats(A, T0)
         assert.deepStrictEqual(stats, { attempts: 5, successes: 4, p50LatencyMs: 30, p99LatencyMs: 1000 })
-        assert.deepStrictEqual(yield* store.endpointStats(A, T0 + 100), {
+        assert.deepStrictEqual(yield* endpointRecords.endpointStats(A, T0 + 100), {
           attempts: 0,
           successes: 0,
           p50LatencyMs: null,
           p99LatencyMs: null
         })
-        assert.deepStrictEqual(yield* store.endpointLastAttempts(A), {
+        assert.deepStrictEqual(yield* endpointRecords.endpointLastAttempts(A), {
           lastSuccessAt: T0 + 3,
           lastFailureAt: T0 + 4,
           lastFailure: "connection refused"
@@ -62,23 +67,29 @@ export const endpointStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
     test(
       "a disabled URL is kept once and enabled again",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.disableEndpoint(A, T0, "HTTP 410 Gone")
-        yield* store.disableEndpoint(A, T0 + 5, "again")
-        assert.deepStrictEqual(yield* store.disabledEndpoints(), [{ url: A, disabledAt: T0, reason: "HTTP 410 Gone" }])
-        assert.strictEqual(yield* store.enableEndpoint(A), true)
-        assert.strictEqual(yield* store.enableEndpoint(A), false)
-        assert.deepStrictEqual(yield* store.disabledEndpoints(), [])
+        const endpointRecords = yield* Endpoints
+        yield* endpointRecords.disableEndpoint(A, T0, "HTTP 410 Gone")
+        yield* endpointRecords.disableEndpoint(A, T0 + 5, "again")
+        assert.deepStrictEqual(yield* endpointRecords.disabledEndpoints(), [{
+          url: A,
+          disabledAt: T0,
+          reason: "HTTP 410 Gone"
+        }])
+        assert.strictEqual(yield* endpointRecords.enableEndpoint(A), true)
+        assert.strictEqual(yield* endpointRecords.enableEndpoint(A), false)
+        assert.deepStrictEqual(yield* endpointRecords.disabledEndpoints(), [])
       })
     )
 
     test(
       "bulk replay and purge take only the filtered dead letters; a dry run counts what the real run does",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.enqueue("web", ["a1", "a2", "b1", "a3"].map(tracked), T0)
-        yield* store.enqueue("other", [tracked("o1")], T0)
-        const jobs = yield* store.claimDue("w", T0, 10, 60_000)
+        const outbox = yield* Outbox
+        const deadLetters = yield* DeadLetters
+        const endpointRecords = yield* Endpoints
+        yield* outbox.enqueue("web", ["a1", "a2", "b1", "a3"].map(tracked), T0)
+        yield* outbox.enqueue("other", [tracked("o1")], T0)
+        const jobs = yield* outbox.claimDue("w", T0, 10, 60_000)
         const id = (messageId: string) => jobs.find((job) => job.messageId === messageId)!.id
         const dead = (messageId: string, at: number, url: string) => ({
           _tag: "Dead" as const,
@@ -88,7 +99,7 @@ export const endpointStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
           firstAttemptAt: T0,
           endpointState: retired(url)
         })
-        yield* store.completeMany("w", [
+        yield* outbox.completeMany("w", [
           dead("a1", T0 + 100, A),
           dead("a2", T0 + 200, A),
           dead("b1", T0 + 200, B),
@@ -96,16 +107,16 @@ export const endpointStoreSuite = (fresh: () => Layer.Layer<Store, unknown>) => 
           dead("o1", T0 + 200, A)
         ])
         const filter = { sourceId: "web", url: A, since: T0 + 150, until: T0 + 400 }
-        const counted = yield* store.replayDeadLetters(filter, T0 + 1000, true)
+        const counted = yield* endpointRecords.replayDeadLetters(filter, T0 + 1000, true)
         assert.strictEqual(counted, 2)
-        assert.strictEqual(yield* store.replayDeadLetters(filter, T0 + 1000, false), counted)
-        const left = yield* store.listDeadLetters({ limit: 10 })
+        assert.strictEqual(yield* endpointRecords.replayDeadLetters(filter, T0 + 1000, false), counted)
+        const left = yield* deadLetters.listDeadLetters({ limit: 10 })
         assert.deepStrictEqual(left.map((job) => job.messageId).sort(), ["a1", "b1", "o1"])
-        assert.strictEqual(yield* store.purgeDeadLettersMatching({ sourceId: "web" }, true), 2)
-        assert.strictEqual(yield* store.purgeDeadLettersMatching({ sourceId: "web" }, false), 2)
-        const after = yield* store.listDeadLetters({ limit: 10 })
+        assert.strictEqual(yield* endpointRecords.purgeDeadLettersMatching({ sourceId: "web" }, true), 2)
+        assert.strictEqual(yield* endpointRecords.purgeDeadLettersMatching({ sourceId: "web" }, false), 2)
+        const after = yield* deadLetters.listDeadLetters({ limit: 10 })
         assert.deepStrictEqual(after.map((job) => job.messageId), ["o1"])
-        const replayed = yield* store.claimDue("w", T0 + 1000, 10, 60_000)
+        const replayed = yield* outbox.claimDue("w", T0 + 1000, 10, 60_000)
         assert.deepStrictEqual(replayed.map((job) => job.messageId).sort(), ["a2", "a3"])
       })
     )

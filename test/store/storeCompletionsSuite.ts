@@ -1,6 +1,8 @@
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { Store } from "../../src/store/index.js"
+import { Attempts } from "../../src/store/Attempts.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import { entry, type FreshStore, second, storeTest, T0 } from "./storeFixtures.js"
 
 /** The store's behaviour: completions (see `storeSuite`). */
@@ -11,15 +13,16 @@ export const completionsSuite = (fresh: FreshStore) => {
     test(
       "reschedule, then dead; delivered; the batched form refuses what it does not hold",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.enqueue("web", [entry("m1"), entry("m2"), entry("m3"), entry("m4")], T0)
-        const jobs = yield* store.claimDue("w", T0, 10, 60 * second)
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
+        yield* outbox.enqueue("web", [entry("m1"), entry("m2"), entry("m3"), entry("m4")], T0)
+        const jobs = yield* outbox.claimDue("w", T0, 10, 60 * second)
         const byMessage = new Map(jobs.map((job) => [job.messageId, job.id]))
         const m1 = byMessage.get("m1")!
 
         const state = { urls: { "https://example.com/hook": { attempts: 1 } }, retired: [] }
-        assert.isTrue(yield* store.reschedule("w", m1, T0 + 10 * second, T0 + 1, state, "HTTP 503"))
-        const rescheduled = Option.getOrThrow(yield* store.getJob(m1))
+        assert.isTrue(yield* outbox.reschedule("w", m1, T0 + 10 * second, T0 + 1, state, "HTTP 503"))
+        const rescheduled = Option.getOrThrow(yield* messageLog.getJob(m1))
         assert.deepStrictEqual(
           {
             status: rescheduled.status,
@@ -36,25 +39,25 @@ export const completionsSuite = (fresh: FreshStore) => {
             leaseOwner: null
           }
         )
-        assert.deepStrictEqual(yield* store.claimDue("w", T0 + 9 * second, 10, 60 * second), [])
-        const [back] = yield* store.claimDue("w", T0 + 10 * second, 10, 60 * second)
+        assert.deepStrictEqual(yield* outbox.claimDue("w", T0 + 9 * second, 10, 60 * second), [])
+        const [back] = yield* outbox.claimDue("w", T0 + 10 * second, 10, 60 * second)
         assert.strictEqual(back!.id, m1)
         assert.deepStrictEqual(back!.endpointState, state)
         assert.strictEqual(back!.firstAttemptAt, T0 + 1)
 
         // A later reschedule never moves the window's start.
-        assert.isTrue(yield* store.reschedule("w", m1, T0 + 20 * second, T0 + 999, { n: 2 }, null))
-        const [again] = yield* store.claimDue("w", T0 + 20 * second, 10, 60 * second)
+        assert.isTrue(yield* outbox.reschedule("w", m1, T0 + 20 * second, T0 + 999, { n: 2 }, null))
+        const [again] = yield* outbox.claimDue("w", T0 + 20 * second, 10, 60 * second)
         assert.strictEqual(again!.firstAttemptAt, T0 + 1)
         assert.deepStrictEqual(again!.endpointState, { n: 2 })
-        assert.isTrue(yield* store.markDead("w", m1, T0 + 21 * second, "all URLs failed"))
-        const dead = Option.getOrThrow(yield* store.getJob(m1))
+        assert.isTrue(yield* outbox.markDead("w", m1, T0 + 21 * second, "all URLs failed"))
+        const dead = Option.getOrThrow(yield* messageLog.getJob(m1))
         assert.deepStrictEqual(
           { status: dead.status, finishedAt: dead.finishedAt, lastError: dead.lastError },
           { status: "dead", finishedAt: T0 + 21 * second, lastError: "all URLs failed" }
         )
 
-        const result = yield* store.completeMany("w", [
+        const result = yield* outbox.completeMany("w", [
           { _tag: "Delivered", jobId: byMessage.get("m2")!, at: T0 + 30 * second, firstAttemptAt: T0 + 2 },
           { _tag: "Dead", jobId: byMessage.get("m3")!, at: T0 + 30 * second, lastError: "HTTP 404" },
           {
@@ -73,32 +76,34 @@ export const completionsSuite = (fresh: FreshStore) => {
           [byMessage.get("m2"), byMessage.get("m3"), byMessage.get("m4")].sort()
         )
         assert.deepStrictEqual([...result.refused].sort(), [m1, "unknown"].sort())
-        assert.strictEqual(Option.getOrThrow(yield* store.getJob(m1)).status, "dead")
-        const delivered = Option.getOrThrow(yield* store.getJob(byMessage.get("m2")!))
+        assert.strictEqual(Option.getOrThrow(yield* messageLog.getJob(m1)).status, "dead")
+        const delivered = Option.getOrThrow(yield* messageLog.getJob(byMessage.get("m2")!))
         assert.deepStrictEqual(
           { status: delivered.status, firstAttemptAt: delivered.firstAttemptAt },
           { status: "delivered", firstAttemptAt: T0 + 2 }
         )
-        assert.deepStrictEqual(yield* store.backlog(), { pending: 1, delivering: 0, delivered: 1, dead: 2 })
-        assert.deepStrictEqual(yield* store.nextWakeAt(), Option.some(T0 + 40 * second))
-        assert.deepStrictEqual(yield* store.completeMany("w", []), { applied: [], refused: [] })
+        assert.deepStrictEqual(yield* outbox.backlog(), { pending: 1, delivering: 0, delivered: 1, dead: 2 })
+        assert.deepStrictEqual(yield* outbox.nextWakeAt(), Option.some(T0 + 40 * second))
+        assert.deepStrictEqual(yield* outbox.completeMany("w", []), { applied: [], refused: [] })
       })
     )
 
     test(
       "attempts are recorded and returned with jobsForMessage",
       Effect.gen(function*() {
-        const store = yield* Store
-        yield* store.enqueue("web", [entry("m1", "u1")], T0)
-        yield* store.enqueue("app", [entry("m1")], T0)
-        const jobs = yield* store.claimDue("w", T0, 10, 60 * second)
+        const outbox = yield* Outbox
+        const attempts = yield* Attempts
+        const messageLog = yield* MessageLog
+        yield* outbox.enqueue("web", [entry("m1", "u1")], T0)
+        yield* outbox.enqueue("app", [entry("m1")], T0)
+        const jobs = yield* outbox.claimDue("w", T0, 10, 60 * second)
         const web = jobs.find((job) => job.sourceId === "web")!
         const app = jobs.find((job) => job.sourceId === "app")!
 
-        assert.isTrue(yield* store.markFirstAttempt(web.id, T0 + 1))
-        assert.isFalse(yield* store.markFirstAttempt(web.id, T0 + 2))
+        assert.isTrue(yield* attempts.markFirstAttempt(web.id, T0 + 1))
+        assert.isFalse(yield* attempts.markFirstAttempt(web.id, T0 + 2))
         const long = "é".repeat(600) // 1 200 bytes
-        yield* store.recordAttempts([
+        yield* attempts.recordAttempts([
           {
             jobId: web.id,
             url: "https://a.example/x",
@@ -119,7 +124,7 @@ export const completionsSuite = (fresh: FreshStore) => {
             responseSnippet: long
           }
         ])
-        const completed = yield* store.completeMany("w", [{ _tag: "Delivered", jobId: web.id, at: T0 + 3000 }], [
+        const completed = yield* outbox.completeMany("w", [{ _tag: "Delivered", jobId: web.id, at: T0 + 3000 }], [
           {
             jobId: web.id,
             url: "https://a.example/x",
@@ -133,7 +138,7 @@ export const completionsSuite = (fresh: FreshStore) => {
         ])
         assert.deepStrictEqual(completed.applied, [web.id])
 
-        const found = yield* store.jobsForMessage("m1")
+        const found = yield* messageLog.jobsForMessage("m1")
         assert.strictEqual(found.length, 2)
         const webJob = found.find((job) => job.id === web.id)!
         assert.strictEqual(webJob.status, "delivered")
@@ -160,16 +165,27 @@ export const completionsSuite = (fresh: FreshStore) => {
         })
 
         // A refused completion still records its attempts (they happened) and counts them.
-        const refused = yield* store.completeMany("not-the-owner", [{ _tag: "Delivered", jobId: app.id, at: T0 + 5 }], [
-          { jobId: app.id, url: "https://c.example", attempt: 1, startedAt: T0 + 4, durationMs: 1, outcome: "success" }
-        ])
+        const refused = yield* outbox.completeMany(
+          "not-the-owner",
+          [{ _tag: "Delivered", jobId: app.id, at: T0 + 5 }],
+          [
+            {
+              jobId: app.id,
+              url: "https://c.example",
+              attempt: 1,
+              startedAt: T0 + 4,
+              durationMs: 1,
+              outcome: "success"
+            }
+          ]
+        )
         assert.deepStrictEqual(refused, { applied: [], refused: [app.id] })
-        const appAfter = (yield* store.jobsForMessage("m1")).find((job) => job.id === app.id)!
+        const appAfter = (yield* messageLog.jobsForMessage("m1")).find((job) => job.id === app.id)!
         assert.deepStrictEqual(
           { status: appAfter.status, count: appAfter.attemptCount, attempts: appAfter.attempts.length },
           { status: "delivering", count: 1, attempts: 1 }
         )
-        assert.deepStrictEqual(yield* store.jobsForMessage("nope"), [])
+        assert.deepStrictEqual(yield* messageLog.jobsForMessage("nope"), [])
       })
     )
   })

@@ -3,7 +3,9 @@ import type { Layer } from "effect"
 import { Effect, Option } from "effect"
 import type { SourceConfig } from "../../src/domain/Settings.js"
 import type { ClaimedJob, EnqueueEntry } from "../../src/store/index.js"
-import { Store } from "../../src/store/index.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Sources } from "../../src/store/Sources.js"
+import type { StoreServices } from "../../src/store/Store.js"
 
 /**
  * What the store suites share. `fresh` must build a new, empty store each time it is provided (every test provides it
@@ -42,28 +44,30 @@ export interface SuiteOptions {
   readonly shared: boolean
 }
 
-export type FreshStore = () => Layer.Layer<Store, unknown>
+export type FreshStore = () => Layer.Layer<StoreServices, unknown>
 
 /** A live test on a fresh store. */
-export const storeTest = (fresh: FreshStore) => <A, E>(name: string, body: Effect.Effect<A, E, Store>) =>
+export const storeTest = (fresh: FreshStore) => <A, E>(name: string, body: Effect.Effect<A, E, StoreServices>) =>
   it.live(name, () => Effect.provide(body, fresh()))
 
 /** Builds the store, writes through it, closes it; then `reopen` must see the same data. */
-export const survivesReopen = (open: Layer.Layer<Store, unknown>) =>
+export const survivesReopen = (open: Layer.Layer<StoreServices, unknown>) =>
   Effect.gen(function*() {
     yield* Effect.gen(function*() {
-      const store = yield* Store
-      yield* store.upsertSource(source("web", "wk-web"), T0)
-      yield* store.enqueue("web", [entry("m1"), entry("m2")], T0)
-      const [job] = yield* store.claimDue("w", T0, 1, 60 * second)
-      yield* store.reschedule("w", job!.id, T0 + 5, T0 + 1, { n: 1 }, "503")
+      const sources = yield* Sources
+      const outbox = yield* Outbox
+      yield* sources.upsertSource(source("web", "wk-web"), T0)
+      yield* outbox.enqueue("web", [entry("m1"), entry("m2")], T0)
+      const [job] = yield* outbox.claimDue("w", T0, 1, 60 * second)
+      yield* outbox.reschedule("w", job!.id, T0 + 5, T0 + 1, { n: 1 }, "503")
     }).pipe(Effect.provide(open))
 
     yield* Effect.gen(function*() {
-      const store = yield* Store
-      assert.strictEqual(Option.getOrThrow(yield* store.findSourceByWriteKey("wk-web")).id, "web")
-      assert.strictEqual((yield* store.enqueue("web", [entry("m1")], T0 + 10)).duplicates, 1)
-      const jobs = yield* store.claimDue("w2", T0 + 10, 10, 60 * second)
+      const sources = yield* Sources
+      const outbox = yield* Outbox
+      assert.strictEqual(Option.getOrThrow(yield* sources.findSourceByWriteKey("wk-web")).id, "web")
+      assert.strictEqual((yield* outbox.enqueue("web", [entry("m1")], T0 + 10)).duplicates, 1)
+      const jobs = yield* outbox.claimDue("w2", T0 + 10, 10, 60 * second)
       assert.deepStrictEqual(jobs.map((job) => job.messageId).sort(), ["m1", "m2"])
       const m1 = jobs.find((job) => job.firstAttemptAt !== null)!
       assert.deepStrictEqual({ first: m1.firstAttemptAt, state: m1.endpointState }, { first: T0 + 1, state: { n: 1 } })

@@ -16,11 +16,17 @@ import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
 import * as IngestPressure from "../../src/overload/IngestPressure.js"
 import type { OverloadOptions } from "../../src/overload/OverloadConfig.js"
-import { Relay } from "../../src/relay/Relay.js"
+import { Relay, RelayAudiences, RelayEndpoints, RelayMessages, RelaySources } from "../../src/relay/Relay.js"
 import * as RelayLive from "../../src/relay/RelayLive.js"
+import { AudienceMembers } from "../../src/store/AudienceMembers.js"
+import { DeadLetters } from "../../src/store/DeadLetters.js"
+import { DeletionRequests } from "../../src/store/DeletionRequests.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
 import * as OutboxSignal from "../../src/store/OutboxSignal.js"
-import { Store } from "../../src/store/Store.js"
+import { Sources } from "../../src/store/Sources.js"
 import * as StoreLayers from "../../src/store/Store.js"
+import type { StoreServices } from "../../src/store/Store.js"
 
 export const adminToken = "admin-token-for-tests-0123456789"
 
@@ -29,7 +35,7 @@ export interface AppOptions {
   readonly dispatch?: boolean | undefined
   readonly admin?: boolean | undefined
   /** A store layer to use instead of a fresh SQLite file. */
-  readonly store?: Layer.Layer<Store, unknown> | undefined
+  readonly store?: Layer.Layer<StoreServices, unknown> | undefined
   readonly dispatcher?: Dispatcher.DispatcherOptions | undefined
   /** The SSRF guard of deliveries and saved settings (default: from HOOKRELAY_ALLOW_PRIVATE_NETWORKS, true in tests). */
   readonly egress?: Layer.Layer<EgressPolicy.EgressPolicy> | undefined
@@ -57,7 +63,7 @@ export const startApp = (options: AppOptions = {}) =>
     const directory = yield* tempDirectory
     const store = options.store ?? StoreLayers.layerSqlite({ directory })
     const base = IngestAdmission.layer(options.overload).pipe(
-      // The URLs' circuits and health, shared by the dispatcher and Relay's health queries.
+      // The URLs' circuits and health, shared by the dispatcher and RelayEndpoints' health queries.
       Layer.provideMerge(EndpointGuards.layer),
       Layer.provideMerge(
         Layer.mergeAll(
@@ -87,7 +93,17 @@ export const startApp = (options: AppOptions = {}) =>
     return {
       baseUrl,
       relay: Context.get(context, Relay),
-      store: Context.get(context, Store),
+      relaySources: Context.get(context, RelaySources),
+      relayMessages: Context.get(context, RelayMessages),
+      relayEndpoints: Context.get(context, RelayEndpoints),
+      relayAudiences: Context.get(context, RelayAudiences),
+      // The store's services the tests read behind the API.
+      outbox: Context.get(context, Outbox),
+      sources: Context.get(context, Sources),
+      messageLog: Context.get(context, MessageLog),
+      deadLetters: Context.get(context, DeadLetters),
+      deletionRequests: Context.get(context, DeletionRequests),
+      audienceMembers: Context.get(context, AudienceMembers),
       directory
     }
   })

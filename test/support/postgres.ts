@@ -16,10 +16,10 @@ export interface SqlConnection {
 }
 
 /** The error with PostgreSQL's SQLSTATE (`40P01`…) as `code`, as node-postgres gave it: the driver nests it in causes. */
-const withSqlState = (error: unknown): unknown => {
+const withSqlState = (error: Error): Error => {
   for (let cause: unknown = error, depth = 0; cause instanceof Object && depth < 6; depth++) {
     const code = (cause as { code?: unknown }).code
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return Object.assign(error as object, { code })
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return Object.assign(error, { code })
     cause = (cause as { cause?: unknown }).cause
   }
   return error
@@ -35,7 +35,7 @@ export const connectSql = async (
   )
   const query = <Row extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
     runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<Row>(text, params)))
-      .then((rows) => ({ rows }), (error: unknown) => Promise.reject(withSqlState(error)))
+      .then((rows) => ({ rows }), (error: Error) => Promise.reject(withSqlState(error)))
   try {
     await query("SELECT 1")
   } catch (error) {

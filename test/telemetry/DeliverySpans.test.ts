@@ -5,7 +5,7 @@ import { deliverWith } from "../../src/delivery/Deliver.js"
 import { DeliveryTracing } from "../../src/delivery/DeliveryTracing.js"
 import type { TransportRequest, TransportResponse } from "../../src/delivery/Transport.js"
 import { parseTraceparent } from "../../src/domain/TraceContext.js"
-import type { StoreShape } from "../../src/store/Model.js"
+import type { OutboxShape } from "../../src/store/Outbox.js"
 import { layer } from "../../src/telemetry/OtlpExport.js"
 import type { Sampler } from "../../src/telemetry/Sampler.js"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./OtlpReceiver.js"
@@ -75,10 +75,10 @@ describe("delivery's attempt spans (exported by Effect's OTLP tracer to a loopba
       }
       const clock = yield* Clock.Clock
       const services: AttemptServices = { transport, clock, traceAttempt: tracing.attempt }
-      const store = tracing.store
+      const outbox = tracing.outbox
       /** The spans exported, once telemetry has shut down (flushing them). */
       const exported = Effect.map(Scope.close(scope, Exit.void), (): ReadonlyArray<ReceivedSpan> => otlp.spans)
-      return { exported, requests, services, store }
+      return { exported, requests, services, outbox }
     })
 
   it.live("each attempt is a client span, child of and linked to the tracking request, sent on as traceparent", () =>
@@ -193,13 +193,13 @@ describe("delivery's attempt spans (exported by Effect's OTLP tracer to a loopba
 
   it.live("a claim that took jobs and every completion batch are internal spans of their own", () =>
     Effect.gen(function*() {
-      const { exported, store } = yield* traced([])
+      const { exported, outbox } = yield* traced([])
       let claims = 0
       const inner = {
         claimDue: () => Effect.succeed(claims++ === 0 ? [{ jobId: "a" }, { jobId: "b" }] : []),
         completeMany: () => Effect.succeed({})
-      } as unknown as StoreShape
-      const wrapped = store(inner)
+      } as unknown as OutboxShape
+      const wrapped = outbox(inner)
       yield* wrapped.claimDue("owner", 0, 100, 30_000)
       // A claim that found nothing is no batch.
       yield* wrapped.claimDue("owner", 0, 100, 30_000)

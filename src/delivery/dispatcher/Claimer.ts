@@ -1,8 +1,10 @@
 import { Clock, Duration, Effect, Option } from "effect"
 import type { WebhookSettings } from "../../domain/Settings.js"
-import type { ClaimedJob, StoreShape } from "../../store/Model.js"
+import type { ClaimedJob } from "../../store/Model.js"
+import type { OutboxShape } from "../../store/Outbox.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import { makeSourceCache } from "../../store/SourceCache.js"
+import type { SourcesShape } from "../../store/Sources.js"
 import type { EndpointGuardsShape } from "../EndpointGuards.js"
 import type { JobRuns } from "./JobRuns.js"
 import type { Leases } from "./Leases.js"
@@ -10,7 +12,9 @@ import type { Settings } from "./Options.js"
 
 export interface ClaimerConfig {
   readonly owner: string
-  readonly store: StoreShape
+  readonly outbox: OutboxShape
+  /** Where the claimed jobs' webhook settings are read (through a short-lived cache). */
+  readonly sources: SourcesShape
   readonly signal: OutboxSignalShape
   readonly settings: Settings
   readonly leases: Leases
@@ -27,9 +31,9 @@ export interface ClaimerConfig {
  * actor. It sleeps on the outbox doorbell (ingest in this process rings it) or `idlePoll` when nothing is due.
  */
 export const makeClaimer = (config: ClaimerConfig) => {
-  const { leases, owner, runs, settings, signal, store } = config
+  const { leases, outbox, owner, runs, settings, signal } = config
   const { held, mailboxes } = leases
-  const sources = makeSourceCache(store)
+  const sources = makeSourceCache(config.sources)
   const idlePollMillis = Duration.toMillis(settings.idlePoll)
 
   /** The webhook settings of each source of a claim, read once per source (through the short-lived cache). */
@@ -99,7 +103,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
       }
       const expired = now - expiredCheckedAt >= expiredEvery
       if (expired) expiredCheckedAt = now
-      const claimed = yield* store.claimDue(owner, now, limit, settings.leaseMillis, {
+      const claimed = yield* outbox.claimDue(owner, now, limit, settings.leaseMillis, {
         excludeSourceIds: saturated,
         expired
       }).pipe(

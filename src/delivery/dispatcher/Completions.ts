@@ -1,7 +1,8 @@
 import { Duration, Effect, Latch } from "effect"
 import type { Context } from "effect"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../../metrics/Metrics.js"
-import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion, StoreShape } from "../../store/Model.js"
+import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../../store/Model.js"
+import type { OutboxShape } from "../../store/Outbox.js"
 import type { AttemptRecord } from "../AttemptRecord.js"
 import type { AllEndpointsFailed, Deferred } from "../DeliveryResult.js"
 import { persistStates } from "../EndpointState.js"
@@ -42,7 +43,7 @@ const countAttempts = (records: ReadonlyArray<StoredAttemptRecord>, context: Con
 
 export interface CompletionsConfig {
   readonly owner: string
-  readonly store: StoreShape
+  readonly outbox: OutboxShape
   readonly outcomes: DeliveryOutcomesShape
   readonly flushDelay: Duration.Duration
   readonly flushSize: number
@@ -55,7 +56,7 @@ export interface CompletionsConfig {
  */
 export const makeCompletions = (config: CompletionsConfig) =>
   Effect.gen(function*() {
-    const { flushSize, outcomes, owner, store } = config
+    const { flushSize, outbox, outcomes, owner } = config
     let completions: Array<Completion> = []
     let attempts: Array<StoredAttemptRecord> = []
     let finished: Array<DeliveryOutcome> = []
@@ -165,7 +166,7 @@ export const makeCompletions = (config: CompletionsConfig) =>
       counted = 0
       const write = batch.length === 0 && records.length === 0 ?
         Effect.void :
-        store.completeMany(owner, batch, records).pipe(
+        outbox.completeMany(owner, batch, records).pipe(
           Effect.tap((result) =>
             result.refused.length === 0 ? Effect.void : Effect.logWarning(
               `${result.refused.length} finished jobs had been taken over by another dispatcher; their outcome was not written`

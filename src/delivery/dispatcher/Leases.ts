@@ -1,6 +1,7 @@
 import { Duration, Effect, Fiber } from "effect"
 import { KeyedSlots } from "../../runtime/Slots.js"
-import type { ClaimedJob, StoreShape } from "../../store/Model.js"
+import type { ClaimedJob } from "../../store/Model.js"
+import type { OutboxShape } from "../../store/Outbox.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import { SourceMailboxes } from "../SourceMailboxes.js"
 import type { Settings } from "./Options.js"
@@ -16,7 +17,7 @@ export interface Held {
 
 export interface LeasesConfig {
   readonly owner: string
-  readonly store: StoreShape
+  readonly outbox: OutboxShape
   readonly signal: OutboxSignalShape
   readonly settings: Settings
 }
@@ -28,7 +29,7 @@ export interface LeasesConfig {
  * job per query).
  */
 export const makeLeases = (config: LeasesConfig) => {
-  const { owner, settings, signal, store } = config
+  const { outbox, owner, settings, signal } = config
   const held = new KeyedSlots<string, Held>()
   const mailboxes = new SourceMailboxes(settings.mailboxPerSource, settings.mailboxPerQuickSource)
 
@@ -47,7 +48,7 @@ export const makeLeases = (config: LeasesConfig) => {
 
   /** Jobs handed back to the outbox before any attempt (their leases released). */
   const giveBack = (ids: ReadonlyArray<string>, what: string) =>
-    store.releaseLeases(owner, ids).pipe(
+    outbox.releaseLeases(owner, ids).pipe(
       Effect.catch((error) => Effect.logError(`could not hand ${what} back to the outbox`, error))
     )
 
@@ -57,7 +58,7 @@ export const makeLeases = (config: LeasesConfig) => {
       if (held.size === 0) continue
       const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
       const asked = held.keys()
-      const kept = yield* store.renewLeases(owner, asked, now + settings.leaseMillis).pipe(
+      const kept = yield* outbox.renewLeases(owner, asked, now + settings.leaseMillis).pipe(
         Effect.catch((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
       )
       if (kept === undefined) continue

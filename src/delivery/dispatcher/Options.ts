@@ -4,7 +4,7 @@ import type { Effect } from "effect"
 export interface DispatcherOptions {
   /** Lease owner id, unique per process start. Default: a random UUID. */
   readonly owner?: string | undefined
-  /** Requests in flight to one webhook URL at once (SPEC: default 16). */
+  /** Requests in flight to one webhook URL at once (default 16). */
   readonly concurrencyPerEndpoint?: number | undefined
   /**
    * Jobs of one source held in memory at once: the bound of that source's mailbox. Default 256. A source whose

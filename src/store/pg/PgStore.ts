@@ -1,12 +1,11 @@
-import { Effect } from "effect"
+import { type Context, Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { migrate } from "../Migrations.js"
-import type { StoreShape } from "../Model.js"
 import { purgeChunk } from "../Purge.js"
 import { makeJobIds } from "../Rows.js"
 import type { StoreError } from "../StoreError.js"
 import { fail, inChunks, type StoreKit } from "../StoreKit.js"
-import { assemble } from "../StoreOperations.js"
+import { assemble, type StoreServices } from "../StoreOperations.js"
 import { makeClaim } from "./PgClaim.js"
 import { makeComplete } from "./PgComplete.js"
 import { makeEnqueue } from "./PgEnqueue.js"
@@ -35,16 +34,18 @@ const makePurgeJobs =
  * with PostgreSQL's hot paths. Several processes may share the database: their leases expire on their own, so none is
  * taken back at start.
  */
-export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient> = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* migrate.pipe(fail("migrate"))
-  const kit: StoreKit = { sql, reads: sql, newJobIds: makeJobIds(), noteLogged: Effect.void }
-  return assemble(kit, (writes) => ({
-    enqueue: makeEnqueue(kit, writes.usage),
-    claimDue: makeClaim(kit),
-    completeMany: makeComplete(kit, writes.attempts, writes.usage),
-    purgeJobs: makePurgeJobs(sql),
-    beforePurgeSeen: Effect.void,
-    recoverAbandonedLeases: () => Effect.succeed(0)
-  }))
-})
+export const make: Effect.Effect<Context.Context<StoreServices>, StoreError, SqlClient.SqlClient> = Effect.gen(
+  function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* migrate.pipe(fail("migrate"))
+    const kit: StoreKit = { sql, reads: sql, newJobIds: makeJobIds(), noteLogged: Effect.void }
+    return assemble(kit, (writes) => ({
+      enqueue: makeEnqueue(kit, writes.usage),
+      claimDue: makeClaim(kit),
+      completeMany: makeComplete(kit, writes.attempts, writes.usage),
+      purgeJobs: makePurgeJobs(sql),
+      beforePurgeSeen: Effect.void,
+      recoverAbandonedLeases: () => Effect.succeed(0)
+    }))
+  }
+)

@@ -1,12 +1,11 @@
-import { Effect, Option } from "effect"
+import { type Context, Effect, Option } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { migrate } from "../Migrations.js"
 import type { AttemptRecord, ClaimOptions, CompleteResult, Completion, EnqueueEntry, EnqueueOptions } from "../Model.js"
-import type { StoreShape } from "../Model.js"
 import { makeJobIds } from "../Rows.js"
 import type { StoreError } from "../StoreError.js"
 import { fail, type HotPaths, hotSpan, inChunks, type StoreKit } from "../StoreKit.js"
-import { assemble } from "../StoreOperations.js"
+import { assemble, type StoreServices } from "../StoreOperations.js"
 import * as MessageIdLog from "./MessageIdLog.js"
 import { SqliteHotPaths, SqliteReader } from "./SqliteConnection.js"
 
@@ -78,16 +77,17 @@ const threadHotPaths = (sql: SqlClient.SqlClient, thread: SqliteHotPaths["Servic
 /**
  * The store on SQLite: the `SqlClient` and hot paths of the store's thread (`SqliteConnection.layer`), and its
  * read-only connection when there is one. Applies the connection settings, runs the migrations, and returns the
- * operations.
+ * services.
  */
-export const make: Effect.Effect<StoreShape, StoreError, SqlClient.SqlClient | SqliteHotPaths> = Effect.gen(
-  function*() {
-    const sql = yield* SqlClient.SqlClient
-    const thread = yield* SqliteHotPaths
-    const reads = Option.getOrElse(yield* Effect.serviceOption(SqliteReader), () => sql)
-    yield* connectionSettings(sql).pipe(fail("open"))
-    yield* migrate.pipe(fail("migrate"))
-    const kit: StoreKit = { sql, reads, newJobIds: makeJobIds(), noteLogged: thread.noteLogged }
-    return assemble(kit, () => threadHotPaths(sql, thread))
-  }
-)
+export const make: Effect.Effect<Context.Context<StoreServices>, StoreError, SqlClient.SqlClient | SqliteHotPaths> =
+  Effect.gen(
+    function*() {
+      const sql = yield* SqlClient.SqlClient
+      const thread = yield* SqliteHotPaths
+      const reads = Option.getOrElse(yield* Effect.serviceOption(SqliteReader), () => sql)
+      yield* connectionSettings(sql).pipe(fail("open"))
+      yield* migrate.pipe(fail("migrate"))
+      const kit: StoreKit = { sql, reads, newJobIds: makeJobIds(), noteLogged: thread.noteLogged }
+      return assemble(kit, () => threadHotPaths(sql, thread))
+    }
+  )

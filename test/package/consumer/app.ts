@@ -1,7 +1,7 @@
 // A consumer of the published package: type-checked against the tarball's .d.ts, then run.
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Fiber, Layer, Option, Stream } from "effect"
-import { type DeliveryOutcome, layerSqlite, Relay } from "hookrelay"
+import { type DeliveryOutcome, layerSqlite, Relay, RelaySources } from "hookrelay"
 import { createClient } from "hookrelay/client"
 import { keepAliveDefault, layer as hookrelayServer, makeNodeServer, trackingCors } from "hookrelay/server"
 
@@ -10,7 +10,8 @@ const serverPort = Number(process.env.SERVER_PORT)
 
 const program = Effect.gen(function*() {
   const relay = yield* Relay
-  yield* relay.putSource({
+  const relaySources = yield* RelaySources
+  yield* relaySources.putSource({
     id: "consumer",
     writeKey: "wk_consumer",
     webhooks: { enabled: true, endpoints: [{ url: `http://127.0.0.1:${receiverPort}/hook` }] }
