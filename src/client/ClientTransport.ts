@@ -94,6 +94,81 @@ interface Target {
   readonly url: URL
 }
 
+type Answer = Effect.Effect<TransportResponse, TransportError | RequestTimeout>
+
+/** Keep-alive agents for http and https (certificates always verified), destroyed with the scope. */
+const acquireAgents = (options: HttpTransportOptions) => {
+  const connections = options.connections ?? 4
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: connections,
+    maxFreeSockets: connections,
+    // An idle kept-alive socket is closed after this long (the agent destroys timed-out free sockets).
+    timeout: options.keepAliveTimeout ?? 30_000
+  }
+  return Effect.acquireRelease(
+    Effect.sync(() => ({
+      http: new http.Agent(agentOptions),
+      https: new https.Agent({ ...agentOptions, rejectUnauthorized: true })
+    })),
+    (agents) =>
+      Effect.sync(() => {
+        agents.http.destroy()
+        agents.https.destroy()
+      })
+  )
+}
+
+/** The module, agent and parsed URL for a URL; the last one is kept, as a client posts to one URL. */
+const makeTargets = (agents: { readonly http: http.Agent; readonly https: https.Agent }) => {
+  let cachedUrl = ""
+  let cachedTarget: Target | undefined
+  return (url: string): Target => {
+    if (url !== cachedUrl || cachedTarget === undefined) {
+      const parsed = new URL(url)
+      cachedTarget = parsed.protocol === "https:"
+        ? { module: https, agent: agents.https, url: parsed }
+        : { module: http, agent: agents.http, url: parsed }
+      cachedUrl = url
+    }
+    return cachedTarget
+  }
+}
+
+/** Reads the answer: a 2xx to its end (its connection goes back to the pool), another status's first kilobyte. */
+const readResponse = (response: http.IncomingMessage, resume: (result: Answer) => void): void => {
+  const status = response.statusCode ?? 0
+  const retryAfter = headerValue(response.headers["retry-after"])
+  if (status >= 200 && status < 300) {
+    // Read to the end so that the connection goes back to the pool.
+    response.resume()
+    response.once("end", () => resume(Effect.succeed({ status, retryAfter, body: "" })))
+    response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
+    return
+  }
+  const chunks: Array<Buffer> = []
+  let length = 0
+  const done = () => {
+    response.removeAllListeners("data")
+    resume(Effect.succeed({
+      status,
+      retryAfter,
+      body: Buffer.concat(chunks).subarray(0, errorBodyLimit).toString("utf8")
+    }))
+  }
+  response.on("data", (chunk: Buffer) => {
+    chunks.push(chunk)
+    length += chunk.length
+    // A huge error page is not read: the connection is dropped instead.
+    if (length >= errorBodyLimit) {
+      response.destroy()
+      done()
+    }
+  })
+  response.once("end", done)
+  response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
+}
+
 /**
  * A transport over Node's own `http`/`https` with keep-alive agents that this layer owns,
  * certificates always verified (even when `NODE_TLS_REJECT_UNAUTHORIZED=0`), closed with the
@@ -103,37 +178,7 @@ interface Target {
  */
 export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
   Effect.gen(function*() {
-    const connections = options.connections ?? 4
-    const agentOptions = {
-      keepAlive: true,
-      maxSockets: connections,
-      maxFreeSockets: connections,
-      // An idle kept-alive socket is closed after this long (the agent destroys timed-out free sockets).
-      timeout: options.keepAliveTimeout ?? 30_000
-    }
-    const agents = yield* Effect.acquireRelease(
-      Effect.sync(() => ({
-        http: new http.Agent(agentOptions),
-        https: new https.Agent({ ...agentOptions, rejectUnauthorized: true })
-      })),
-      (agents) =>
-        Effect.sync(() => {
-          agents.http.destroy()
-          agents.https.destroy()
-        })
-    )
-    let cachedUrl = ""
-    let cachedTarget: Target | undefined
-    const targetOf = (url: string): Target => {
-      if (url !== cachedUrl || cachedTarget === undefined) {
-        const parsed = new URL(url)
-        cachedTarget = parsed.protocol === "https:"
-          ? { module: https, agent: agents.https, url: parsed }
-          : { module: http, agent: agents.http, url: parsed }
-        cachedUrl = url
-      }
-      return cachedTarget
-    }
+    const targetOf = makeTargets(yield* acquireAgents(options))
     // Request timeouts on the shared deadline ticker: `Effect.timeout` forks two fibers and a timer per request.
     const clock = yield* Clock.Clock
     const deadlines = yield* Deadlines.make()
@@ -144,7 +189,7 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
       Effect.callback<TransportResponse, TransportError | RequestTimeout>((answer) => {
         let answered = false
         let cancelDeadline: (() => void) | undefined
-        const resume = (result: Effect.Effect<TransportResponse, TransportError | RequestTimeout>) => {
+        const resume = (result: Answer) => {
           if (answered) return
           answered = true
           cancelDeadline?.()
@@ -162,38 +207,7 @@ export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
           agent: target.agent,
           headers: copyWith(request.headers, "content-length", String(request.body.byteLength)),
           rejectUnauthorized: true
-        }, (response) => {
-          const status = response.statusCode ?? 0
-          const retryAfter = headerValue(response.headers["retry-after"])
-          if (status >= 200 && status < 300) {
-            // Read to the end so that the connection goes back to the pool.
-            response.resume()
-            response.once("end", () => resume(Effect.succeed({ status, retryAfter, body: "" })))
-            response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
-            return
-          }
-          const chunks: Array<Buffer> = []
-          let length = 0
-          const done = () => {
-            response.removeAllListeners("data")
-            resume(Effect.succeed({
-              status,
-              retryAfter,
-              body: Buffer.concat(chunks).subarray(0, errorBodyLimit).toString("utf8")
-            }))
-          }
-          response.on("data", (chunk: Buffer) => {
-            chunks.push(chunk)
-            length += chunk.length
-            // A huge error page is not read: the connection is dropped instead.
-            if (length >= errorBodyLimit) {
-              response.destroy()
-              done()
-            }
-          })
-          response.once("end", done)
-          response.once("error", (error) => resume(Effect.fail(toTransportError(error))))
-        })
+        }, (response) => readResponse(response, resume))
         outgoing.once("error", (error) => resume(Effect.fail(toTransportError(error))))
         outgoing.end(request.body)
         if (timeoutMillis !== undefined) {

@@ -39,8 +39,8 @@ const namesUrl = (state: string | null, url: string): boolean => {
   }
 }
 
-/** Endpoint health from the attempts already recorded, disabled URLs, and bulk recovery of dead letters. */
-export const make = ({ reads, sql }: StoreKit): EndpointsShape => {
+/** Disabled URLs: list, disable (first disabling kept), enable. */
+const makeDisabled = ({ sql }: StoreKit) => {
   const disabledEndpoints = Effect.fn("Store.disabledEndpoints")(
     function*() {
       const rows = yield* sql<{ url: string; disabled_at: number | string; reason: string }>`
@@ -71,6 +71,11 @@ export const make = ({ reads, sql }: StoreKit): EndpointsShape => {
     fail("enableEndpoint")
   )
 
+  return { disabledEndpoints, disableEndpoint, enableEndpoint }
+}
+
+/** Endpoint health from the attempts already recorded: counts, latency percentiles, last success and failure. */
+const makeHealth = ({ reads }: StoreKit) => {
   // A percentile by rank: the attempts of the window in latency order (index attempts_url_started).
   const percentile = (url: string, since: number, count: number, fraction: number) =>
     Effect.map(
@@ -119,6 +124,11 @@ export const make = ({ reads, sql }: StoreKit): EndpointsShape => {
     fail("endpointLastAttempts")
   )
 
+  return { endpointStats, endpointLastAttempts }
+}
+
+/** Bulk recovery of an endpoint's dead letters: replay or purge every one a filter takes. */
+const makeRecovery = ({ sql }: StoreKit) => {
   /** The ids of the dead letters that match, oldest death first. */
   const matching = (filter: DeadLetterFilter) =>
     Effect.gen(function*() {
@@ -160,13 +170,12 @@ export const make = ({ reads, sql }: StoreKit): EndpointsShape => {
     fail("purgeDeadLettersMatching")
   )
 
-  return {
-    disabledEndpoints,
-    disableEndpoint,
-    enableEndpoint,
-    endpointStats,
-    endpointLastAttempts,
-    replayDeadLetters,
-    purgeDeadLettersMatching
-  }
+  return { replayDeadLetters, purgeDeadLettersMatching }
 }
+
+/** Endpoint health from the attempts already recorded, disabled URLs, and bulk recovery of dead letters. */
+export const make = (kit: StoreKit): EndpointsShape => ({
+  ...makeDisabled(kit),
+  ...makeHealth(kit),
+  ...makeRecovery(kit)
+})

@@ -17,17 +17,25 @@ import * as SqlClient from "effect/sql/SqlClient"
 const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
   Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
 
-const initial = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const blob = sql.onDialectOrElse({ pg: () => "BYTEA", orElse: () => "BLOB" })
-  const serialKey = sql.onDialectOrElse({
+/** The column and table words that differ between the dialects. */
+interface Dialect {
+  readonly blob: string
+  readonly serialKey: string
+  readonly withoutRowid: string
+}
+
+const dialectOf = (sql: SqlClient.SqlClient): Dialect => ({
+  blob: sql.onDialectOrElse({ pg: () => "BYTEA", orElse: () => "BLOB" }),
+  serialKey: sql.onDialectOrElse({
     pg: () => "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     orElse: () => "INTEGER PRIMARY KEY"
-  })
-  const withoutRowid = sql.onDialectOrElse({ sqlite: () => " WITHOUT ROWID", orElse: () => "" })
+  }),
+  withoutRowid: sql.onDialectOrElse({ sqlite: () => " WITHOUT ROWID", orElse: () => "" })
+})
 
-  yield* statements(sql, [
-    `CREATE TABLE sources (
+/** Sources, their jobs and the jobs' attempts: what ingest and delivery write. */
+const deliveryTables = ({ blob, serialKey }: Dialect): ReadonlyArray<string> => [
+  `CREATE TABLE sources (
       id TEXT PRIMARY KEY,
       write_key TEXT NOT NULL,
       write_key_hash TEXT NOT NULL,
@@ -35,9 +43,9 @@ const initial = Effect.gen(function*() {
       created_at BIGINT NOT NULL,
       updated_at BIGINT NOT NULL
     )`,
-    `CREATE UNIQUE INDEX sources_write_key_hash ON sources (write_key_hash)`,
+  `CREATE UNIQUE INDEX sources_write_key_hash ON sources (write_key_hash)`,
 
-    `CREATE TABLE jobs (
+  `CREATE TABLE jobs (
       id TEXT PRIMARY KEY,
       source_id TEXT NOT NULL,
       message_id TEXT NOT NULL,
@@ -55,13 +63,13 @@ const initial = Effect.gen(function*() {
       finished_at BIGINT,
       last_error TEXT
     )`,
-    `CREATE INDEX jobs_due ON jobs (next_due_at) WHERE status = 'pending'`,
-    `CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE status = 'delivering'`,
-    `CREATE INDEX jobs_message ON jobs (message_id)`,
-    `CREATE INDEX jobs_delivered ON jobs (finished_at) WHERE status = 'delivered'`,
-    `CREATE INDEX jobs_dead ON jobs (source_id, finished_at) WHERE status = 'dead'`,
+  `CREATE INDEX jobs_due ON jobs (next_due_at) WHERE status = 'pending'`,
+  `CREATE INDEX jobs_leased ON jobs (lease_expires_at) WHERE status = 'delivering'`,
+  `CREATE INDEX jobs_message ON jobs (message_id)`,
+  `CREATE INDEX jobs_delivered ON jobs (finished_at) WHERE status = 'delivered'`,
+  `CREATE INDEX jobs_dead ON jobs (source_id, finished_at) WHERE status = 'dead'`,
 
-    `CREATE TABLE attempts (
+  `CREATE TABLE attempts (
       id ${serialKey},
       job_id TEXT NOT NULL,
       url TEXT NOT NULL,
@@ -73,18 +81,21 @@ const initial = Effect.gen(function*() {
       outcome TEXT NOT NULL,
       response_snippet TEXT
     )`,
-    `CREATE INDEX attempts_job ON attempts (job_id)`,
+  `CREATE INDEX attempts_job ON attempts (job_id)`
+]
 
-    `CREATE TABLE seen_messages (
+/** Dedupe's seen message ids and the daily usage counters. */
+const ledgerTables = ({ withoutRowid }: Dialect): ReadonlyArray<string> => [
+  `CREATE TABLE seen_messages (
       source_id TEXT NOT NULL,
       message_id TEXT NOT NULL,
       seen_at BIGINT NOT NULL,
       PRIMARY KEY (source_id, message_id)
     )${withoutRowid}`,
-    `CREATE INDEX seen_messages_seen_at ON seen_messages (seen_at)`,
+  `CREATE INDEX seen_messages_seen_at ON seen_messages (seen_at)`,
 
-    // Per source, per UTC day (day = floor(epoch ms / 86 400 000)).
-    `CREATE TABLE usage_daily (
+  // Per source, per UTC day (day = floor(epoch ms / 86 400 000)).
+  `CREATE TABLE usage_daily (
       source_id TEXT NOT NULL,
       day INTEGER NOT NULL,
       api_calls BIGINT NOT NULL DEFAULT 0,
@@ -93,25 +104,28 @@ const initial = Effect.gen(function*() {
       delivered BIGINT NOT NULL DEFAULT 0,
       dead BIGINT NOT NULL DEFAULT 0,
       PRIMARY KEY (source_id, day)
-    )${withoutRowid}`,
+    )${withoutRowid}`
+]
 
-    // Reserved for deletion requests (REFERENCE §5): the request, and one delete job per source.
-    `CREATE TABLE deletion_requests (
+/** Tables reserved for deletion requests, audiences and computed traits. */
+const reservedTables = ({ withoutRowid }: Dialect): ReadonlyArray<string> => [
+  // Reserved for deletion requests (REFERENCE §5): the request, and one delete job per source.
+  `CREATE TABLE deletion_requests (
       id TEXT PRIMARY KEY,
       user_id TEXT NOT NULL,
       source_ids TEXT NOT NULL,
       created_at BIGINT NOT NULL,
       jobs_removed INTEGER NOT NULL DEFAULT 0
     )`,
-    `CREATE TABLE deletion_notifications (
+  `CREATE TABLE deletion_notifications (
       deletion_id TEXT NOT NULL,
       source_id TEXT NOT NULL,
       job_id TEXT NOT NULL,
       PRIMARY KEY (deletion_id, source_id)
     )${withoutRowid}`,
 
-    // Reserved for audiences (REFERENCE §6): the current membership of each audience.
-    `CREATE TABLE audiences (
+  // Reserved for audiences (REFERENCE §6): the current membership of each audience.
+  `CREATE TABLE audiences (
       source_id TEXT NOT NULL,
       audience TEXT NOT NULL,
       property TEXT NOT NULL,
@@ -119,7 +133,7 @@ const initial = Effect.gen(function*() {
       synced_at BIGINT NOT NULL,
       PRIMARY KEY (source_id, audience)
     )${withoutRowid}`,
-    `CREATE TABLE audience_members (
+  `CREATE TABLE audience_members (
       source_id TEXT NOT NULL,
       audience TEXT NOT NULL,
       user_id TEXT NOT NULL,
@@ -127,8 +141,8 @@ const initial = Effect.gen(function*() {
       PRIMARY KEY (source_id, audience, user_id)
     )${withoutRowid}`,
 
-    // Reserved for computed traits: the last value sent per user and trait.
-    `CREATE TABLE computed_traits (
+  // Reserved for computed traits: the last value sent per user and trait.
+  `CREATE TABLE computed_traits (
       source_id TEXT NOT NULL,
       user_id TEXT NOT NULL,
       trait TEXT NOT NULL,
@@ -136,7 +150,12 @@ const initial = Effect.gen(function*() {
       updated_at BIGINT NOT NULL,
       PRIMARY KEY (source_id, user_id, trait)
     )${withoutRowid}`
-  ])
+]
+
+const initial = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const dialect = dialectOf(sql)
+  yield* statements(sql, [...deliveryTables(dialect), ...ledgerTables(dialect), ...reservedTables(dialect)])
 })
 
 /**

@@ -42,6 +42,61 @@ export interface ActorsConfig {
   readonly runJob: (run: Run) => Effect.Effect<void>
 }
 
+/** The actor of a URL not seen before: an empty mailbox, no worker, and its gate. */
+const newActor = (url: string, settings: Settings, guards: EndpointGuardsShape): Actor => ({
+  gate: { permits: new FifoGate(settings.concurrencyPerEndpoint), guard: guards.guardFor(url) },
+  mailbox: [],
+  head: 0,
+  workers: 0,
+  starting: 0
+})
+
+/** The mailbox's next job, or undefined when it is empty. Lost jobs are dropped (their leases released). */
+const take = (actor: Actor, leases: Leases): Run | undefined => {
+  while (actor.head < actor.mailbox.length) {
+    const run = actor.mailbox[actor.head]!
+    actor.mailbox[actor.head++] = undefined as never
+    if (actor.head === actor.mailbox.length) {
+      actor.mailbox.length = 0
+      actor.head = 0
+    } else if (actor.head > 1024 && actor.head * 2 > actor.mailbox.length) {
+      actor.mailbox.splice(0, actor.head)
+      actor.head = 0
+    }
+    if (!run.held.lost) return run
+    leases.release(run.held)
+  }
+  return undefined
+}
+
+/**
+ * Drops from the actor's mailbox, newest first, up to `excess` jobs of the source that no attempt has touched yet:
+ * their leases released and their ids added to `shed`. Returns how many it dropped.
+ */
+const dropUntouched = (
+  actor: Actor,
+  sourceId: string,
+  excess: number,
+  leases: Leases,
+  shed: Array<string>
+): number => {
+  let dropped = 0
+  for (let i = actor.mailbox.length - 1; i >= actor.head && dropped < excess; i--) {
+    const run = actor.mailbox[i]!
+    if (run.held.job.sourceId !== sourceId || run.states.length !== 0 || run.held.lost) continue
+    shed.push(run.held.job.id)
+    leases.release(run.held)
+    actor.mailbox[i] = undefined as never
+    dropped++
+  }
+  if (dropped === 0) return 0
+  const kept = actor.mailbox.slice(actor.head).filter((run) => run !== undefined)
+  actor.mailbox.length = 0
+  actor.head = 0
+  for (const run of kept) actor.mailbox.push(run)
+  return dropped
+}
+
 /**
  * The endpoint actors: each webhook URL has a mailbox of single-URL jobs, up to `concurrencyPerEndpoint` worker fibers
  * that take its jobs in turn, and a FIFO gate of as many permits. Workers live as long as their mailbox has work, so a
@@ -57,8 +112,7 @@ export const makeActors = (config: ActorsConfig) => {
   const actorFor = (url: string): Actor => {
     let actor = actors.get(url)
     if (actor === undefined) {
-      const gate = { permits: new FifoGate(settings.concurrencyPerEndpoint), guard: config.guards.guardFor(url) }
-      actor = { gate, mailbox: [], head: 0, workers: 0, starting: 0 }
+      actor = newActor(url, settings, config.guards)
       actors.set(url, actor)
     }
     return actor
@@ -66,24 +120,6 @@ export const makeActors = (config: ActorsConfig) => {
 
   /** The concurrency limit and guard of each URL, around each attempt on it. */
   const gate: EndpointGateFor = (url) => actorFor(url).gate
-
-  /** The mailbox's next job, or undefined when it is empty (or the dispatcher stops). Lost jobs are dropped. */
-  const take = (actor: Actor): Run | undefined => {
-    while (!stopping && actor.head < actor.mailbox.length) {
-      const run = actor.mailbox[actor.head]!
-      actor.mailbox[actor.head++] = undefined as never
-      if (actor.head === actor.mailbox.length) {
-        actor.mailbox.length = 0
-        actor.head = 0
-      } else if (actor.head > 1024 && actor.head * 2 > actor.mailbox.length) {
-        actor.mailbox.splice(0, actor.head)
-        actor.head = 0
-      }
-      if (!run.held.lost) return run
-      leases.release(run.held)
-    }
-    return undefined
-  }
 
   /**
    * The source's mailbox shrank (`SourceMailboxes`): the jobs it holds beyond its bound that no attempt has touched
@@ -93,38 +129,23 @@ export const makeActors = (config: ActorsConfig) => {
     let excess = mailboxes.count(sourceId) - mailboxes.bound(sourceId)
     if (excess <= 0) return
     const shed: Array<string> = []
-    const untouched = (run: Run) => run.held.job.sourceId === sourceId && run.states.length === 0 && !run.held.lost
     for (const actor of actors.values()) {
       if (excess <= 0) break
-      let dropped = 0
-      for (let i = actor.mailbox.length - 1; i >= actor.head && excess > 0; i--) {
-        const run = actor.mailbox[i]!
-        if (!untouched(run)) continue
-        shed.push(run.held.job.id)
-        leases.release(run.held)
-        actor.mailbox[i] = undefined as never
-        dropped++
-        excess--
-      }
-      if (dropped === 0) continue
-      const kept = actor.mailbox.slice(actor.head).filter((run) => run !== undefined)
-      actor.mailbox.length = 0
-      actor.head = 0
-      for (const run of kept) actor.mailbox.push(run)
+      excess -= dropUntouched(actor, sourceId, excess, leases, shed)
     }
     if (shed.length > 0) config.fork(leases.giveBack(shed, "jobs beyond a shrunk mailbox"))
   }
 
   /**
-   * One of the endpoint's workers: takes the mailbox's jobs one after another and delivers each, while there are any.
-   * A job's `fiber` is its worker while it runs there: the lease renewer interrupts it if the job is taken over, and
-   * a worker that stops early leaves its place to a new one.
+   * One of the endpoint's workers: takes the mailbox's jobs one after another and delivers each, while there are any
+   * (none once the dispatcher stops). A job's `fiber` is its worker while it runs there: the lease renewer interrupts
+   * it if the job is taken over, and a worker that stops early leaves its place to a new one.
    */
   const worker = (actor: Actor): Effect.Effect<void, never, Transport> =>
     Effect.withFiber((fiber) => {
       actor.starting -= 1
       const next: Effect.Effect<void, never, Transport> = Effect.suspend(() => {
-        const run = take(actor)
+        const run = stopping ? undefined : take(actor, leases)
         if (run === undefined) return Effect.void
         run.held.fiber = fiber
         return Effect.andThen(config.runJob(run), next)

@@ -122,23 +122,29 @@ const hotPaths = (
   awaitLogged: Effect.andThen(loggedLatch.await, loggedLatch.close)
 })
 
+/** Sends `request` to the thread now; `answered` gets the thread's answer. */
+type Post = (
+  request: Request,
+  transfer: ReadonlyArray<ArrayBuffer> | undefined,
+  answered: (exit: Exit.Exit<unknown, SqlError>) => void
+) => void
+
+const replyExit = (reply: ThreadReply): Exit.Exit<unknown, SqlError> => {
+  if ("ok" in reply && reply.ok) return Exit.succeed(reply.value)
+  const message = "message" in reply ? reply.message : "no answer"
+  const code = "code" in reply ? reply.code : undefined
+  return Exit.fail(sqlError(Object.assign(new Error(message), { code }), message, "execute"))
+}
+
 /**
- * The store's one SQLite connection, on a thread of its own (`SqliteThreadProgram`): better-sqlite3
- * is synchronous, and on the event loop its claims and completions took a quarter of the
- * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
- * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
- *
- * As in Effect's own SQLite clients, one connection serves every write (the long reads have a
- * connection of their own, `SqliteReader`). The thread runs what it receives in order; a transaction
- * holds a first-in-first-out, one-permit lock for its scope, so nothing else is
- * sent between its BEGIN and its COMMIT. Waits for answers are not interruptible: what was sent runs
- * to its end either way, and a claim's or a commit's answer must not be lost.
+ * Starts the SQLite thread on `filename` and waits until it has opened the database; closing the scope asks it to
+ * close (terminated after `closeWait`). Once the thread fails or exits, every request awaiting an answer, and every
+ * later one, fails with that error.
  */
-export const make = (filename: string, options: { readonly readonly?: boolean } = {}): Effect.Effect<
-  { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Service"] },
-  SqlError,
-  Scope.Scope | Reactivity.Reactivity
-> =>
+const openThread = (
+  filename: string,
+  options: { readonly readonly?: boolean }
+): Effect.Effect<Post, SqlError, Scope.Scope> =>
   Effect.gen(function*() {
     const loaded = yield* Effect.try({
       try: () => ({ driver: loadDriver().path, program: threadProgram() }),
@@ -194,61 +200,78 @@ export const make = (filename: string, options: { readonly readonly?: boolean } 
     )
     yield* Deferred.await(ready)
 
-    const replyExit = (reply: ThreadReply): Exit.Exit<unknown, SqlError> => {
-      if ("ok" in reply && reply.ok) return Exit.succeed(reply.value)
-      const message = "message" in reply ? reply.message : "no answer"
-      const code = "code" in reply ? reply.code : undefined
-      return Exit.fail(sqlError(Object.assign(new Error(message), { code }), message, "execute"))
-    }
-
-    /** Sends `request` now; `answered` gets the thread's answer. */
-    const post = (
-      request: Request,
-      transfer: ReadonlyArray<ArrayBuffer> | undefined,
-      answered: (exit: Exit.Exit<unknown, SqlError>) => void
-    ): void => {
+    const post: Post = (request, transfer, answered) => {
       if (broken !== undefined) return answered(Exit.fail(broken))
       const id = waiting.add((reply) => answered(replyExit(reply)))
       worker.postMessage({ ...request, id }, transfer)
     }
+    return post
+  })
 
-    // The thread runs what it receives in order, so only a transaction needs the lock for its whole scope: from its
-    // BEGIN to its COMMIT nothing else may be sent. Anything else holds the lock just to be sent, and waits for its
-    // answer without it: the thread always has the next statement or transaction queued (no round trip between them).
-    // First in, first out: with Effect's Semaphore a loop of transactions (a retention purge's chunks, an audience
-    // sync) took the lock back before the ingest commit waiting for it ever ran.
-    const lock = new FifoGate(1)
+/**
+ * The two ways of sending over `post` under the connection's lock: `sendInside` for a transaction's statements (its
+ * scope holds the lock), `sendOutside` for anything else (takes the lock just to send).
+ */
+const senders = (post: Post) => {
+  // The thread runs what it receives in order, so only a transaction needs the lock for its whole scope: from its
+  // BEGIN to its COMMIT nothing else may be sent. Anything else holds the lock just to be sent, and waits for its
+  // answer without it: the thread always has the next statement or transaction queued (no round trip between them).
+  // First in, first out: with Effect's Semaphore a loop of transactions (a retention purge's chunks, an audience
+  // sync) took the lock back before the ingest commit waiting for it ever ran.
+  const lock = new FifoGate(1)
 
-    // Once sent, a request is waited for whatever happens to its caller: the thread runs it anyway.
-    const sendInside = (request: Request): Effect.Effect<unknown, SqlError> =>
-      Effect.uninterruptible(Effect.callback((resume) => post(request, undefined, resume)))
+  // Once sent, a request is waited for whatever happens to its caller: the thread runs it anyway.
+  const sendInside = (request: Request): Effect.Effect<unknown, SqlError> =>
+    Effect.uninterruptible(Effect.callback((resume) => post(request, undefined, resume)))
 
-    // Sent while the lock is held, then waited for without it. A free lock (no transaction open or queued) is taken,
-    // used and given back within the registration of one `callback`, a synchronous step nothing can interrupt: the same
-    // order as `withPermit`, without its fiber steps and a Deferred on every tracking request and claim (a Deferred is
-    // built by copying Effect's prototype: ~1.5 % of the event loop under single-message ingest).
-    // Otherwise the lock is waited for as interruptibly as the caller is.
-    const sendOutside = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>): Effect.Effect<unknown, SqlError> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.callback((resume) => {
-          if (!lock.tryTake()) return resume(restore(sendWhenFree(request, transfer)))
-          try {
-            post(request, transfer, resume)
-          } finally {
-            lock.giveBack()
-          }
-        })
-      )
-    const sendWhenFree = (request: Request, transfer: ReadonlyArray<ArrayBuffer> | undefined) =>
-      Effect.flatMap(
-        lock.withPermit(Effect.sync(() => {
-          const answer = Deferred.makeUnsafe<unknown, SqlError>()
-          post(request, transfer, (exit) => Deferred.doneUnsafe(answer, exit))
-          return answer
-        })),
-        (answer) => Effect.uninterruptible(Deferred.await(answer))
-      )
+  // Sent while the lock is held, then waited for without it. A free lock (no transaction open or queued) is taken,
+  // used and given back within the registration of one `callback`, a synchronous step nothing can interrupt: the same
+  // order as `withPermit`, without its fiber steps and a Deferred on every tracking request and claim (a Deferred is
+  // built by copying Effect's prototype: ~1.5 % of the event loop under single-message ingest).
+  // Otherwise the lock is waited for as interruptibly as the caller is.
+  const sendOutside = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>): Effect.Effect<unknown, SqlError> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.callback((resume) => {
+        if (!lock.tryTake()) return resume(restore(sendWhenFree(request, transfer)))
+        try {
+          post(request, transfer, resume)
+        } finally {
+          lock.giveBack()
+        }
+      })
+    )
+  const sendWhenFree = (request: Request, transfer: ReadonlyArray<ArrayBuffer> | undefined) =>
+    Effect.flatMap(
+      lock.withPermit(Effect.sync(() => {
+        const answer = Deferred.makeUnsafe<unknown, SqlError>()
+        post(request, transfer, (exit) => Deferred.doneUnsafe(answer, exit))
+        return answer
+      })),
+      (answer) => Effect.uninterruptible(Deferred.await(answer))
+    )
 
+  return { lock, sendInside, sendOutside }
+}
+
+/**
+ * The store's one SQLite connection, on a thread of its own (`SqliteThreadProgram`): better-sqlite3
+ * is synchronous, and on the event loop its claims and completions took a quarter of the
+ * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
+ * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
+ *
+ * As in Effect's own SQLite clients, one connection serves every write (the long reads have a
+ * connection of their own, `SqliteReader`). The thread runs what it receives in order; a transaction
+ * holds a first-in-first-out, one-permit lock for its scope, so nothing else is
+ * sent between its BEGIN and its COMMIT. Waits for answers are not interruptible: what was sent runs
+ * to its end either way, and a claim's or a commit's answer must not be lost.
+ */
+export const make = (filename: string, options: { readonly readonly?: boolean } = {}): Effect.Effect<
+  { readonly sql: SqlClient.SqlClient; readonly hot: SqliteHotPaths["Service"] },
+  SqlError,
+  Scope.Scope | Reactivity.Reactivity
+> =>
+  Effect.gen(function*() {
+    const { lock, sendInside, sendOutside } = senders(yield* openThread(filename, options))
     const outside = connection(sendOutside)
     const inside = connection(sendInside)
 

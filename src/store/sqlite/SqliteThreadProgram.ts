@@ -66,20 +66,26 @@ const failure = (error: unknown) => ({
   code: typeof (error as { code?: unknown })?.code === "string" ? (error as { code: string }).code : undefined
 })
 
-const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
-  let db: Database
+type Port = NonNullable<typeof parentPort>
+
+/** Opens the database (the writer in WAL mode); when it cannot, tells the main thread and returns `undefined`. */
+const openDatabase = (port: Port, data: ThreadData): Database | undefined => {
   try {
     const Driver = createRequire(data.driver)(data.driver) as new(
       filename: string,
       options: { readonly readonly: boolean }
     ) => Database
-    db = new Driver(data.filename, { readonly: data.readonly })
+    const db = new Driver(data.filename, { readonly: data.readonly })
     if (!data.readonly) db.pragma("journal_mode = WAL")
+    return db
   } catch (error) {
     port.postMessage({ ready: false, ...failure(error) } satisfies ThreadReply)
-    return
+    return undefined
   }
+}
 
+/** Runs one `SqlClient` statement, prepared once per SQL text (the last `prepareCacheSize` kept). */
+const makeExecute = (db: Database) => {
   const cache = new Map<string, PreparedStatement>()
   const prepared = (sql: string): PreparedStatement => {
     let statement = cache.get(sql)
@@ -104,6 +110,12 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
     const result = statement.run(...params)
     return mode === "raw" ? result : []
   }
+  return execute
+}
+
+/** Runs requests and answers each on `port`: statements, hot transactions, ingest requests grouped in one commit. */
+const makeRequests = (port: Port, db: Database) => {
+  const execute = makeExecute(db)
 
   // Prepared at the first hot transaction: by then the store has migrated the schema (through `execute`).
   let transactions: Transactions | undefined
@@ -166,6 +178,15 @@ const run = (port: NonNullable<typeof parentPort>, data: ThreadData) => {
     }
     for (const reply of replies) port.postMessage(reply)
   }
+
+  return { runOne, runEnqueues }
+}
+
+/** The thread's loop: opens the database, then runs what arrives in order until `close`. */
+const run = (port: Port, data: ThreadData) => {
+  const db = openDatabase(port, data)
+  if (db === undefined) return
+  const { runEnqueues, runOne } = makeRequests(port, db)
 
   const close = () => {
     db.close()
