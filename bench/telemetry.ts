@@ -2,21 +2,25 @@
  * Telemetry benchmark: the end-to-end run (a load generator posting `/v1/batch`, 100 messages a request, 8 senders, to a
  * hookrelay process on SQLite delivering to a loopback receiver) with telemetry off and with it on (OTLP/HTTP to a
  * loopback collector in a process of its own), alternately in one sitting, 10 000 warm-up messages each. Reports
- * accepted/s and delivered/s of each, their ratio on/off per round, and the server's peak RSS.
+ * accepted/s, delivered/s and CPU per message of each, their ratio on/off per round, and the server's peak RSS.
+ * The modes always run: "off"; "on", every trace sampled (`parentbased_traceidratio`, `1.0`); "sampled", one trace
+ * in ten (`0.1`), the producers sending no `traceparent` (so every span is a root, decided by the ratio); "parents",
+ * `0.1` with producers sending a sampled parent (`traceparent` flag 01), which parent-based sampling follows: what
+ * sampling costs when upstream samples everything.
  *
  *   npx tsx bench/telemetry.ts [--messages 50000] [--rounds 3] [--before path/to/dist/main.js [--before-on]]
- *     [--sampled] [--unsampled] [--gzip] [--json] [--profile dir]
+ *     [--unsampled] [--gzip] [--json] [--profile dir]
  *
- * `--before` adds a third server, the compiled build before telemetry existed (a worktree of the base commit, built
+ * `--before` adds another server, the compiled build before telemetry existed (a worktree of the base commit, built
  * with `tsc -p tsconfig.build.json`), run off in the same rounds: "off" against "before" is what telemetry costs when
- * it is not used; with `--before-on` it exports as "on" does instead, which compares two builds' telemetry. `--sampled`
- * adds "on" with one trace in ten sampled (the standard `OTEL_TRACES_SAMPLER` variables); `--unsampled` adds "on" with
- * no trace sampled (`always_off`): the trace context stored and sent, spans made and dropped, nothing exported;
- * `--gzip` adds "on" with gzipped bodies (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`); `--json` adds "on" with JSON bodies
- * (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`) instead of the default protobuf.
+ * it is not used; with `--before-on` it exports as "on" does instead, which compares two builds' telemetry.
+ * `--unsampled` adds "on" with no trace sampled (`always_off`): the trace context stored and sent, spans made and
+ * dropped, nothing exported; `--gzip` adds "on" with gzipped bodies (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`); `--json`
+ * adds "on" with JSON bodies (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`) instead of the default protobuf.
  * `--profile dir` writes each server's V8 CPU profile under `dir/<mode>/` (its main thread's is the largest file).
  */
 import { fork } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { Agent } from "undici"
 import { arg, mb, repoRoot, startSink, waitFor, writeResults } from "./support/processes.js"
@@ -41,8 +45,11 @@ const beforeOn = process.argv.includes("--before-on")
 const profileIndex = process.argv.indexOf("--profile")
 const profileDir = profileIndex === -1 ? undefined : process.argv[profileIndex + 1]!
 
-/** `sampled`: on, with one trace in ten recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `0.1`). */
-type Mode = "off" | "on" | "sampled" | "unsampled" | "gzip" | "json" | "before"
+/**
+ * `on`: every trace recorded (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `1.0`); `sampled`: one in ten (`0.1`),
+ * the producers sending no `traceparent`; `parents`: `0.1`, each request with a sampled `traceparent` of its own.
+ */
+type Mode = "off" | "on" | "sampled" | "parents" | "unsampled" | "gzip" | "json" | "before"
 
 interface Run {
   readonly mode: Mode
@@ -78,20 +85,19 @@ const bodies = (run: string, count: number) =>
       )
     }))
 
-const postAll = async (agent: Agent, url: string, requests: ReadonlyArray<string>) => {
+/** A sampled W3C parent, a trace of its own per request, as an upstream that samples everything sends. */
+const sampledParent = () => `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`
+
+const postAll = async (agent: Agent, url: string, requests: ReadonlyArray<string>, parents: boolean) => {
   let next = 0
   const authorization = `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}`
   const sender = async () => {
     while (next < requests.length) {
       const body = requests[next++]!
+      const headers: Record<string, string> = { "content-type": "application/json", authorization }
+      if (parents) headers.traceparent = sampledParent()
       for (;;) {
-        const response = await agent.request({
-          origin: url,
-          path: "/v1/batch",
-          method: "POST",
-          headers: { "content-type": "application/json", authorization },
-          body
-        })
+        const response = await agent.request({ origin: url, path: "/v1/batch", method: "POST", headers, body })
         await response.body.dump()
         if (response.statusCode === 200) break
         if (response.statusCode !== 503) throw new Error(`ingest answered ${response.statusCode}`)
@@ -142,7 +148,8 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     env: {
       ...setup.env,
       ...(collector === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bench" }),
-      ...(mode === "sampled"
+      ...(mode === "on" ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.0" } : {}),
+      ...(mode === "sampled" || mode === "parents"
         ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
         : {}),
       ...(mode === "unsampled" ? { OTEL_TRACES_SAMPLER: "always_off" } : {}),
@@ -155,14 +162,15 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
   const agent = new Agent({ keepAliveTimeout: 30_000 })
   try {
     const run = `${mode}-${round}-${Date.now()}`
-    await postAll(agent, server.url, bodies(`${run}-warm`, warmUpMessages))
+    const parents = mode === "parents"
+    await postAll(agent, server.url, bodies(`${run}-warm`, warmUpMessages), parents)
     await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages, 120_000, 100)
     const requests = bodies(run, totalMessages)
     const cpuBefore = processCpuMicros(server.child.pid!)
     const mainCpuBefore = mainThreadCpuMicros(server.child.pid!)
     const collectorCpuBefore = collector === undefined ? 0 : processCpuMicros(collector.pid)
     const started = performance.now()
-    await postAll(agent, server.url, requests)
+    await postAll(agent, server.url, requests, parents)
     const acceptSeconds = (performance.now() - started) / 1000
     await waitFor(async () => (await sink.stats()).distinct >= warmUpMessages + totalMessages, 300_000, 100)
     const deliverSeconds = (performance.now() - started) / 1000
@@ -175,7 +183,10 @@ const runOnce = async (mode: Mode, round: number): Promise<Run> => {
     const peakRssMb = mb(peakRssOf(server.child.pid!))
     const spans = collector === undefined
       ? 0
-      : await spansReceived(collector, mode === "on" || mode === "gzip" || mode === "json" || mode === "before")
+      : await spansReceived(
+        collector,
+        mode === "on" || mode === "parents" || mode === "gzip" || mode === "json" || mode === "before"
+      )
     return {
       mode,
       round,
@@ -208,7 +219,8 @@ buildServer()
 const modes: ReadonlyArray<Mode> = [
   "off",
   "on",
-  ...(process.argv.includes("--sampled") ? ["sampled" as const] : []),
+  "sampled",
+  "parents",
   ...(process.argv.includes("--unsampled") ? ["unsampled" as const] : []),
   ...(process.argv.includes("--gzip") ? ["gzip" as const] : []),
   ...(process.argv.includes("--json") ? ["json" as const] : []),
@@ -256,22 +268,32 @@ const ratios = modes.filter((mode) => mode !== "off").map((mode) => ({
 /** A mode's per-round ratios as the table shows them: the median, then each round's. */
 const withMedian = (values: ReadonlyArray<number>) => `**${median(values)}** (${values.join(", ")})`
 
+/** A mode's median per-round ratio of `key`, unrounded beyond the median's three places. */
+const medianRatio = (mode: Mode, key: "accepted" | "delivered" | "cpu") =>
+  median(ratios.find((row) => row.against === mode)![key])
+const headline = (["on", "sampled", "parents"] as const).map((mode) =>
+  `"${mode}": delivered/s ${medianRatio(mode, "delivered")}, accepted/s ${medianRatio(mode, "accepted")}, ` +
+  `server CPU per message ${medianRatio(mode, "cpu")}×`
+).join("; ")
+
 const markdown = `# Telemetry: end to end with it off and on
 
+**On ÷ off, median of the per-round ratios over ${rounds} rounds: ${headline}.**
+
 ${totalMessages} messages a run (after ${warmUpMessages} warm-up messages), \`/v1/batch\` with ${batchSize} messages a
-request from ${senders} senders, SQLite, one loopback receiver; "on" exports every span and the metrics over OTLP/HTTP
-to a loopback collector in a process of its own. ${rounds} rounds, the modes alternating, on a 2-core machine shared with
-other work (the load generator, receiver, collector and server share the two cores; absolute figures vary between
+request from ${senders} senders, SQLite, one loopback receiver. Telemetry on exports spans and the metrics over
+OTLP/HTTP (protobuf) to a loopback collector in a process of its own: "on" samples every trace
+(\`OTEL_TRACES_SAMPLER=parentbased_traceidratio\`, \`OTEL_TRACES_SAMPLER_ARG=1.0\`); "sampled" one trace in ten (\`0.1\`),
+the producers sending no \`traceparent\`, so every span is a root the ratio decides; "parents" is \`0.1\` with every
+request carrying a sampled \`traceparent\` (flag 01), which parent-based sampling follows: its attempts are all
+exported, only the claim and completion batches' spans (roots) are sampled one in ten. ${rounds} rounds, the modes
+alternating, on a 2-core machine shared with other work (the load generator, receiver, collector and server share the two cores; absolute figures vary between
 runs, compare the per-round ratios).${
   beforeEntry === undefined
     ? ""
     : beforeOn
     ? " \"before\" is the build before, exporting as \"on\" does."
     : " \"before\" is the build before telemetry existed."
-}${
-  modes.includes("sampled")
-    ? " \"sampled\" is \"on\" with `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.1`."
-    : ""
 }${modes.includes("unsampled") ? " \"unsampled\" is \"on\" with `OTEL_TRACES_SAMPLER=always_off`." : ""}${
   modes.includes("gzip") ? " \"gzip\" is \"on\" with `OTEL_EXPORTER_OTLP_COMPRESSION=gzip`." : ""
 }${modes.includes("json") ? " \"json\" is \"on\" with `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`." : ""}
