@@ -1,33 +1,16 @@
-import { Context, type Duration, type Effect, type Stream } from "effect"
-import type {
-  AudienceSyncError,
-  InvalidAdminRequest,
-  UnknownDeletion,
-  UnknownSources
-} from "../audiences/AudienceErrors.js"
-import type { AudienceSyncResult } from "../audiences/AudienceSync.js"
-import type { TraitSyncResult } from "../audiences/ComputedTraits.js"
-import type { DeletionRequest, DeletionStatus } from "../audiences/Deletions.js"
-import type { TraitValue } from "../audiences/Input.js"
+import { Context, type Effect, type Stream } from "effect"
 import type { BatchDefaults, BatchError } from "../domain/Batch.js"
 import type { DeliveryOutcome } from "../domain/DeliveryOutcome.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { MessageType } from "../domain/Message.js"
-import type { SourceConfig } from "../domain/Settings.js"
-import type { BlockedEndpoints } from "../network/EgressPolicy.js"
 import type { Overloaded } from "../overload/Overloaded.js"
-import type {
-  Backlog,
-  JobSummary,
-  JobWithAttempts,
-  MessageRecord,
-  MessageSearch,
-  StoredSource,
-  UsageDay
-} from "../store/Model.js"
-import type { StoreError, WriteKeyConflict } from "../store/StoreError.js"
+import type { StoredSource } from "../store/Model.js"
+import type { StoreError } from "../store/StoreError.js"
 import type { StoreStatus } from "../store/StoreHealth.js"
-import type { EndpointHealth, RecoveryRequest, RecoveryResult } from "./RelayEndpoints.js"
+import type { RelayAudiences } from "./services/RelayAudiences.js"
+import type { RelayEndpoints } from "./services/RelayEndpoints.js"
+import type { RelayMessages } from "./services/RelayMessages.js"
+import type { RelaySources } from "./services/RelaySources.js"
 
 // The types of the library surface, for its adapters (the HTTP server) and its users: they reach the store's and
 // admission's types through Relay, not around it.
@@ -128,129 +111,10 @@ export interface RelayShape {
  */
 export class Relay extends Context.Service<Relay, RelayShape>()("hookrelay/Relay") {}
 
-export interface RelaySourcesShape {
-  /**
-   * Creates or replaces a source and its webhook settings (already validated as `SourceConfig`).
-   * Fails with `BlockedEndpoints`, nothing stored, when an endpoint URL points at a loopback,
-   * private or link-local address and private networks are not allowed (REFERENCE §8). Signing secrets and keys left
-   * out are kept from the stored source; a Standard Webhooks scheme without a secret gets one (`generatedSecret`).
-   */
-  readonly putSource: (
-    source: SourceConfig
-  ) => Effect.Effect<SavedSource, BlockedEndpoints | WriteKeyConflict | StoreError>
-  /**
-   * Rotates a source's Standard Webhooks secret: a new primary (returned in full, once), and the others keep
-   * signing for `keepOldFor` (a duration, default 24 hours) at most. At most 10 unexpired secrets.
-   */
-  readonly rotateSecret: (
-    sourceId: string,
-    keepOldFor?: Duration.Input
-  ) => Effect.Effect<RotatedSecret, UnknownSource | InvalidAdminRequest | WriteKeyConflict | StoreError>
-  readonly getSource: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
-  readonly listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
-  /** Removes a source; its jobs stay until delivered, dead or purged. */
-  readonly deleteSource: (sourceId: string) => Effect.Effect<void, UnknownSource | StoreError>
-}
-
-/** The sources and their webhook signing, as the admin API manages them. */
-export class RelaySources extends Context.Service<RelaySources, RelaySourcesShape>()("hookrelay/RelaySources") {}
-
-export interface RelayMessagesShape {
-  /** Every job of a message (one per source it came through) with its attempts. */
-  readonly messageJobs: (messageId: string) => Effect.Effect<ReadonlyArray<JobWithAttempts>, StoreError>
-  readonly deadLetters: (options: {
-    readonly sourceId?: string | undefined
-    readonly limit: number
-    readonly before?: number | undefined
-  }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
-  /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
-  readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
-  readonly backlog: Effect.Effect<Backlog, StoreError>
-  /**
-   * A source's usage counters (REFERENCE §11) for the last `days` UTC days (1 to 366, default 30),
-   * today (by `Clock`) last, oldest first, days without traffic as zeros.
-   */
-  readonly usage: (
-    sourceId: string,
-    days?: number
-  ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | StoreError>
-  /**
-   * The message log (REFERENCE §12): a user's messages (of one source when `sourceId` is given too), or
-   * a source's recent messages, newest first, each with its jobs and their attempts. `userId` or
-   * `sourceId` is required; `limit` is 1 to 500. Messages that created no job (filtered, or no
-   * enabled destination) are not listed: they are only counted.
-   */
-  readonly searchMessages: (
-    search: MessageSearch
-  ) => Effect.Effect<ReadonlyArray<MessageRecord>, InvalidAdminRequest | StoreError>
-}
-
-/** The message log, dead letters, the backlog and usage counters, as the admin API reads them. */
-export class RelayMessages extends Context.Service<RelayMessages, RelayMessagesShape>()("hookrelay/RelayMessages") {}
-
-export interface RelayEndpointsShape {
-  /** The health of each URL of a source: state, failures, last success and failure, last hour and day. */
-  readonly endpointHealth: (
-    sourceId: string
-  ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | StoreError>
-  /** Enables a disabled URL (in every process) with a fresh health; `false` when it was not disabled. */
-  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
-  /** Disables a URL: its jobs are dead-lettered "endpoint disabled" until it is enabled again. */
-  readonly disableEndpoint: (url: string, reason: string) => Effect.Effect<void, StoreError>
-  /** Replays every dead letter of a source the filter takes (`dryRun`: only counts them). */
-  readonly replayDeadLetters: (
-    request: RecoveryRequest
-  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
-  /** Deletes every dead letter of a source the filter takes, with its attempts (`dryRun`: only counts them). */
-  readonly purgeDeadLetters: (
-    request: RecoveryRequest
-  ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
-}
-
-/** Endpoint URLs: their health, enabling and disabling them, bulk recovery of their dead letters. */
-export class RelayEndpoints
-  extends Context.Service<RelayEndpoints, RelayEndpointsShape>()("hookrelay/RelayEndpoints")
-{}
-
-export interface RelayAudiencesShape {
-  /**
-   * Deletion request (REFERENCE §5) for `sourceIds` (default: every source), in one transaction: one
-   * delete notification job per covered source whose destination is enabled; the user's jobs not
-   * delivered yet (pending or dead — not the ones being delivered at this moment) removed.
-   */
-  readonly deleteUser: (
-    userId: string,
-    sourceIds?: ReadonlyArray<string>
-  ) => Effect.Effect<DeletionRequest, InvalidAdminRequest | UnknownSources | StoreError>
-  /** A deletion request and each notification's job status. */
-  readonly getDeletion: (id: string) => Effect.Effect<DeletionStatus, UnknownDeletion | StoreError>
-  /**
-   * Sets an audience's full membership (REFERENCE §6): an identify `{<snake_case name>: true|false}`
-   * is enqueued for each user added or removed. Applied in chunks; see `makeAudienceSync`.
-   */
-  readonly syncAudience: (
-    sourceId: string,
-    audienceName: string,
-    userIds: ReadonlyArray<string>
-  ) => Effect.Effect<
-    AudienceSyncResult,
-    AudienceSyncError
-  >
-  /**
-   * Updates a computed trait for the users in `values` (others are left alone; `null` clears):
-   * an identify `{<snake_case name>: value}` for each user whose value is new or different.
-   */
-  readonly syncComputedTrait: (
-    sourceId: string,
-    traitName: string,
-    values: Readonly<Record<string, TraitValue>>
-  ) => Effect.Effect<TraitSyncResult, InvalidAdminRequest | UnknownSource | StoreError>
-}
-
-/** Deletion requests (REFERENCE §5), audience syncs and computed traits (REFERENCE §6). */
-export class RelayAudiences
-  extends Context.Service<RelayAudiences, RelayAudiencesShape>()("hookrelay/RelayAudiences")
-{}
+export { RelayAudiences, type RelayAudiencesShape } from "./services/RelayAudiences.js"
+export { RelayEndpoints, type RelayEndpointsShape } from "./services/RelayEndpoints.js"
+export { RelayMessages, type RelayMessagesShape } from "./services/RelayMessages.js"
+export { RelaySources, type RelaySourcesShape } from "./services/RelaySources.js"
 
 /** Every service of the engine, as `layerEngine` (`layerSqlite`, `layerPg`) provides them. */
 export type RelayServices = Relay | RelaySources | RelayMessages | RelayEndpoints | RelayAudiences

@@ -1,0 +1,38 @@
+import { Context, type Effect } from "effect"
+import type { InvalidAdminRequest } from "../../audiences/AudienceErrors.js"
+import type { UnknownSource } from "../../domain/IngestErrors.js"
+import type { Backlog, JobSummary, JobWithAttempts, MessageRecord, MessageSearch, UsageDay } from "../../store/Model.js"
+import type { StoreError } from "../../store/StoreError.js"
+
+export interface RelayMessagesShape {
+  /** Every job of a message (one per source it came through) with its attempts. */
+  readonly messageJobs: (messageId: string) => Effect.Effect<ReadonlyArray<JobWithAttempts>, StoreError>
+  readonly deadLetters: (options: {
+    readonly sourceId?: string | undefined
+    readonly limit: number
+    readonly before?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
+  /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
+  readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
+  readonly backlog: Effect.Effect<Backlog, StoreError>
+  /**
+   * A source's usage counters (REFERENCE §11) for the last `days` UTC days (1 to 366, default 30),
+   * today (by `Clock`) last, oldest first, days without traffic as zeros.
+   */
+  readonly usage: (
+    sourceId: string,
+    days?: number
+  ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | StoreError>
+  /**
+   * The message log (REFERENCE §12): a user's messages (of one source when `sourceId` is given too), or
+   * a source's recent messages, newest first, each with its jobs and their attempts. `userId` or
+   * `sourceId` is required; `limit` is 1 to 500. Messages that created no job (filtered, or no
+   * enabled destination) are not listed: they are only counted.
+   */
+  readonly searchMessages: (
+    search: MessageSearch
+  ) => Effect.Effect<ReadonlyArray<MessageRecord>, InvalidAdminRequest | StoreError>
+}
+
+/** The message log, dead letters, the backlog and usage counters, as the admin API reads them. */
+export class RelayMessages extends Context.Service<RelayMessages, RelayMessagesShape>()("hookrelay/RelayMessages") {}
