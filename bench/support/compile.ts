@@ -1,8 +1,8 @@
 /**
  * Transpiles TypeScript sources to plain ESM JavaScript under node_modules/.cache, so that a
  * benchmark's child process runs as a deployed service does (`npm start` runs the compiled
- * server): on plain `node`, without tsx's loader, which costs ~70 MB of RSS and wraps every
- * closure. Packages are still imported from node_modules.
+ * server): on plain `node`, without tsx's loader, which costs RSS and wraps every closure
+ * (bench/NOTES.md, "Benchmark method"). Packages are still imported from node_modules.
  */
 import { fork } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"

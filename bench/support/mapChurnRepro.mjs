@@ -6,7 +6,7 @@
  *
  * and add up `promoted` over the scavenges. 400 000 entries of ~1 KB, 256 live at a time: `map` keeps them in a
  * `Map`, `slots` in an array of slots indexed through a `Map` of small integers, `none` keeps them in a ring of 256
- * (the least any table can do). Measured (Node 20.20): map 237 MB promoted, slots 10 MB, none 2.5 MB.
+ * (the least any table can do). `map` promotes many times what `slots` does, and `slots` stays near `none`.
  */
 /* global console, process */
 const mode = process.env.MODE ?? "map"

@@ -1,20 +1,19 @@
 /**
  * A repro, not a benchmark: Effect fibers that suspend in `Effect.async` (`Effect.callback` since Effect 4, which this
- * now runs; the measurements below are Effect 3's) and resume later are promoted to the old generation, while the same
- * work finished synchronously is not. Found while looking for why the server promotes
- * ~600–750 KB/s at 100 requests/s whatever the route (bench/NOTES.md, "Young-generation survival in delivery").
+ * now runs; the findings below are Effect 3's) and resume later are promoted to the old generation, while the same
+ * work finished synchronously is not. Found while looking for why the server promotes at a steady rate whatever the
+ * route (bench/NOTES.md, "Young-generation survival in delivery").
  *
  *   MODE=plain|sync|async node --min-semi-space-size=4 --max-semi-space-size=4 --trace-gc-nvp \
  *     bench/support/promotionRepro.mjs
  *
  * then send ~100 GET requests a second to http://127.0.0.1:45998/ for 15 s and read `new_space_survived` and
- * `promoted` of the scavenges. Measured (Node 20.20, effect 3.22.4, fixed 4 MB semi-space, ~130 requests between
- * scavenges): plain and sync ~10 KB survive a scavenge; async ~560 KB survive and ~560 KB are promoted (~4 KB a
- * request), whether the resume comes from the response's write callback or from `setImmediate`, and with
- * `FiberScope.globalScope`'s root set bypassed. A plain `http` server whose write callback holds the same garbage
+ * `promoted` of the scavenges. On Node 20 with effect 3: plain and sync leave next to nothing surviving a scavenge;
+ * async has most of each request's garbage survive and be promoted, whether the resume comes from the response's
+ * write callback or from `setImmediate`, and with `FiberScope.globalScope`'s root set bypassed. A plain `http` server whose write callback holds the same garbage
  * promotes nothing. A heap snapshot (after a full collection) holds none of it: young objects kept by old garbage.
  * Not the scheduler: `Scheduler.timer(0)`, a microtask resume and `Effect.runCallback` promote the same, while a fiber
- * that suspends with `Effect.yieldNow()` instead of `Effect.async` promotes nothing (~10 KB a scavenge).
+ * that suspends with `Effect.yieldNow()` instead of `Effect.async` promotes nothing.
  *
  * Cause (found by bisecting, then reading the heap of a stopped process): V8 allocates a function literal assigned
  * straight to a property in the old generation ("pretenured", its guess for methods), and Effect's `async` does

@@ -7,7 +7,7 @@
  * DevTools or a script). On SIGUSR2 it writes what it saw since the last
  * SIGUSR2 as one JSON line to `HOOKRELAY_PROBE_FILE`, then starts over, so the benchmark can measure one phase at a
  * time. Benchmark-only: nothing in `src/` knows about it. Plain JavaScript, so that the server runs on plain `node` as
- * `npm start` runs it, without tsx's loader (≈ 100 MB) in the measured process.
+ * `npm start` runs it, without tsx's loader (and its RSS) in the measured process.
  */
 /* global process, setInterval */
 import { appendFileSync, writeFileSync } from "node:fs"

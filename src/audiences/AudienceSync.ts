@@ -35,10 +35,8 @@ export interface SyncOptions {
 }
 
 /**
- * 1 000 members per write transaction. Measured on SQLite (bench/audiences.ts, 100 000 members,
- * on a shared 2-core machine): an ingest commit waited at most ≈ 10–20 ms behind a sync with
- * chunks of 500 or 1 000, and up to 140 ms with 2 000 or 5 000, which gained ≈ 10 % of speed and
- * cost more peak memory.
+ * 1 000 members per write transaction: on SQLite an ingest commit waits behind a whole chunk, and
+ * larger chunks (bench/audiences.ts) made it wait far longer for little speed and more peak memory.
  */
 export const defaultChunkSize = 1_000
 /** Reads take no write lock: larger pages, fewer round trips. */
@@ -47,7 +45,7 @@ export const defaultLeaseMillis = 60_000
 
 /**
  * Between chunks, give the event loop a turn: SQLite statements run synchronously, and without a macrotask here one
- * sync kept every socket, timer and ingest request waiting until it ended (measured: a whole 100 000 member sync).
+ * sync kept every socket, timer and ingest request waiting until it ended.
  * Effect's scheduler resumes a yielded fiber in a `setImmediate`; not `Effect.sleep`: it is not a delay, and it must
  * not wait for a `TestClock`.
  */
@@ -82,10 +80,10 @@ export const sourceOf = (
  *   identify job of exactly those users, commit together. So the stored membership is always
  *   exactly what the receiver has been (or is queued to be) told, whatever happens between chunks.
  * - Staged, not one transaction: on SQLite, the one connection serves ingest and the dispatcher
- *   too, and a transaction holds it from BEGIN to COMMIT. The work of a 100 000-member first sync
- *   takes ≈ 2 s on SQLite (bench/audiences.ts): in one transaction every ingest request would
- *   wait that long; chunk by chunk, with the event loop given a turn between chunks, an ingest
- *   commit waited at most ≈ 10–20 ms (measured by the benchmark's ingest probe). The price is that
+ *   too, and a transaction holds it from BEGIN to COMMIT. A large first sync takes seconds on
+ *   SQLite (bench/audiences.ts): in one transaction every ingest request would wait that long;
+ *   chunk by chunk, with the event loop given a turn between chunks, an ingest commit waits only
+ *   for the chunk in progress (the benchmark's ingest probe measures it). The price is that
  *   a sync can stop half way (crash, store error, interruption): the chunks committed stand, each
  *   with its messages, and nothing is sent twice or lost; running the same sync again (a PUT of
  *   the full membership is idempotent) applies the rest and converges. PostgreSQL runs the same

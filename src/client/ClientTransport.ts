@@ -174,7 +174,7 @@ const readResponse = (response: http.IncomingMessage, resume: (result: Answer) =
  * certificates always verified (even when `NODE_TLS_REJECT_UNAUTHORIZED=0`), closed with the
  * layer's scope. A client sends a few requests a second (one per batch), so the connection
  * machinery is not what costs: memory is, and node:http is already loaded where undici would add
- * ~8 MB of RSS (~5 MB of heap, which V8 multiplies into its collection threshold).
+ * RSS (and heap, which V8 multiplies into its collection threshold).
  */
 export const makeNodeHttp = (options: HttpTransportOptions = {}) =>
   Effect.gen(function*() {

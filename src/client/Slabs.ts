@@ -7,8 +7,8 @@ import type { Prepared } from "./Calls.js"
  *
  * Why: under a burst with `overflow: "backpressure"` the queue stays full, so every message sits
  * in it long enough to survive two scavenges and be promoted to the old generation. As strings,
- * that was ~0.9 KB per message of old-generation garbage (measured with the sampling heap
- * profiler), which V8 lets pile up to ~4× the live heap before a full collection: most of the
+ * that was old-generation garbage for every message (seen with the sampling heap profiler),
+ * which V8 lets pile up to a multiple of the live heap before a full collection: most of the
  * client's peak RSS. As bytes in a slab, a message costs one small object on the heap, and the
  * slab is written again once every message in it has been copied into a batch body.
  */

@@ -77,8 +77,8 @@ export const prepareEndpoint = (
 export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string): PreparedEndpoint => {
   const request = endpoint.request
   const base = request.headers
-  // Allocated at its final length and filled: a spread literal reserves room to grow (256 against 113 bytes for a
-  // signed request's list, and slower), and `concat` with non-array arguments takes V8's slow path.
+  // Allocated at its final length and filled: a spread literal reserves room to grow (more memory for a signed
+  // request's list, and slower), and `concat` with non-array arguments takes V8's slow path.
   const headers = new Array<string>(base.length + 2)
   for (let i = 0; i < base.length; i++) headers[i] = base[i]!
   headers[base.length] = "traceparent"

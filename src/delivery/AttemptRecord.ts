@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import type { Effect } from "effect"
+import * as Domain from "../domain/AttemptRecord.js"
 
 /**
  * How an attempt ended, as recorded: an `AttemptOutcome` tag, or `Aborted` when the attempt was interrupted in flight
@@ -9,15 +10,21 @@ import type { Effect } from "effect"
 export const RecordedOutcome = Schema.Literals(["Success", "Retryable", "Permanent", "Aborted"])
 export type RecordedOutcome = typeof RecordedOutcome.Type
 
-/** One delivery attempt, as the store keeps it (REFERENCE §4). A Schema so the store and the admin API can reuse it. */
+const { attempt, durationMs, jobId, startedAt, url } = Domain.AttemptRecord.fields
+
+/**
+ * One delivery attempt as it leaves the delivery program, built as a plain object on the hot path: the domain's
+ * attempt record (same field schemas) with the outcome's tag and absent parts left out. The dispatcher turns it
+ * into `Domain.AttemptRecord` for the store in one mapping.
+ */
 export const AttemptRecord = Schema.Struct({
-  jobId: Schema.String,
-  url: Schema.String,
+  jobId,
+  url,
   /** 1-based, counted per URL across restarts. */
-  attemptNumber: Schema.Int,
+  attemptNumber: attempt,
   /** Epoch ms, from Clock. */
-  startedAt: Schema.Number,
-  durationMs: Schema.Number,
+  startedAt,
+  durationMs,
   outcome: RecordedOutcome,
   status: Schema.optional(Schema.Int),
   /** The failure without (or beyond) a status: timeout, connection, TLS… */

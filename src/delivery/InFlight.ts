@@ -102,10 +102,8 @@ export interface Limits {
  * the snippet's chunks and the callback (with the caller's job). A young-generation collection takes every
  * old-generation object that points at a young one as live, dead or not, and undici's objects that point at this
  * handler are often old by then: through these references everything a delivery had allocated outlived scavenges and
- * was promoted. (A heap snapshot, taken after a full collection, shows no such handler retained.) Measured with the
- * dispatcher benchmark (`--trace-gc-nvp`, 40 000 jobs): 130 of 480 MB allocated survived a scavenge, and the
- * scavenges took 420 ms on the event loop plus 670 ms on V8's helper threads; with the references dropped, 36 MB,
- * 154 ms and 153 ms.
+ * was promoted. (A heap snapshot, taken after a full collection, shows no such handler retained.) Dropping them cuts
+ * what survives a scavenge and the scavenges' time (bench/NOTES.md, "Young-generation survival in delivery").
  */
 export class InFlight implements Dispatcher.DispatchHandler {
   done = false

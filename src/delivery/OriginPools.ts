@@ -8,8 +8,8 @@ import type { Dispatcher } from "undici"
  *
  * undici's `Agent` forgets an origin's pool whenever a connection attempt fails while no connection is open, and builds
  * a new one (a 2 048-slot queue, a client, listeners) for the next request: against an endpoint that is down, every
- * attempt built and dropped a pool. Measured with 200 000 jobs for a refused endpoint: 865 MB allocated in 15 s, most of
- * it promoted (the retries hold it past young collections), old space growing to 160 MB before a full collection.
+ * attempt built and dropped a pool, and the retries held that garbage past young collections until a full one
+ * (bench/NOTES.md, Delivery).
  * Here a pool stays until a whole sweep interval has passed in which it was not used and it held no connection and no
  * request; then it is closed. Idle origins still cost nothing after a sweep or two.
  */

@@ -6,17 +6,16 @@
  * their first attempt within `quickDeliveryMillis`, and falls back to `base` at the first job that was not (a retry, a
  * dead letter, a slower answer). The bound sets how many jobs a claim brings (a claim fills a mailbox back from half
  * its bound), and a claim has a fixed cost besides its rows (its transaction on the SQLite thread, waking that thread,
- * the claimer's loop on the event loop). Measured with the dispatcher benchmark on a fast machine (bench/NOTES.md,
- * "A mailbox that grows"): claims of 128 jobs ran at 0.37–0.41× of raw undici, of up to 512 at 0.40–0.45×. A bigger
- * bound for every source would cost where it buys nothing: against a refused endpoint a 1 024-job mailbox keeps
- * 1 024 jobs retrying in memory (the backlog benchmark's RSS went from 159 to 228 MB), and two slow sources would fill
+ * the claimer's loop on the event loop), so larger claims cut the CPU a job costs (bench/NOTES.md, "A mailbox that
+ * grows"). A bigger bound for every source would cost where it buys nothing: against a refused endpoint a 1 024-job
+ * mailbox keeps 1 024 jobs retrying in memory (the backlog run's RSS grows with it), and two slow sources would fill
  * `maxJobsInMemory` (2 048) where eight do at `base`. Only a source whose endpoint answers at once drains its mailbox
  * fast enough for claims to matter; a slow or failing one keeps `base`.
  */
 
 /**
  * A first attempt answered 2xx within this is quick. Claims matter only when a mailbox drains in milliseconds (16
- * requests at a time, each ≲ 5 ms); an endpoint slower than this empties `base` jobs in well over a second.
+ * requests at a time, each answered at once); an endpoint slower than this empties `base` jobs in well over a second.
  */
 export const quickDeliveryMillis = 50
 

@@ -3,8 +3,8 @@ import { randomFillSync } from "node:crypto"
 /**
  * Random bytes are drawn 4 KiB at a time (as Node's own `randomUUID` does), and each id's text is
  * written into a scratch buffer and read out as one string: one `randomBytes(16)` per id, then a
- * hex string cut in five, cost about 4–5 µs and ~450 bytes of garbage per id, most of an audience
- * sync's id generation (measured on 100 000 ids). Every id still gets fresh bytes from the CSPRNG;
+ * hex string cut in five, cost time and garbage per id that made up most of an audience sync's id
+ * generation. Every id still gets fresh bytes from the CSPRNG;
  * no byte is used twice.
  */
 const poolSize = 4096
@@ -20,7 +20,8 @@ for (const dash of [8, 13, 18, 23]) text[dash] = 0x2d
 /**
  * A UUID version 7 (RFC 9562): 48 bits of the creation millisecond, then random bits. Ids made
  * close in time sort together, so the store inserts them at the right edge of its indexes instead
- * of at random pages (random v4 ids cost about twice as much per ingested message on SQLite).
+ * of at random pages (random v4 ids cost more per ingested message on SQLite; bench/NOTES.md,
+ * "The message id log and the edge rule").
  */
 export const uuidv7 = (epochMillis: number): string => {
   if (poolOffset + 16 > poolSize) {

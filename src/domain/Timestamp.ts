@@ -7,7 +7,7 @@ const iso8601 =
 /**
  * Milliseconds since the epoch for an ISO 8601 date-time, or `undefined` when it is not one. A zone-less time is UTC.
  * The form hookrelay writes (`2026-11-21T09:03:04.120Z`, most of what clients send too) is read without a regular
- * expression or a `Date` (≈ 3 µs → 0.1 µs; an ingested message's timestamps are read up to nine times); anything
+ * expression or a `Date`, far cheaper (an ingested message's timestamps are read up to nine times); anything
  * else goes through `parseIso8601Generic`, and a property test holds the two to the same answer.
  */
 export const parseIso8601 = (value: string): number | undefined => parseCanonical(value) ?? parseIso8601Generic(value)

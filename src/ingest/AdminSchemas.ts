@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
+import { AttemptRecord } from "../domain/AttemptRecord.js"
 import { MessageIssue } from "../domain/IngestErrors.js"
 
 /**
@@ -79,16 +80,11 @@ export const JobView = Schema.Struct({
   lastError: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "Job" })
 
-export const AttemptView = Schema.Struct({
-  url: Schema.String,
-  attempt: Schema.Number,
-  startedAt: Timestamp,
-  durationMs: Schema.Number,
-  statusCode: Schema.NullOr(Schema.Number),
-  error: Schema.NullOr(Schema.String),
-  outcome: Schema.Literals(["success", "retryable", "permanent", "aborted"]),
-  responseSnippet: Schema.NullOr(Schema.String)
-}).annotate({ identifier: "Attempt" })
+/** The domain's attempt record as the admin API shows it: without its job id (the job holds it), started at in ISO. */
+export const AttemptView = AttemptRecord.mapFields(({ jobId: _jobId, ...fields }) => ({
+  ...fields,
+  startedAt: Timestamp
+})).annotate({ identifier: "Attempt" })
 
 export const JobWithAttemptsView = Schema.Struct({
   ...JobView.fields,

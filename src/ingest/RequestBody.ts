@@ -66,9 +66,9 @@ const readStream = (
 
 /**
  * A Node request (NodeHttpServer): its body read from the `IncomingMessage`'s events directly. The `Stream` path
- * costs a channel, a queue and fibers per request (≈ 0.3–0.5 ms of a 10-message request's 2 ms on the reference
- * machine); the behaviour is the same: refused as soon as `limit` is passed (the rest is not read: the request is
- * destroyed, as the Stream's finalizer does), unreadable when it fails or closes before its end.
+ * costs a channel, a queue and fibers per request, a large share of a small request's time; the behaviour is the
+ * same: refused as soon as `limit` is passed (the rest is not read: the request is destroyed, as the Stream's
+ * finalizer does), unreadable when it fails or closes before its end.
  */
 const readIncoming = (
   incoming: IncomingMessage,

@@ -25,10 +25,8 @@ export interface IngestPressureShape {
  * Ingest and delivery share one event loop. When they compete for it, ingest goes first: a client waits on its request,
  * a delivery only on the outbox, where its job is safe. The dispatcher asks here before each claim and holds its claims
  * back (jobs already in memory go on) while ingest saturates the process, for a bounded time, so that delivery never
- * stops under a sustained load. Measured on 2 cores, 50 000 messages posted as fast as 8 senders could: with delivery
- * running alongside, 31 000–40 000 accepted a second; with claims held back while ingest saturates the loop,
- * 44 000–50 000, and the last message delivered no later (the deliveries started during ingest had only slowed it:
- * 1 700 of 50 000 while it ran).
+ * stops under a sustained load. Deliveries started during a burst only slowed ingest, and holding claims back while
+ * ingest saturates the loop delivers the last message no later (bench/NOTES.md, "Ingest before delivery").
  */
 export class IngestPressure
   extends Context.Service<IngestPressure, IngestPressureShape>()("hookrelay/IngestPressure")

@@ -161,8 +161,8 @@ const initial = Effect.gen(function*() {
 /**
  * PostgreSQL: the jobs and seen tables churn like a queue (every job is inserted, updated twice,
  * and purged), so the default autovacuum thresholds (20 % of the table) leave the claim query
- * planned from stale statistics — measured: a bitmap scan and sort of all 30 000 due rows (35 ms)
- * instead of the partial index in due order (0.2 ms) — and dead index entries pile up.
+ * planned from stale statistics — a bitmap scan and sort of every due row instead of the partial
+ * index in due order — and dead index entries pile up.
  * Vacuum and analyze them after 1 % changes instead. SQLite needs nothing here.
  */
 const queueTableTuning = Effect.gen(function*() {
@@ -179,8 +179,8 @@ const queueTableTuning = Effect.gen(function*() {
 
 /**
  * The due index also carries source_id, so a claim that leaves some sources out (their mailbox
- * is full) skips their rows inside the index instead of reading each row: measured on SQLite with
- * 100 000 due jobs of an excluded source ahead of the others, 188 ms → 28 ms per claim.
+ * is full) skips their rows inside the index instead of reading each row, which a large backlog
+ * of an excluded source ahead of the others would make the claim pay for.
  */
 const dueIndexWithSource = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -232,10 +232,10 @@ const messageLogAndLatency = Effect.gen(function*() {
 
 /**
  * PostgreSQL: a source's usage row of the day was updated by every ingest commit and every completion batch, and its
- * row lock held to each one's COMMIT, a round trip to a busy client later: measured in the end-to-end benchmark's
- * steady phase, most sessions of the pool were waiting for that lock (`Lock:transactionid`), and a 10-message ingest
- * took 69 ms at the median. Usage rows get a shard, the transactions take turns over the shards, and reads add them
- * up. SQLite runs one transaction at a time: its rows stay one per source and day.
+ * row lock held to each one's COMMIT, a round trip to a busy client later: under steady load most sessions of the
+ * pool waited for that lock (`Lock:transactionid`; bench/NOTES.md, "The store"). Usage rows get a shard, the
+ * transactions take turns over the shards, and reads add them up. SQLite runs one transaction at a time: its rows
+ * stay one per source and day.
  */
 export const usageShards = 16
 
@@ -254,9 +254,8 @@ const usageShardsMigration = Effect.gen(function*() {
 
 /**
  * Pending jobs by source, for the claim that leaves some sources out (their mailbox is full). Through the due index
- * it walked every due row of the left-out sources to find the others' (SQLite: 22–33 ms with 200 000 due jobs of one
- * source whose endpoint was down, 112 ms with a million, up to five times a second, each one holding up every ingest
- * commit queued behind it on the one connection; PostgreSQL: 32.7 ms of the database's CPU each). With this index the
+ * it walked every due row of the left-out sources to find the others' (on SQLite each such claim held up every ingest
+ * commit queued behind it on the one connection; bench/NOTES.md, "Claims seek per source"). With this index the
  * claim takes each other source's earliest due jobs with one seek per source (`sqlite/SqliteClaim`, `pg/PgClaim`).
  */
 const pendingBySource = Effect.gen(function*() {
@@ -267,12 +266,10 @@ const pendingBySource = Effect.gen(function*() {
 /**
  * No index by user. `jobs_user` cost every ingest more than the rest of the outbox's indexes together: the jobs of one
  * request belong to many users, each user's entries sit together in the index, so each job's entry lands on a page of
- * its own and a commit rewrites one index page per job. Measured on SQLite, 100-job commits over 200 000 jobs of 1 000
- * users: 10.0 µs a job and 545 KB of WAL a commit with it, 4.2 µs and 136 KB without; the end-to-end benchmark with
- * 200 000 messages accepted 45 800–53 500 messages/s with it and 62 900–75 300 without. What read through it now reads
- * through the status indexes: a deletion (REFERENCE §5) removes pending and dead jobs, which `jobs_pending_source` /
- * `jobs_due` and `jobs_dead` hold, so it reads the sources' backlog and dead letters, not the delivered history; the
- * console's search by user walks the jobs newest first until it has what it shows.
+ * its own and a commit rewrites one index page per job (bench/NOTES.md, "No index by user"). What read through it
+ * now reads through the status indexes: a deletion (REFERENCE §5) removes pending and dead jobs, which
+ * `jobs_pending_source` / `jobs_due` and `jobs_dead` hold, so it reads the sources' backlog and dead letters, not the
+ * delivered history; the console's search by user walks the jobs newest first until it has what it shows.
  */
 const noUserIndex = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -282,9 +279,8 @@ const noUserIndex = Effect.gen(function*() {
 /**
  * SQLite: the two indexes keyed by message id — dedupe's `seen_messages` and the admin look-up's `jobs_message` — are
  * no longer written by ingest. With random message ids (Segment's Python, Go, Ruby, Java and mobile libraries send
- * UUIDs) each job's entry landed on a page of its own in each, and a commit wrote those pages: measured alone, 100-job
- * commits over 200 000 jobs cost 21 µs a job (and 12 µs of checkpoint) against 5.5 with time-ordered ids; end to end,
- * 31 000 messages/s accepted against 54 000.
+ * UUIDs) each job's entry landed on a page of its own in each, and a commit wrote those pages (bench/NOTES.md, "The
+ * message id log and the edge rule").
  * - `message_id_log`: what ingest adds, in arrival order (a rowid table: appending writes the last page only): a row
  *   per message whose id would land inside an index rather than at its end (`SqliteTransactions`: time-ordered ids
  *   are written to the indexes at once), and per job the product makes itself (audiences, deletions: the trigger

@@ -85,7 +85,7 @@ export interface OutboxShape {
   /**
    * Jobs by status. `{ delivered: false, dead: false }` counts only pending and delivering jobs (the others
    * answer 0): those two counts come from small indexes, while the delivered jobs' index holds every job kept
-   * for the retention period (≈ 40 ms to count a million on SQLite, on the connection every commit waits for).
+   * for the retention period (on SQLite, counted on the connection every commit waits for).
    */
   readonly backlog: (options?: BacklogOptions) => Effect.Effect<Backlog, StoreError>
 }

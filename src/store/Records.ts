@@ -1,4 +1,5 @@
 import type { Option } from "effect"
+import type { AttemptRecord as DomainAttemptRecord, AttemptRecordInput } from "../domain/AttemptRecord.js"
 import type { WebhookSettings } from "../domain/Settings.js"
 
 /**
@@ -11,8 +12,7 @@ export const dedupeWindowMs = 24 * 60 * 60 * 1000
 
 export type JobStatus = "pending" | "delivering" | "delivered" | "dead"
 export type JobKind = "message" | "delete" | "audience"
-/** `aborted`: the attempt was cut short on our side (another URL succeeded first, or shutdown). */
-export type AttemptOutcome = "success" | "retryable" | "permanent" | "aborted"
+export type { AttemptOutcome } from "../domain/AttemptRecord.js"
 
 /** A source as stored: its configuration plus bookkeeping times. */
 export interface StoredSource {
@@ -39,8 +39,8 @@ export interface EnqueueEntry {
 /**
  * Which counts `Outbox.backlog` makes (each is one walk of its status's index); a count left out is reported as 0.
  * Delivered jobs are all those retention keeps (7 days of traffic by default: millions of rows on a busy source),
- * so what counts periodically leaves them out: the walk grows with every day a server runs (≈ 40 ms per million
- * rows on SQLite, on the read-only connection of a file store; on the writing one, in front of every ingest commit,
+ * so what counts periodically leaves them out: the walk grows with every day a server runs (on SQLite, on the
+ * read-only connection of a file store; on the writing one, in front of every ingest commit,
  * where there is no reader).
  */
 export interface BacklogOptions {
@@ -103,30 +103,11 @@ export interface ClaimedJob {
   readonly traceparent?: string | undefined
 }
 
-/** One HTTP attempt, as recorded. `responseSnippet` is cut to 1 KB (UTF-8) by the store. */
-export interface AttemptRecord {
-  readonly jobId: string
-  readonly url: string
-  readonly attempt: number
-  readonly startedAt: number
-  readonly durationMs: number
-  readonly statusCode?: number | null | undefined
-  readonly error?: string | null | undefined
-  readonly outcome: AttemptOutcome
-  readonly responseSnippet?: string | null | undefined
-}
+/** One HTTP attempt handed to the store. `responseSnippet` is cut to 1 KB (UTF-8) by the store. */
+export type AttemptRecord = AttemptRecordInput
 
-export interface StoredAttempt {
-  readonly jobId: string
-  readonly url: string
-  readonly attempt: number
-  readonly startedAt: number
-  readonly durationMs: number
-  readonly statusCode: number | null
-  readonly error: string | null
-  readonly outcome: AttemptOutcome
-  readonly responseSnippet: string | null
-}
+/** One HTTP attempt as the store gives it back: the domain record, every absent part `null`. */
+export type StoredAttempt = DomainAttemptRecord
 
 /** How a claimed job ends (or pauses). Applied only while the caller still holds the lease. */
 export type Completion =

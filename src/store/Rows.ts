@@ -125,8 +125,8 @@ export interface ClaimRow {
  * A claimed row as the SQLite thread reads it (`claimTupleColumns`, a statement in raw mode): its fields as one JSON
  * array text, `[id, source, message id, user id, kind, created, first attempt, due, attempts, endpoint state (JSON text
  * or null), lease end, body length]`, and its body. better-sqlite3 builds each raw row with one generic property store
- * per column (~1 000 instructions each, measured with callgrind): two columns instead of twelve cut the claim's
- * instructions by about a third, and the wire's JSON is the rows' texts joined.
+ * per column: two columns instead of twelve make the claim cheaper, and the wire's JSON is the rows' texts joined
+ * (bench/NOTES.md, "Claims return two columns").
  */
 export type ClaimTuple = readonly [fields: string, body: Uint8Array]
 
@@ -140,7 +140,7 @@ const claimFields = (withTraceParent: boolean) =>
 /**
  * What the SQLite thread's claim returns per row: see `ClaimTuple`. A job's trace context, when it has one, is a 13th
  * field; a job without one (telemetry off) costs the claim a NULL test, not a column or a byte on the wire. One
- * `json_array` either way: appending with `json_insert` parsed the array's text again (~1 µs a row more).
+ * `json_array` either way: appending with `json_insert` parsed the array's text again.
  */
 export const claimTupleColumns = `iif(trace_parent IS NULL, ${claimFields(false)}, ${claimFields(true)}), body`
 

@@ -1,5 +1,6 @@
 import { Effect, Latch } from "effect"
-import type { AttemptRecord as StoredAttemptRecord, ClaimedJob, Completion } from "../../store/Model.js"
+import type { AttemptRecord as StoredAttemptRecord } from "../../domain/AttemptRecord.js"
+import type { ClaimedJob, Completion } from "../../store/Model.js"
 import type { AttemptRecord } from "../AttemptRecord.js"
 import type { AllEndpointsFailed, Deferred } from "../DeliveryResult.js"
 import { persistStates } from "../EndpointState.js"

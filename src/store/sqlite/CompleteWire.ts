@@ -4,8 +4,8 @@ import type { CompleteRequest } from "./SqliteRequests.js"
 /**
  * A completion batch as it crosses to the SQLite thread: its numbers in one buffer, handed over without a copy, and
  * its texts in one flat array. Cloned as objects (a completion and an attempt record per job, each property written
- * with its name), serializing it was the largest part of the dispatcher's event loop after the HTTP client (~14 % of
- * it with a transport that answers at once), and deserializing it a cost of the SQLite thread per job as well.
+ * with its name), serializing it was the largest part of the dispatcher's event loop after the HTTP client, and
+ * deserializing it a cost of the SQLite thread per job as well (bench/NOTES.md, "Wire codecs to the thread").
  */
 export interface CompleteWire {
   readonly owner: string

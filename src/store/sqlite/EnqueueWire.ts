@@ -4,7 +4,7 @@ import type { EnqueueRequest } from "./SqliteRequests.js"
 /**
  * A request's messages as they cross to the SQLite thread: their fields as one JSON text and their bodies in one
  * buffer, handed over without a copy. Cloned as objects, each body was an ArrayBuffer of its own to serialize, copy
- * and collect on both sides (the ingest profile's `postMessage` was ~8 % of the event loop at 100 messages a request).
+ * and collect on both sides (bench/NOTES.md, "Wire codecs to the thread").
  */
 export interface EnqueueWire {
   readonly sourceId: string

@@ -18,13 +18,11 @@ export interface MessageIdLogOptions {
 }
 
 /**
- * A merge pays per page of the indexes it writes, and the larger it is the more entries share a page (measured alone
- * with random ids over 200 000 jobs: 4–6 µs a row merged 20 000–50 000 at a time, against 21 µs a job for the index
- * entries written at ingest; larger merges are the cheaper). Until merged, the SQLite thread keeps the log's ids in
- * memory (~150 bytes each), and a merge holds its sorted copy (`maxRows`) in memory while it runs. Each step commits
- * the pages it wrote, and pages near its ends are written again by the next: merging 50 000 random ids cost 6.0, 4.9
- * and 4.5 µs a row in steps of 500, 1 000 and 2 000, whose longest took 6.5, 6.6 and 11.4 ms (time-ordered ids ~2 µs
- * a row, steps of 2–3 ms). An ingest commit queued behind a step waits for it.
+ * A merge pays per page of the indexes it writes, and the larger it is the more entries share a page: larger merges
+ * are the cheaper, and far cheaper than writing the index entries at ingest (bench/NOTES.md, "The message id log and
+ * the edge rule"). Until merged, the SQLite thread keeps the log's ids in memory, and a merge holds its sorted copy
+ * (`maxRows`) in memory while it runs. Each step commits the pages it wrote, and pages near its ends are written again
+ * by the next, so smaller steps cost more a row; but an ingest commit queued behind a step waits for it.
  */
 export const messageIdLogDefaults = {
   interval: Duration.seconds(1),

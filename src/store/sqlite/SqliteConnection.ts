@@ -20,8 +20,8 @@ import type { ExecuteMode, ThreadData, ThreadReply, ThreadRequest } from "./Sqli
 /**
  * The store's hot transactions (ingest, claim, complete), each one message to the SQLite thread,
  * which runs it as one synchronous call on its connection (`SqliteTransactions`). Each statement
- * through `SqlClient` costs the Effect machinery around it (measured ≈ 38 KB allocated and tens of µs
- * per statement): an ingest transaction of five statements allocated ≈ 200 KB. They hold the same
+ * through `SqlClient` costs the Effect machinery around it, allocations and time per statement
+ * (bench/NOTES.md, "Hot transactions are one call each"). They hold the same
  * lock as `SqlClient`'s statements and transactions, so nothing interleaves with them. Never call
  * them inside a `sql.withTransaction` (that transaction holds the lock).
  */
@@ -227,7 +227,7 @@ const senders = (post: Post) => {
   // Sent while the lock is held, then waited for without it. A free lock (no transaction open or queued) is taken,
   // used and given back within the registration of one `callback`, a synchronous step nothing can interrupt: the same
   // order as `withPermit`, without its fiber steps and a Deferred on every tracking request and claim (a Deferred is
-  // built by copying Effect's prototype: ~1.5 % of the event loop under single-message ingest).
+  // built by copying Effect's prototype, a visible share of the event loop under single-message ingest).
   // Otherwise the lock is waited for as interruptibly as the caller is.
   const sendOutside = (request: Request, transfer?: ReadonlyArray<ArrayBuffer>): Effect.Effect<unknown, SqlError> =>
     Effect.uninterruptibleMask((restore) =>
@@ -255,8 +255,8 @@ const senders = (post: Post) => {
 
 /**
  * The store's one SQLite connection, on a thread of its own (`SqliteThreadProgram`): better-sqlite3
- * is synchronous, and on the event loop its claims and completions took a quarter of the
- * dispatcher's time (≈ 15 µs a job each, measured) and its commits were pauses of ingest. Here the
+ * is synchronous, and on the event loop its claims and completions took a large share of the
+ * dispatcher's time and its commits were pauses of ingest. Here the
  * main thread sends a statement or a whole transaction and goes on with HTTP until the answer comes.
  *
  * As in Effect's own SQLite clients, one connection serves every write (the long reads have a

@@ -50,9 +50,9 @@ export type ThreadReply =
 /**
  * The bound of a group commit (see `runEnqueues`), in messages. A request is answered after its whole group, and while it
  * waits its client sends nothing and the event loop has nothing of its to parse: requests of 100 messages grouped up
- * to 500 (a closed loop of 8 clients, `bench/endToEnd.ts`) were accepted ~15 % slower, though the store alone took them
- * as fast; pairs of 15-message requests (analytics-node's batches) gained nothing. A single message's commit is about
- * half its cost: those are what groups are for.
+ * to 500 (a closed loop of 8 clients, `bench/endToEnd.ts`) were accepted slower, though the store alone took them
+ * as fast; pairs of 15-message requests (analytics-node's batches) gained nothing. A single message's commit is much
+ * of its cost: those are what groups are for (bench/NOTES.md, "Group commit").
  */
 const maxGroupRows = 16
 

@@ -77,8 +77,8 @@ export interface WalCheckpointStats {
 /**
  * Takes WAL checkpoints off the commit path of a SQLite file database. By default SQLite
  * checkpoints inside the commit that pushes the WAL past `wal_autocheckpoint` pages: that commit
- * copies the WAL into the database and fsyncs twice, on the event loop (measured 36–77 ms stalls of
- * ingest requests). Here the main connection never checkpoints on commit (`wal_autocheckpoint = 0`)
+ * copies the WAL into the database and fsyncs twice, on the event loop, stalling the ingest requests
+ * behind it. Here the main connection never checkpoints on commit (`wal_autocheckpoint = 0`)
  * and a worker thread with its own connection runs a PASSIVE checkpoint every `interval`: it copies
  * committed frames while the main connection keeps writing, and never takes a lock anyone waits for.
  *
