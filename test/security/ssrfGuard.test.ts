@@ -27,6 +27,15 @@ import {
  * says why; with the escape hatch the loopback and private ones are delivered, the other refused ranges are not.
  */
 
+/** What `deliver` ends with for a URL whose address the guard refused: retired after its one permanent attempt. */
+const blockedOnce = (url: string, reason: string) =>
+  EndpointState.Retired({
+    url,
+    attempts: 1,
+    why: "permanent",
+    lastOutcome: AttemptOutcome.Permanent({ reason, code: EgressPolicy.blockedAddressCode })
+  })
+
 describe("SSRF guard at delivery: refused without the escape hatch", () => {
   it.live("refuses every internal address before connecting: one permanent attempt that says why, no retry", () =>
     Effect.gen(function*() {
@@ -45,14 +54,7 @@ describe("SSRF guard at delivery: refused without the escape hatch", () => {
         }).pipe(Effect.provide(guardedTransport(false, dns.layer)))
 
         const expected = `blocked_address: ${reason}${hint}`
-        expect(error.endpoints, url).toStrictEqual([
-          EndpointState.Retired({
-            url,
-            attempts: 1,
-            why: "permanent",
-            lastOutcome: AttemptOutcome.Permanent({ reason: expected, code: EgressPolicy.blockedAddressCode })
-          })
-        ])
+        expect(error.endpoints, url).toStrictEqual([blockedOnce(url, expected)])
         expect(records, url).toHaveLength(1)
         expect(records[0], url).toMatchObject({ url, attemptNumber: 1, outcome: "Permanent", error: expected })
         expect(records[0]!.status).toBeUndefined()
@@ -134,14 +136,7 @@ describe("SSRF guard at delivery: ranges the escape hatch does not open", () => 
             Effect.provide(guardedTransport(allowPrivateNetworks, scriptedDns().layer))
           )
           const expected = `blocked_address: ${reason} (always refused)`
-          expect(error.endpoints, url).toStrictEqual([
-            EndpointState.Retired({
-              url,
-              attempts: 1,
-              why: "permanent",
-              lastOutcome: AttemptOutcome.Permanent({ reason: expected, code: EgressPolicy.blockedAddressCode })
-            })
-          ])
+          expect(error.endpoints, url).toStrictEqual([blockedOnce(url, expected)])
           expect(records, url).toMatchObject([{ url, attemptNumber: 1, outcome: "Permanent", error: expected }])
         }
       }
