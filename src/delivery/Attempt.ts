@@ -1,9 +1,9 @@
 import { Cause, Effect } from "effect"
 import type { Clock } from "effect"
+import type { AttemptRecord } from "../domain/AttemptRecord.js"
 import type { Endpoint } from "../domain/Settings.js"
 import { classifyError, classifyResponse, timedOut } from "./AttemptOutcome.js"
 import type { AttemptOutcome } from "./AttemptOutcome.js"
-import type { AttemptRecord, AttemptSink } from "./AttemptRecord.js"
 import { signatureHeader } from "./Signature.js"
 import { requestTarget, Transport } from "./Transport.js"
 import type {
@@ -90,6 +90,12 @@ export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string)
   }
 }
 
+/**
+ * Where attempts go as they finish, each as the domain's record (REFERENCE §4: every attempt is recorded); the store
+ * persists them in batches. It should not block for long.
+ */
+export type AttemptSink = (record: AttemptRecord) => Effect.Effect<void>
+
 export interface AttemptInput {
   readonly jobId: string
   readonly messageId: string
@@ -114,6 +120,16 @@ const recordAttempt = (input: AttemptInput, record: AttemptRecord) => {
 
 const abortedError = "aborted: the attempt was interrupted before it finished"
 
+/** A classification as the record names it; `aborted` has no classification (the attempt never ended on its own). */
+const recordedOutcome = {
+  Success: "success",
+  Retryable: "retryable",
+  Permanent: "permanent"
+} as const satisfies Record<AttemptOutcome["_tag"], AttemptRecord["outcome"]>
+
+// The records are literals of the domain record's every field in its order, absent parts `null`: one object shape
+// for every attempt, answered or not, on its way to the store.
+
 /** The record of an attempt that got an HTTP answer. */
 const answered = (
   input: AttemptInput,
@@ -124,11 +140,12 @@ const answered = (
 ): AttemptRecord => ({
   jobId: input.jobId,
   url: input.endpoint.url,
-  attemptNumber: input.attemptNumber,
+  attempt: input.attemptNumber,
   startedAt,
   durationMs: finishedAt - startedAt,
-  outcome: outcome._tag,
-  status: response.status,
+  statusCode: response.status,
+  error: null,
+  outcome: recordedOutcome[outcome._tag],
   responseSnippet: response.snippet
 })
 
@@ -142,11 +159,13 @@ const unanswered = (
 ): AttemptRecord => ({
   jobId: input.jobId,
   url: input.endpoint.url,
-  attemptNumber: input.attemptNumber,
+  attempt: input.attemptNumber,
   startedAt,
   durationMs: finishedAt - startedAt,
+  statusCode: null,
+  error,
   outcome,
-  error
+  responseSnippet: null
 })
 
 /** A timeout or a permanent failure, logged with the attempt it ended (retryable answers are only recorded). */
@@ -184,14 +203,14 @@ const failedWith = (input: AttemptInput, startedAt: number, finishedAt: number, 
   const outcome = error._tag === "TransportTimeout" ? timedOut(error.message) : classifyError(error.code, error.message)
   return {
     outcome,
-    record: unanswered(input, startedAt, finishedAt, outcome._tag, outcome.reason),
+    record: unanswered(input, startedAt, finishedAt, recordedOutcome[outcome._tag], outcome.reason),
     timeout: error._tag === "TransportTimeout" ? error : undefined
   }
 }
 
 /** The record of an attempt cut off in flight: it may have reached the receiver, so it is recorded too. */
 const abortedRecord = (input: AttemptInput, startedAt: number, finishedAt: number): AttemptRecord =>
-  unanswered(input, startedAt, finishedAt, "Aborted", abortedError)
+  unanswered(input, startedAt, finishedAt, "aborted", abortedError)
 
 /** Records a classified attempt (logging a timeout) and returns its outcome. */
 const recorded = (input: AttemptInput, result: Settled): Effect.Effect<AttemptOutcome> => {

@@ -2,7 +2,7 @@ import { Clock, Config, ConfigProvider, Duration, Effect, Layer, Option, Queue, 
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { isAbsoluteHttpUrl } from "../domain/Settings.js"
-import type { AttemptSink } from "./AttemptRecord.js"
+import type { AttemptSink } from "./Attempt.js"
 import { deliverWith } from "./Deliver.js"
 import type { DeliverOptions } from "./Deliver.js"
 import { GuardEventSink } from "./EndpointGuards.js"
@@ -33,13 +33,13 @@ const sendWindow = Duration.seconds(10)
 
 // Each attempt as the delivery program classified it; the operator's attempts have no job in the store.
 const logAttempt: AttemptSink = (record) =>
-  record.outcome === "Success" ? Effect.void : Effect.logDebug("operator webhook attempt failed").pipe(
+  record.outcome === "success" ? Effect.void : Effect.logDebug("operator webhook attempt failed").pipe(
     Effect.annotateLogs({
       url: record.url,
-      attempt: record.attemptNumber,
+      attempt: record.attempt,
       outcome: record.outcome,
-      ...(record.status !== undefined && { status: record.status }),
-      ...(record.error !== undefined && { error: record.error })
+      ...(record.statusCode !== null && { status: record.statusCode }),
+      ...(record.error !== null && { error: record.error })
     })
   )
 const deliverOptions: DeliverOptions = { recordAttempt: logAttempt, policy: { window: sendWindow } }

@@ -5,8 +5,8 @@ export const AttemptOutcome = Schema.Literals(["success", "retryable", "permanen
 export type AttemptOutcome = typeof AttemptOutcome.Type
 
 /**
- * One HTTP attempt, as recorded: the one declaration of its fields. The store keeps and reads this Type, and the
- * admin view is derived from it (`AdminSchemas.AttemptView`), so a field added here reaches both.
+ * One HTTP attempt, as recorded: the one declaration of its fields. The delivery program emits it, the store keeps
+ * and reads it, and the admin view is derived from it (`AdminSchemas.AttemptView`), so a field added here reaches all.
  * Plain `Number`s (not `Int`) keep the admin OpenAPI document as it was.
  */
 export const AttemptRecord = Schema.Struct({

@@ -2,8 +2,8 @@ import { Context, Effect, Exit, Option, Tracer } from "effect"
 import type { Clock } from "effect"
 import type { AttemptInput, AttemptTrace } from "../delivery/Attempt.js"
 import { withTraceparent } from "../delivery/Attempt.js"
-import type { AttemptRecord } from "../delivery/AttemptRecord.js"
 import type { DeliveryTracingShape } from "../delivery/DeliveryTracing.js"
+import type { AttemptRecord } from "../domain/AttemptRecord.js"
 import { formatTraceparent, parseTraceparent, traceparentPrefix } from "../domain/TraceContext.js"
 import type { OutboxShape } from "../store/Outbox.js"
 
@@ -29,16 +29,16 @@ const putAttemptAttributes = (span: Tracer.Span, attemptNumber: number, messageI
   // The conventions count resends, the first request being 0; the record's number is 1-based.
   if (attemptNumber > 1) span.attribute("http.request.resend_count", attemptNumber - 1)
   span.attribute("hookrelay.attempt.outcome", record.outcome)
-  if (record.status !== undefined) span.attribute("http.response.status_code", record.status)
+  if (record.statusCode !== null) span.attribute("http.response.status_code", record.statusCode)
   // OpenTelemetry's `error.type`: the status code when there was an answer, else what ended the attempt.
-  if (record.outcome !== "Success") {
-    span.attribute("error.type", record.status !== undefined ? String(record.status) : record.outcome)
+  if (record.outcome !== "success") {
+    span.attribute("error.type", record.statusCode !== null ? String(record.statusCode) : record.outcome)
   }
 }
 
 /** How an attempt's span ends: a failure's error is a string, which the exporter takes as the status message. */
 const attemptExit = (record: AttemptRecord): Exit.Exit<void, string> =>
-  record.outcome === "Success" ? Exit.void : Exit.fail(record.error ?? `HTTP ${record.status ?? "error"}`)
+  record.outcome === "success" ? Exit.void : Exit.fail(record.error ?? `HTTP ${record.statusCode ?? "error"}`)
 
 /** Where an attempt's span starts: its parent and link (the tracking request's) and its `traceparent`'s start. */
 interface ProducerStart {

@@ -80,11 +80,12 @@ describe("deliver: one URL under the retry policy (TestClock)", () => {
         expect(record).toStrictEqual({
           jobId: "job-7",
           url: A,
-          attemptNumber: i + 1,
+          attempt: i + 1,
           startedAt: starts[i],
           durationMs: 0,
-          outcome: "Retryable",
-          status: 500,
+          statusCode: 500,
+          error: null,
+          outcome: "retryable",
           responseSnippet: "down"
         })
       )
@@ -111,10 +112,10 @@ describe("deliver: one URL under the retry policy (TestClock)", () => {
         [A]: (call) => call === 1 ? status(429, { retryAfter: "30" }) : status(200)
       })
       yield* TestClock.adjust("29999 millis")
-      expect(records.map((record) => record.outcome)).toStrictEqual(["Retryable"])
+      expect(records.map((record) => record.outcome)).toStrictEqual(["retryable"])
       yield* TestClock.adjust("1 millis")
       expect(yield* Fiber.join(fiber)).toStrictEqual(DeliveryResult.Delivered({ url: A, status: 200, attempts: 2 }))
-      expect(records.map((record) => [record.startedAt, record.status])).toStrictEqual([[0, 429], [30_000, 200]])
+      expect(records.map((record) => [record.startedAt, record.statusCode])).toStrictEqual([[0, 429], [30_000, 200]])
     }))
 
   it.effect("stops after a Retry-After that would start past the window", () =>
@@ -198,9 +199,9 @@ describe("deliver: several URLs race", () => {
         expect(yield* Clock.currentTimeMillis).toBeLessThan(5_000)
 
         yield* waitUntil(() => a.requests[1]!.aborted, "A's server saw its held request closed")
-        const aborted = records.filter((record) => record.url === urlA && record.outcome === "Aborted")
+        const aborted = records.filter((record) => record.url === urlA && record.outcome === "aborted")
         expect(aborted).toHaveLength(1)
-        expect(aborted[0]!.attemptNumber).toBe(2)
+        expect(aborted[0]!.attempt).toBe(2)
 
         yield* TestClock.adjust("1 hour")
         yield* realWait(50)
@@ -252,7 +253,7 @@ describe("deliver: deferral and resumption", () => {
       expect(yield* Fiber.join(resumed.fiber)).toStrictEqual(
         DeliveryResult.Delivered({ url: A, status: 200, attempts: 7 })
       )
-      expect(resumed.records.map((record) => record.attemptNumber)).toStrictEqual([6, 7])
+      expect(resumed.records.map((record) => record.attempt)).toStrictEqual([6, 7])
       expect(resumed.records[0]!.startedAt).toBe(deferred.nextAttemptAt)
       const delay = resumed.records[1]!.startedAt - resumed.records[0]!.startedAt
       expect(delay).toBeGreaterThanOrEqual(0.8 * 32_000)
@@ -329,7 +330,7 @@ describe("deliver: deferral and resumption", () => {
       expect(records).toStrictEqual([])
       yield* TestClock.adjust("1 millis")
       expect(yield* Fiber.join(fiber)).toStrictEqual(DeliveryResult.Delivered({ url: A, status: 200, attempts: 3 }))
-      expect(records.map((record) => [record.attemptNumber, record.startedAt])).toStrictEqual([[3, 3_000]])
+      expect(records.map((record) => [record.attempt, record.startedAt])).toStrictEqual([[3, 3_000]])
     }))
 })
 
@@ -345,9 +346,9 @@ describe("deliver: a single-URL job after its first attempt (the dispatcher's pa
       expect(calls[A]).toBe(1)
       yield* TestClock.adjust("401 millis")
       expect(yield* Fiber.join(fiber)).toStrictEqual(DeliveryResult.Delivered({ url: A, status: 204, attempts: 2 }))
-      expect(records.map((record) => [record.attemptNumber, record.outcome])).toStrictEqual([
-        [1, "Retryable"],
-        [2, "Success"]
+      expect(records.map((record) => [record.attempt, record.outcome])).toStrictEqual([
+        [1, "retryable"],
+        [2, "success"]
       ])
     }))
 

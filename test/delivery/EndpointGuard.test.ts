@@ -92,7 +92,7 @@ describe("EndpointGuard: circuit breaking (TestClock)", () => {
       for (const fiber of held) expect((yield* Fiber.join(fiber))._tag).toBe("Delivered")
       yield* TestClock.adjust("1 minute")
       expect((yield* Fiber.join(first))._tag).toBe("Delivered")
-      expect(records.filter((record) => record.outcome === "Success").length).toBe(4)
+      expect(records.filter((record) => record.outcome === "success").length).toBe(4)
       // Nothing was attempted while the circuit was open but the two probes.
       expect(records.filter((record) => record.startedAt > openedAt && record.startedAt < openedAt + 15_000).length)
         .toBe(1)

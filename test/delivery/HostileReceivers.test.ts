@@ -99,7 +99,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       const { outcome, record } = yield* classify(server.url).pipe(Effect.provide(Transport.layer()))
       expect(outcome).toMatchObject({ _tag: "Retryable", reason: "HTTP 503", status: 503 })
       expect(outcome._tag === "Retryable" && outcome.retryAfter).toStrictEqual(Duration.seconds(7))
-      expect(record).toMatchObject({ outcome: "Retryable", status: 503, responseSnippet: "x".repeat(1024) })
+      expect(record).toMatchObject({ outcome: "retryable", statusCode: 503, responseSnippet: "x".repeat(1024) })
       yield* waitUntil(() => closed[0] === true, "the receiver saw the connection dropped")
       expect(written).toBeLessThan(1024 * 1024)
     }))
@@ -113,7 +113,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       })
       const { outcome, record } = yield* classify(receiver.url).pipe(Effect.provide(Transport.layer()))
       expect(outcome._tag).toBe("Retryable")
-      expect(record.outcome).toBe("Retryable")
+      expect(record.outcome).toBe("retryable")
       expect(record.error).toMatch(
         /^(connection reset \(ECONNRESET\)|connection closed by the receiver \(UND_ERR_SOCKET\)): /
       )
@@ -135,7 +135,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
       const { outcome, record } = yield* classify(receiver.url).pipe(Effect.provide(Transport.layer()))
       expect(outcome).toMatchObject({ _tag: "Retryable", code: "HPE_INVALID_RESPONSE" })
       expect(record.error).toMatch(/^invalid HTTP response \(HPE_[A-Z_]+\): /)
-      expect(record.status).toBeUndefined()
+      expect(record.statusCode).toBeNull()
     }))
 
   it.live("huge response headers (1 MB): retryable, nothing buffered past undici's header limit", () =>
@@ -168,7 +168,7 @@ describe("hostile receivers, one attempt each (real loopback servers)", () => {
           reason: `HTTP ${status} redirect to ${target.url}/elsewhere (redirects are not followed)`,
           status
         }))
-        expect(record).toMatchObject({ outcome: "Permanent", status })
+        expect(record).toMatchObject({ outcome: "permanent", statusCode: status })
       }
       expect(redirector.requests).toHaveLength(statuses.length)
       expect(target.handlerCalls).toBe(0)
@@ -209,7 +209,7 @@ describe("hostile receivers against the 5 s deadline (TestClock)", () => {
         reason: "timeout: no complete response within 5s (waiting for the body)",
         code: "TIMEOUT"
       }))
-      expect(records[0]).toMatchObject({ outcome: "Retryable", durationMs: 5000 })
+      expect(records[0]).toMatchObject({ outcome: "retryable", durationMs: 5000 })
       yield* waitUntil(() => aborted, "the receiver saw the request aborted")
     }))
 })

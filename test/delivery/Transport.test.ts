@@ -73,9 +73,9 @@ describe("Transport and attempt over real sockets", () => {
       expect(records[0]).toMatchObject({
         jobId: "job-1",
         url,
-        attemptNumber: 1,
-        outcome: "Success",
-        status: 200,
+        attempt: 1,
+        outcome: "success",
+        statusCode: 200,
         responseSnippet: "ok"
       })
     }))
@@ -132,7 +132,7 @@ describe("Transport and attempt over real sockets", () => {
       const { records, sink } = recorder()
       const result = yield* deliver(job(server.url), { recordAttempt: sink }).pipe(Effect.provide(Transport.layer()))
       expect(result).toStrictEqual(DeliveryResult.Delivered({ url: server.url, status: 200, attempts: 1 }))
-      expect(records[0]).toMatchObject({ outcome: "Success", status: 200, responseSnippet: "a".repeat(1024) })
+      expect(records[0]).toMatchObject({ outcome: "success", statusCode: 200, responseSnippet: "a".repeat(1024) })
     }))
 
   it.live("keeps the whole body of a small answer and reuses the connection", () =>
@@ -194,8 +194,8 @@ describe("Transport and attempt over real sockets", () => {
         })
       ))
       expect(records).toHaveLength(1)
-      expect(records[0]).toMatchObject({ outcome: "Permanent", error: reason })
-      expect(records[0]!.status).toBeUndefined()
+      expect(records[0]).toMatchObject({ outcome: "permanent", error: reason })
+      expect(records[0]!.statusCode).toBeNull()
       expect(server.handlerCalls).toBe(0)
     }))
 
@@ -229,7 +229,7 @@ describe("Transport and attempt over real sockets", () => {
       ])
       expect(server.requests).toHaveLength(1)
       expect(records).toHaveLength(1)
-      expect(records[0]).toMatchObject({ outcome: "Permanent", status: 404, responseSnippet: "no such hook" })
+      expect(records[0]).toMatchObject({ outcome: "permanent", statusCode: 404, responseSnippet: "no such hook" })
     }))
 
   it.live("does not follow a 302: one attempt, permanent, the target never hit", () =>
@@ -264,13 +264,13 @@ describe("Transport and attempt over real sockets", () => {
         Effect.forkChild
       )
       yield* waitUntil(() => records.length === 1, "the first attempt is recorded")
-      expect(records[0]).toMatchObject({ url, attemptNumber: 1, outcome: "Retryable" })
+      expect(records[0]).toMatchObject({ url, attempt: 1, outcome: "retryable" })
       expect(records[0]!.error).toMatch(/^connection refused \(ECONNREFUSED\): /)
       yield* TestClock.adjust("799 millis")
       yield* realWait(20)
       expect(records).toHaveLength(1)
       yield* adjustUntil(() => records.length === 2, "a second attempt is recorded", "50 millis", 20)
-      expect(records[1]).toMatchObject({ attemptNumber: 2, outcome: "Retryable" })
+      expect(records[1]).toMatchObject({ attempt: 2, outcome: "retryable" })
       expect(records[1]!.startedAt - records[0]!.startedAt).toBeGreaterThanOrEqual(800)
       expect(records[1]!.startedAt - records[0]!.startedAt).toBeLessThanOrEqual(1250)
       yield* Fiber.interrupt(fiber)
@@ -299,11 +299,13 @@ describe("Transport and attempt over real sockets", () => {
       expect(records[0]).toStrictEqual({
         jobId: "job-1",
         url,
-        attemptNumber: 1,
+        attempt: 1,
         startedAt: 0,
         durationMs: 5000,
-        outcome: "Retryable",
-        error: timeout
+        statusCode: null,
+        error: timeout,
+        outcome: "retryable",
+        responseSnippet: null
       })
       yield* waitUntil(() => server.requests[0]!.aborted, "the server saw the timed-out request aborted")
       const warnings = logs.lines.filter((line) => line.level === "WARN")
@@ -319,7 +321,7 @@ describe("Transport and attempt over real sockets", () => {
       expect(retryAt).toBeLessThanOrEqual(6250)
       yield* Fiber.interrupt(fiber)
       yield* waitUntil(() => server.requests[1]!.aborted, "interrupting the delivery aborted the request")
-      expect(records[1]).toMatchObject({ attemptNumber: 2, outcome: "Aborted" })
+      expect(records[1]).toMatchObject({ attempt: 2, outcome: "aborted" })
     }))
 
   it.live("never sends a request interrupted while it waited for a connection", () =>

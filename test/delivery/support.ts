@@ -7,7 +7,8 @@ import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import type { AttemptRecord, AttemptSink } from "../../src/delivery/AttemptRecord.js"
+import type { AttemptSink } from "../../src/delivery/Attempt.js"
+import type { AttemptRecord } from "../../src/domain/AttemptRecord.js"
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 

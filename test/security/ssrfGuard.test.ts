@@ -56,8 +56,8 @@ describe("SSRF guard at delivery: refused without the escape hatch", () => {
         const expected = `blocked_address: ${reason}${hint}`
         expect(error.endpoints, url).toStrictEqual([blockedOnce(url, expected)])
         expect(records, url).toHaveLength(1)
-        expect(records[0], url).toMatchObject({ url, attemptNumber: 1, outcome: "Permanent", error: expected })
-        expect(records[0]!.status).toBeUndefined()
+        expect(records[0], url).toMatchObject({ url, attempt: 1, outcome: "permanent", error: expected })
+        expect(records[0]!.statusCode).toBeNull()
         if (host === "rebind.test") expect(dns.lookups.get(host)).toBe(2)
       }
       expect(listener.connections).toBe(0)
@@ -87,7 +87,7 @@ describe("SSRF guard at delivery: refused without the escape hatch", () => {
         Effect.forkChild
       )
       yield* pollUntil(Effect.sync(() => records.length), (n) => n >= 1, "the first attempt is recorded")
-      expect(records[0]).toMatchObject({ outcome: "Retryable" })
+      expect(records[0]).toMatchObject({ outcome: "retryable" })
       expect(records[0]!.error).toMatch(/^DNS lookup failed \(ENOTFOUND\): /)
       yield* Fiber.interrupt(fiber)
     }))
@@ -137,7 +137,7 @@ describe("SSRF guard at delivery: ranges the escape hatch does not open", () => 
           )
           const expected = `blocked_address: ${reason} (always refused)`
           expect(error.endpoints, url).toStrictEqual([blockedOnce(url, expected)])
-          expect(records, url).toMatchObject([{ url, attemptNumber: 1, outcome: "Permanent", error: expected }])
+          expect(records, url).toMatchObject([{ url, attempt: 1, outcome: "permanent", error: expected }])
         }
       }
     }))

@@ -120,7 +120,7 @@ describe("delivery's attempt spans (exported by Effect's OTLP tracer to a loopba
       }
       expect(failed!.attributes).toMatchObject({
         "hookrelay.attempt.number": 1,
-        "hookrelay.attempt.outcome": "Retryable",
+        "hookrelay.attempt.outcome": "retryable",
         "http.response.status_code": 503,
         "error.type": "503"
       })
@@ -129,7 +129,7 @@ describe("delivery's attempt spans (exported by Effect's OTLP tracer to a loopba
       expect(delivered!.attributes).toMatchObject({
         "hookrelay.attempt.number": 2,
         "http.request.resend_count": 1,
-        "hookrelay.attempt.outcome": "Success",
+        "hookrelay.attempt.outcome": "success",
         "http.response.status_code": 200
       })
       expect(delivered!.attributes["error.type"]).toBeUndefined()

@@ -171,7 +171,7 @@ describe("telemetry (a real server process, configured as a user would)", () => 
             "server.address": "127.0.0.1",
             "http.response.status_code": 200,
             "hookrelay.attempt.number": 1,
-            "hookrelay.attempt.outcome": "Success"
+            "hookrelay.attempt.outcome": "success"
           })
         }
         expect(otlp.spans.some((span) => span.name === "hookrelay.complete" && span.attributes["hookrelay.batch.jobs"]))

@@ -1,40 +1,14 @@
 import { Effect, Latch } from "effect"
-import type { AttemptRecord as StoredAttemptRecord } from "../../domain/AttemptRecord.js"
+import type { AttemptRecord } from "../../domain/AttemptRecord.js"
 import type { ClaimedJob, Completion } from "../../store/Model.js"
-import type { AttemptRecord } from "../AttemptRecord.js"
 import type { AllEndpointsFailed, Deferred } from "../DeliveryResult.js"
 import { persistStates } from "../EndpointState.js"
 import type { DeliveryOutcome } from "../Outcomes.js"
 
-const storedOutcome = (outcome: AttemptRecord["outcome"]): StoredAttemptRecord["outcome"] => {
-  switch (outcome) {
-    case "Success":
-      return "success"
-    case "Retryable":
-      return "retryable"
-    case "Permanent":
-      return "permanent"
-    case "Aborted":
-      return "aborted"
-  }
-}
-
-const toStoredAttempt = (record: AttemptRecord): StoredAttemptRecord => ({
-  jobId: record.jobId,
-  url: record.url,
-  attempt: record.attemptNumber,
-  startedAt: record.startedAt,
-  durationMs: record.durationMs,
-  statusCode: record.status ?? null,
-  error: record.error ?? null,
-  outcome: storedOutcome(record.outcome),
-  responseSnippet: record.responseSnippet ?? null
-})
-
 /** What finished since the last flush, waiting for the next one; and the flusher's state across flushes. */
 export interface CompletionBatch {
   completions: Array<Completion>
-  attempts: Array<StoredAttemptRecord>
+  attempts: Array<AttemptRecord>
   finished: Array<DeliveryOutcome>
   latencies: Array<number>
   /** Writes of finished jobs failed in a row (the store cannot answer): logged once, tried again with backoff. */
@@ -73,7 +47,7 @@ export const makeBooking = (batch: CompletionBatch) => {
   const { batchFull, flushSize, workWaiting } = batch
 
   const attempt = (record: AttemptRecord): void => {
-    batch.attempts.push(toStoredAttempt(record))
+    batch.attempts.push(record)
     workWaiting.openUnsafe()
   }
 

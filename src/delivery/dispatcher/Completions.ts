@@ -1,6 +1,6 @@
 import { Duration, Effect } from "effect"
 import type { Context } from "effect"
-import type { AttemptRecord as StoredAttemptRecord } from "../../domain/AttemptRecord.js"
+import type { AttemptRecord } from "../../domain/AttemptRecord.js"
 import { attemptsWithOutcome, deliveryLatency, jobsDead, jobsDelivered } from "../../metrics/Metrics.js"
 import type { Completion } from "../../store/Model.js"
 import type { OutboxShape } from "../../store/Outbox.js"
@@ -15,7 +15,7 @@ export interface CompletionsConfig {
   readonly flushSize: number
 }
 
-const countAttempts = (records: ReadonlyArray<StoredAttemptRecord>, context: Context.Context<never>) => {
+const countAttempts = (records: ReadonlyArray<AttemptRecord>, context: Context.Context<never>) => {
   const byOutcome = { success: 0, retryable: 0, permanent: 0, aborted: 0 }
   for (const record of records) byOutcome[record.outcome] += 1
   for (const [outcome, count] of Object.entries(byOutcome) as Array<[keyof typeof byOutcome, number]>) {
@@ -47,7 +47,7 @@ const report = (
 const putBack = (
   batch: CompletionBatch,
   completions: Array<Completion>,
-  records: Array<StoredAttemptRecord>,
+  records: Array<AttemptRecord>,
   error: unknown
 ) => {
   batch.completions = completions.concat(batch.completions)

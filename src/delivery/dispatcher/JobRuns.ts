@@ -1,9 +1,9 @@
 import { Cause, Duration, Effect } from "effect"
 import type { Clock, Fiber } from "effect"
+import type { AttemptRecord } from "../../domain/AttemptRecord.js"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import type { AttemptServices } from "../Attempt.js"
-import type { AttemptRecord } from "../AttemptRecord.js"
 import { deliverWith } from "../Deliver.js"
 import type { AllEndpointsFailed, Deferred, DeliveryResult } from "../DeliveryResult.js"
 import { restoreStates } from "../EndpointState.js"
@@ -43,7 +43,7 @@ const makeRecordAttempt = (completions: Completions, leases: Leases, attemptFail
   const recordAttempt = (record: AttemptRecord) =>
     Effect.sync(() => {
       completions.attempt(record)
-      if (record.outcome !== "Retryable" && record.outcome !== "Permanent") return
+      if (record.outcome !== "retryable" && record.outcome !== "permanent") return
       const entry = leases.held.get(record.jobId)
       if (entry !== undefined) attemptFailed(entry.job.sourceId)
     })
