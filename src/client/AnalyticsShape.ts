@@ -4,6 +4,7 @@ import type * as Stream from "effect/Stream"
 import type { AliasParams, GroupParams, IdentifyParams, PageParams, ScreenParams, TrackParams } from "./Calls.js"
 import type { CallError, ClientClosed } from "./ClientErrors.js"
 import type { Outcome } from "./Outcome.js"
+import type { ClientStats, ClientStatus } from "./Status.js"
 
 /**
  * The client library's Effect API (REFERENCE §9). A refused call fails with a typed `CallError`
@@ -33,4 +34,11 @@ export interface AnalyticsShape {
   readonly outcomes: Stream.Stream<Outcome>
   /** Like `outcomes`, but subscribed as soon as this effect runs (in the given scope), so nothing after it is missed. */
   readonly subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope>
+  /**
+   * The server's reachability as it changes, from the moment the stream is run: `Unreachable`
+   * when an outage starts, `Reachable` when it ends. It ends when the client is closed.
+   */
+  readonly status: Stream.Stream<ClientStatus>
+  /** Messages held now, and the running totals delivered, dropped and failed. */
+  readonly stats: Effect.Effect<ClientStats>
 }

@@ -2,9 +2,10 @@ import type * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Fiber from "effect/Fiber"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import { maxRequestBytes } from "../domain/Limits.js"
@@ -22,7 +23,7 @@ export interface BatchingParts {
   readonly waiters: RoomWaiters<QueuedMessage>
   readonly slabs: Slabs
   readonly bodies: BodyPool
-  readonly sendBatch: (body: BatchBody) => Effect.Effect<void>
+  readonly sendBatch: (body: BatchBody, seq: number) => Effect.Effect<void>
   readonly clock: Clock.Clock
 }
 
@@ -34,6 +35,15 @@ interface Senders {
   readonly handOff: Queue.Queue<BatchBody>
   /** Completes once nothing is in flight. */
   readonly allSent: Effect.Effect<void>
+  /** Interrupts the batches being sent (each reports what is left of it) and starts new senders. */
+  readonly restart: Effect.Effect<void>
+}
+
+/** The batching fibers' handles: the batcher's fiber and the senders' restart. */
+export interface Batching {
+  /** Ends at the end marker, once every batch made has its outcome. */
+  readonly consumer: Fiber.Fiber<void>
+  readonly restartSenders: Effect.Effect<void>
 }
 
 // Senders: `maxInFlight` long-lived fibers take batches from a hand-off queue. A permit of
@@ -47,45 +57,71 @@ const forkSenders = (
   Effect.gen(function*() {
     const inFlight = yield* Semaphore.make(options.maxInFlight)
     const handOff = yield* Queue.unbounded<BatchBody>()
+    // The senders' own scope, closed after the client's close: a close that times out restarts them,
+    // and a scope being closed takes no new fibers.
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const done = (body: BatchBody) =>
       Effect.andThen(Effect.sync(() => bodies.release(body.storage)), inFlight.release(1))
+    // A batch taken from the hand-off is always sent or reported, and its permit released, even
+    // when the sender is interrupted right after the take.
     const sender = Effect.forever(
-      Effect.flatMap(Queue.take(handOff), (body) => Effect.ensuring(sendBatch(body), done(body)))
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(
+          restore(Queue.take(handOff)),
+          (body) => Effect.ensuring(restore(sendBatch(body, body.seq)), done(body))
+        )
+      )
     )
-    for (let i = 0; i < options.maxInFlight; i++) yield* Effect.forkScoped(sender)
-    return { inFlight, handOff, allSent: inFlight.withPermits(options.maxInFlight)(Effect.void) }
+    const start = Effect.forEach(
+      Array.from({ length: options.maxInFlight }),
+      () => Effect.forkIn(sender, scope),
+      { concurrency: 1 }
+    )
+    let fibers = yield* start
+    const restart = Effect.gen(function*() {
+      const stopped = fibers
+      fibers = []
+      yield* Fiber.interruptAll(stopped)
+      fibers = yield* start
+    })
+    return { inFlight, handOff, allSent: inFlight.withPermits(options.maxInFlight)(Effect.void), restart }
   })
 
 /**
  * Forks the senders, the flush timer and the batcher; returns the batcher's fiber, which ends at
- * the end marker once every batch it made has its outcome.
+ * the end marker once every batch it made has its outcome, and the senders' restart.
  */
 export const forkBatching = (
   options: ResolvedOptions,
   parts: BatchingParts
-): Effect.Effect<Fiber.Fiber<void>, never, Scope.Scope> =>
+): Effect.Effect<Batching, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { bodies, clock, queue, slabs, waiters } = parts
-    const { allSent, handOff, inFlight } = yield* forkSenders(options, parts)
+    const { allSent, handOff, inFlight, restart } = yield* forkSenders(options, parts)
 
     // The flush timer: `flushAfter` after the last batch, it puts a flush request in the queue.
     const flushAfterMillis = Duration.toMillis(options.flushAfter)
     let lastFlush = clock.currentTimeMillisUnsafe()
+    // One timer request in the queue at a time: while the batcher waits (an outage), they would pile up.
+    let timerQueued = false
     yield* Effect.forkScoped(Effect.forever(Effect.suspend(() => {
       const now = clock.currentTimeMillisUnsafe()
       const due = lastFlush + flushAfterMillis
       if (now < due) return Effect.sleep(Duration.millis(due - now))
       lastFlush = now
-      queue.offerUnsafe(timerFlush) // a full queue makes full batches anyway
+      if (!timerQueued) timerQueued = queue.offerUnsafe(timerFlush) // a full queue makes full batches anyway
       return Effect.void
     })))
+    let batches = 0
 
     const dispatch = (batch: Batch): Effect.Effect<void> =>
       Effect.gen(function*() {
+        if (batch.timed) timerQueued = false
         if (batch.messages.length > 0) {
           lastFlush = clock.currentTimeMillisUnsafe()
           yield* inFlight.take(1)
-          yield* Queue.offer(handOff, writeBatchBody(batch, slabs, bodies))
+          yield* Queue.offer(handOff, writeBatchBody(batch, slabs, bodies, ++batches))
         }
         if (batch.flushRequests.length > 0) {
           yield* allSent
@@ -100,7 +136,7 @@ export const forkBatching = (
     const refuseWaiting = () => {
       for (const item of waiters.refuseAll()) slabs.release(item)
     }
-    return yield* Stream.fromPull(Effect.succeed(queue.takeUpTo(options.flushAt))).pipe(
+    const consumer = yield* Stream.fromPull(Effect.succeed(queue.takeUpTo(options.flushAt))).pipe(
       Stream.takeWhile(isItem),
       Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
       Stream.runForEach(dispatch),
@@ -108,4 +144,5 @@ export const forkBatching = (
       Effect.ensuring(Effect.sync(refuseWaiting)),
       Effect.forkScoped
     )
+    return { consumer, restartSenders: restart }
   })

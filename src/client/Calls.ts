@@ -95,6 +95,8 @@ export interface Prepared {
   readonly json: string
   /** UTF-8 length of `json`. */
   readonly bytes: number
+  /** Epoch ms of the call, from `Clock`: `retryFor` counts from it. */
+  readonly calledAt: number
 }
 
 /** The message as it is sent. */
@@ -237,5 +239,5 @@ const prepare = (
       new MessageTooLarge({ type, messageId, path: largestField(stamped), size: bytes, limit: maxMessageBytes })
     )
   }
-  return Result.succeed({ type, messageId, json, bytes })
+  return Result.succeed({ type, messageId, json, bytes, calledAt: now })
 }

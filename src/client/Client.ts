@@ -1,5 +1,6 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -19,8 +20,15 @@ import type {
 import { prepareMessage } from "./Calls.js"
 import { Engine, type EngineShape, type Enqueued } from "./ClientEngine.js"
 import { type CallError, ClientClosed } from "./ClientErrors.js"
-import { type AnalyticsOptions, resolveOptions } from "./Options.js"
+import { type AnalyticsOptions, resolveOptions, toDuration } from "./Options.js"
 import { notifyOutcome, Outcome } from "./Outcome.js"
+import type { ClientStats } from "./Status.js"
+
+/** Options of `close`. */
+export interface CloseOptions {
+  /** How long to keep sending what is queued: milliseconds or a `Duration`. Default: the client's `closeTimeout` (30 s). */
+  readonly timeout?: Duration.Input | undefined
+}
 
 /**
  * The client for plain Node code: the same calls as the `Analytics` service, returning Promises.
@@ -54,10 +62,14 @@ export interface Client {
   readonly flush: () => Promise<void>
   /**
    * Sends everything the calls before it queued, waits for the batches in flight, then releases
-   * the connections. Later calls reject with `ClientClosed`. Calling it again returns the same
-   * Promise. Never rejects.
+   * the connections. It waits at most `timeout` (default `closeTimeout`, 30 s): what is still
+   * queued then (the server is down, say) is reported as `Failure` outcomes (`reason: "Closed"`)
+   * and the Promise resolves. Later calls reject with `ClientClosed`. Calling it again returns the
+   * same Promise. Never rejects.
    */
-  readonly close: () => Promise<void>
+  readonly close: (options?: CloseOptions) => Promise<void>
+  /** Messages held now (queued or being sent), and the running totals delivered, dropped and failed. */
+  readonly stats: () => ClientStats
 }
 
 /** A call or flush made before the engine had started, in the order made. */
@@ -167,12 +179,15 @@ export const createClient = (options: AnalyticsOptions): Client => {
       if (engine !== undefined) return flushOn(engine)
       return park(flushOn)
     },
-    close: () => {
-      // Closing the scope closes the engine, which sends everything queued first; the start has
-      // emptied the parked calls into the queue by then.
+    close: (closeOptions) => {
+      // The engine sends everything queued first (the start has emptied the parked calls into the
+      // queue by then); closing the scope then releases the connections.
+      const timeout = toDuration(closeOptions?.timeout) ?? checked.success.closeTimeout
+      const closeEngine = () => engine === undefined ? resolved : Effect.runPromise(engine.close(timeout))
       const dispose = () => Effect.runPromise(Scope.close(scope, Exit.void))
-      closing ??= handled(started.then(dispose, dispose).then(ignore, ignore))
+      closing ??= handled(started.then(closeEngine, ignore).then(dispose, dispose).then(ignore, ignore))
       return closing
-    }
+    },
+    stats: () => engine?.statsNow() ?? { held: parked.length, delivered: 0, dropped: 0, failed: 0 }
   }
 }

@@ -1,12 +1,14 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { MessageType } from "../domain/Message.js"
+import { makeAdmission } from "./Admission.js"
 import type { AnalyticsShape } from "./AnalyticsShape.js"
 import { FlushRequest, type Item } from "./Batcher.js"
 import { forkBatching } from "./Batching.js"
@@ -18,10 +20,13 @@ import { Transport } from "./ClientTransport.js"
 import { debugEnabled, makeDebugLog } from "./Debug.js"
 import { End } from "./End.js"
 import type { ResolvedOptions } from "./Options.js"
+import { makeOutage } from "./Outage.js"
 import { boundedRing } from "./RingQueue.js"
 import { makeRoomWaiters } from "./RoomWaiters.js"
 import { makeSender } from "./Sender.js"
-import { makeSlabs, type QueuedMessage } from "./Slabs.js"
+import { makeSlabs, QueuedMessage } from "./Slabs.js"
+import type { ClientStats } from "./Status.js"
+import { makeStatusHub } from "./StatusHub.js"
 
 export { outcomeBuffer } from "./ClientOutcomes.js"
 
@@ -61,11 +66,20 @@ export interface EngineShape {
   readonly offerNow: (prepared: Prepared) => Enqueued
   /** Reports a refused call (a `Refused` outcome); usable after close too. */
   readonly refuseNow: (type: MessageType, error: CallError) => Refusal
+  /** The counts now. */
+  readonly statsNow: () => ClientStats
+  /**
+   * Closes the client: sends what is queued, waiting at most `timeout`; then reports what is left as
+   * `Failure` (`Closed`). The first call decides the timeout; the scope's end closes it with `closeTimeout`.
+   */
+  readonly close: (timeout: Duration.Duration) => Effect.Effect<void>
   /** `DEBUG=analytics`: the `log` effects say something and are worth running. */
   readonly debug: boolean
 }
 
 export class Engine extends Context.Service<Engine, EngineShape>()("hookrelay/client/Engine") {}
+
+const weigh = (item: Item | End): number => item instanceof QueuedMessage ? item.bytes : 0
 
 /** Builds the engine over the `Transport` in context; closing the scope closes the client. */
 export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape, never, Transport | Scope.Scope> =>
@@ -75,48 +89,25 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const debug = yield* Effect.orElseSucceed(debugEnabled, () => false)
     const log = makeDebugLog(debug)
     // The queue calls the waiters back when a take makes room; the waiters offer into the queue.
-    const queue = yield* boundedRing<Item | End>(options.maxQueueSize, () => waiters.onRoom())
+    const queue = yield* boundedRing<Item | End>(
+      options.maxQueueSize,
+      () => waiters.onRoom(),
+      options.maxQueueBytes,
+      weigh
+    )
     const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.offerUnsafe(item))
     const slabs = makeSlabs()
-    const bodies = makeBodyPool(options.maxInFlight)
     const outcomes = yield* makeClientOutcomes(options, debug, log)
-    const { dropped, queued, refuseNow } = outcomes
+    const status = yield* makeStatusHub(options.onStatus, () => outcomes.stats().held, log)
+    const outage = yield* makeOutage(status)
     let state: "open" | "closing" | "closed" = "open"
 
-    const sendBatch = makeSender(options, transport, outcomes, log)
-    const consumer = yield* forkBatching(options, { queue, waiters, slabs, bodies, sendBatch, clock })
-
+    const sendBatch = makeSender(options, transport, outcomes, outage, clock, log)
+    const bodies = makeBodyPool(options.maxInFlight)
+    const batching = yield* forkBatching(options, { queue, waiters, slabs, bodies, sendBatch, clock })
+    const offerNow = makeAdmission(options, { queue, waiters, slabs, outcomes }, () => state === "open")
+    const { refuseNow } = outcomes
     const closed = Effect.fail(new ClientClosed())
-
-    // A message waiting for room holds its slab bytes while it waits. If its fiber is interrupted,
-    // they are not released (it may have been queued at that very moment): the slab is then not
-    // reused, and the garbage collector frees it.
-    const offerWhenRoom = (prepared: Prepared, item: QueuedMessage): Effect.Effect<void, ClientClosed> =>
-      Effect.flatMap(queue.offer(item), (accepted) => {
-        if (accepted) return queued(prepared).log
-        slabs.release(item)
-        return Effect.andThen(refuseNow(prepared.type, new ClientClosed()).log, closed)
-      })
-
-    const waitForRoom = (prepared: Prepared, item: QueuedMessage): Promise<void> =>
-      waiters.wait(item).then((isQueued) => {
-        if (isQueued) return
-        slabs.release(item)
-        throw refuseNow(prepared.type, new ClientClosed()).error
-      })
-
-    const offerNow = (prepared: Prepared): Enqueued => {
-      if (state !== "open") return refuseNow(prepared.type, new ClientClosed())
-      const item = slabs.store(prepared)
-      // Behind calls already waiting for room, a message waits too: calls keep their order.
-      if (!waiters.waiting() && queue.offerUnsafe(item)) return queued(prepared)
-      if (options.overflow === "drop") {
-        slabs.release(item)
-        return dropped(prepared)
-      }
-      // One of the two runs: `wait` for the Effect API, `waitPromise` for the Promise facade.
-      return { _tag: "Wait", wait: offerWhenRoom(prepared, item), waitPromise: () => waitForRoom(prepared, item) }
-    }
 
     const enqueue = (type: MessageType) => (params: object): Effect.Effect<void, CallError> =>
       Effect.suspend(() => {
@@ -136,7 +127,7 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
 
     // A flush request goes behind every message queued before it (and behind the calls waiting for
     // room); once the batcher has ended, every batch has its outcome, so the flush is done too.
-    const consumerEnded = Effect.asVoid(Fiber.await(consumer))
+    const consumerEnded = Effect.asVoid(Fiber.await(batching.consumer))
     const flush: Effect.Effect<void, ClientClosed> = Effect.suspend(() => {
       if (state !== "open") return closed
       const done = Deferred.makeUnsafe<void>()
@@ -147,23 +138,37 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
       return Effect.raceFirst(Effect.andThen(placed, Deferred.await(done)), consumerEnded)
     })
 
-    // Graceful close: the end marker goes behind everything already queued, the batcher sends its
-    // last batch and ends once every batch has its outcome.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
+    // The end marker goes behind everything already queued (calls waiting for room were accepted:
+    // they go in first); the batcher sends its last batch and ends once every batch has its outcome.
+    const sendTheRest = Effect.gen(function*() {
+      yield* waiters.drained
+      yield* Effect.raceFirst(queue.offer(End), consumerEnded)
+      yield* consumerEnded
+    })
+    // Past the timeout, nothing more is sent: the batches are reported as they reach the senders.
+    const giveUp = Effect.gen(function*() {
+      yield* log("close timed out: reporting what is left as failed")
+      outage.close()
+      yield* batching.restartSenders
+      yield* sendTheRest
+    })
+    const closing = Deferred.makeUnsafe<void>()
+    const close = (timeout: Duration.Duration): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (state !== "open") return Deferred.await(closing)
         state = "closing"
-        yield* log("closing: sending what is queued")
-        // Calls waiting for room were accepted: they go in before the end marker (or are refused if
-        // the batcher has ended).
-        yield* waiters.drained
-        yield* Effect.raceFirst(queue.offer(End), Fiber.await(consumer))
-        yield* Fiber.await(consumer)
-        yield* queue.shutdown
-        state = "closed"
-        yield* outcomes.end
-        yield* log("closed")
+        return Effect.gen(function*() {
+          yield* log("closing: sending what is queued")
+          const sent = yield* Effect.timeoutOption(sendTheRest, timeout)
+          if (sent._tag === "None") yield* giveUp
+          yield* queue.shutdown
+          state = "closed"
+          yield* outcomes.end
+          yield* status.end
+          yield* log("closed")
+        }).pipe(Effect.ensuring(Deferred.succeed(closing, undefined)))
       })
-    )
+    yield* Effect.addFinalizer(() => close(options.closeTimeout))
 
     return {
       analytics: {
@@ -175,10 +180,14 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
         alias: enqueue("alias"),
         flush,
         outcomes: Stream.unwrap(outcomes.subscribe),
-        subscribe: outcomes.subscribe
+        subscribe: outcomes.subscribe,
+        status: status.changes,
+        stats: Effect.sync(outcomes.stats)
       },
       offerNow,
       refuseNow,
+      statsNow: outcomes.stats,
+      close,
       debug
     }
   })

@@ -97,7 +97,7 @@ export class RequestTimeout extends Schema.TaggedError<RequestTimeout>("hookrela
 }
 
 /**
- * The server answered with a status other than 2xx. 5xx and 429 are retryable, other statuses
+ * The server answered with a status other than 2xx. 5xx, 408 and 429 are retryable, other statuses
  * are not. `retryAfterMillis` is the server's `Retry-After`, when it sent a usable one; `body`
  * holds the first kilobyte of the answer.
  */
@@ -110,7 +110,7 @@ export class HttpError extends Schema.TaggedError<HttpError>("hookrelay/client/H
   }
 ) {
   get retryable(): boolean {
-    return this.status >= 500 || this.status === 429
+    return this.status >= 500 || this.status === 429 || this.status === 408
   }
 
   override get message(): string {

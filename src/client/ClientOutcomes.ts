@@ -10,8 +10,9 @@ import type { CallError } from "./ClientErrors.js"
 import type { DebugLog } from "./Debug.js"
 import { End } from "./End.js"
 import type { ResolvedOptions } from "./Options.js"
-import { notifyOutcome, Outcome } from "./Outcome.js"
+import { notifyOutcome, Outcome, type OutgoingMessage } from "./Outcome.js"
 import type { OutcomeSink } from "./Sender.js"
+import type { ClientStats } from "./Status.js"
 
 /** How many outcomes a slow `outcomes` subscriber may fall behind before the oldest are discarded. */
 export const outcomeBuffer = 4096
@@ -29,8 +30,12 @@ export interface ClientOutcomes extends OutcomeSink {
   readonly refuseNow: (type: MessageType, error: CallError) => Refusal
   /** A queued call: nothing to report, only a `DEBUG=analytics` line. */
   readonly queued: (prepared: Prepared) => Queued
-  /** Reports a message dropped because the queue was full (`overflow: "drop"`). */
+  /** Reports a new message dropped because the queue was full (`overflow: "drop"`, `dropPolicy: "newest"`). */
   readonly dropped: (prepared: Prepared) => Enqueued
+  /** Reports a queued message dropped to make room (`dropPolicy: "oldest"`); returns its log line. */
+  readonly droppedQueued: (json: () => string) => Effect.Effect<void>
+  /** The counts so far. */
+  readonly stats: () => ClientStats
   /** The outcomes from now on, until `end`; an empty stream after it. */
   readonly subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope>
   /** Ends the subscribers' streams; later outcomes reach `onOutcome` only. */
@@ -45,6 +50,7 @@ export const makeClientOutcomes = (
   Effect.map(PubSub.sliding<Outcome | End>(outcomeBuffer), (hub) => {
     let ended = false
     let subscribers = 0
+    const counts = { held: 0, delivered: 0, dropped: 0, failed: 0 }
     const observed = () => options.onOutcome !== undefined || subscribers > 0
 
     // Outcomes are reported synchronously, so that a call reports its refusal or drop without a
@@ -68,16 +74,30 @@ export const makeClientOutcomes = (
     }
 
     const quietlyQueued = { _tag: "Queued", log: Effect.void } as const
-    const queued = (prepared: Prepared): Queued =>
-      debug ? { _tag: "Queued", log: log(`queued ${prepared.type} ${prepared.messageId}`) } : quietlyQueued
+    const queued = (prepared: Prepared): Queued => {
+      counts.held++
+      return debug ? { _tag: "Queued", log: log(`queued ${prepared.type} ${prepared.messageId}`) } : quietlyQueued
+    }
+
+    const droppedQueued = (json: () => string): Effect.Effect<void> => {
+      counts.held--
+      counts.dropped++
+      if (!observed() && !debug) return Effect.void
+      const message = JSON.parse(json()) as OutgoingMessage
+      const thrown = observed() ? reportNow(Outcome.Dropped({ message })) : undefined
+      return debug
+        ? Effect.andThen(log(`queue full: dropped the oldest, ${message.type} ${message.messageId}`), logThrown(thrown))
+        : Effect.void
+    }
 
     const dropped = (prepared: Prepared): Enqueued => {
+      counts.dropped++
       const thrown = observed() ? reportNow(Outcome.Dropped({ message: messageOf(prepared) })) : undefined
       return {
         _tag: "Dropped",
         log: debug
           ? Effect.andThen(
-            log(`queue full (${options.maxQueueSize} messages): dropped ${prepared.type} ${prepared.messageId}`),
+            log(`queue full: dropped the newest, ${prepared.type} ${prepared.messageId}`),
             logThrown(thrown)
           )
           : Effect.void
@@ -101,5 +121,23 @@ export const makeClientOutcomes = (
       return Effect.asVoid(PubSub.publish(hub, End))
     })
 
-    return { observed, report, refuseNow, queued, dropped, subscribe, end }
+    return {
+      observed,
+      report,
+      refuseNow,
+      queued,
+      dropped,
+      droppedQueued,
+      delivered: (count) => {
+        counts.held -= count
+        counts.delivered += count
+      },
+      failed: (count) => {
+        counts.held -= count
+        counts.failed += count
+      },
+      stats: () => ({ ...counts }),
+      subscribe,
+      end
+    }
   })

@@ -1,13 +1,11 @@
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 import type { SendError } from "./ClientErrors.js"
 
-/** The first retry waits about this long; each later one twice the previous (±20 % jitter). */
+/** During an outage, the first probe waits about this long; each later one twice the previous (±20 % jitter). */
 export const initialBackoff = Duration.seconds(1)
-/** No backoff delay is longer than this. */
-export const maxBackoff = Duration.seconds(30)
-/** A longer `Retry-After` is cut to this, so that a server cannot hold a batch (and `close`) for hours. */
+/** No probe waits longer than this, so that a server back from a restart is found within it. */
+export const maxBackoff = Duration.seconds(10)
+/** A longer `Retry-After` is cut to this, so that a server cannot hold the client for hours. */
 export const maxRetryAfter = Duration.seconds(60)
 
 /** Classification, once: 5xx, 429, timeouts and network errors are retried; other answers are final. */
@@ -33,24 +31,3 @@ export const parseRetryAfter = (header: string | undefined, now: number): number
   if (Number.isNaN(millis)) return undefined
   return Math.min(Math.max(millis, 0), Duration.toMillis(maxRetryAfter))
 }
-
-/**
- * When to try a batch again: jittered exponential backoff from {@link initialBackoff}, at most
- * `maxRetries` times, only after a retryable error; a server's `Retry-After` replaces the backoff
- * delay of that retry.
- */
-export const retrySchedule = (maxRetries: number): Schedule.Schedule<Duration.Duration, SendError> =>
-  Schedule.max([
-    Schedule.min([Schedule.jittered(Schedule.exponential(initialBackoff, 2)), Schedule.spaced(maxBackoff)]),
-    Schedule.recurs(maxRetries)
-  ]).pipe(
-    Schedule.setInputType<SendError>(),
-    Schedule.while(({ input }) => isRetryable(input)),
-    Schedule.modifyDelay(({ duration, input }) =>
-      Effect.succeed(
-        input._tag === "HttpError" && input.retryAfterMillis !== undefined
-          ? Duration.millis(input.retryAfterMillis)
-          : duration
-      )
-    )
-  )

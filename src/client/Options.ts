@@ -6,13 +6,17 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaParser from "effect/SchemaParser"
 import { type FieldIssue, issuesFromParseError } from "../domain/Issues.js"
-import { maxBatchMessages } from "../domain/Limits.js"
+import { maxBatchMessages, maxMessageBytes } from "../domain/Limits.js"
 import { WebhookUrl, WriteKey } from "../domain/Settings.js"
 import { InvalidOptions } from "./ClientErrors.js"
 import type { Outcome } from "./Outcome.js"
+import type { ClientStatus } from "./Status.js"
 
-/** What to do with a call when `maxQueueSize` messages are already queued. */
+/** What to do with a call when the queue is full (`maxQueueSize` messages or `maxQueueBytes`). */
 export type Overflow = "drop" | "backpressure"
+
+/** With `overflow: "drop"`, which message goes when the queue is full: the oldest queued, or the new one. */
+export type DropPolicy = "oldest" | "newest"
 
 /** Options of the client (REFERENCE §9). Only `writeKey` is required. */
 export interface AnalyticsOptions {
@@ -26,15 +30,29 @@ export interface AnalyticsOptions {
   readonly size?: number | undefined
   /** Send what is queued when this much time has passed since the last batch: milliseconds or a `Duration` ("5 seconds"). Default 5 s. */
   readonly flushAfter?: Duration.Input | undefined
-  /** At most this many messages wait in the queue. Default 10 000. */
+  /** At most this many messages wait in the queue. Default 100 000. */
   readonly maxQueueSize?: number | undefined
+  /** At most this many bytes of encoded messages wait in the queue (at least 32 KiB). Default 64 MiB. */
+  readonly maxQueueBytes?: number | undefined
   /**
-   * When the queue is full: `"drop"` (default) refuses the new message without failing the call
-   * and reports it as a `Dropped` outcome (and in the `DEBUG=analytics` log); `"backpressure"`
-   * makes the call wait until there is room (for imports that must not lose anything).
+   * When the queue is full: `"drop"` (default) makes room by dropping a message as `dropPolicy`
+   * says, without failing the call, and reports it as a `Dropped` outcome (and in the
+   * `DEBUG=analytics` log); `"backpressure"` makes the call wait until there is room (for imports
+   * that must not lose anything).
    */
   readonly overflow?: Overflow | undefined
-  /** Retries of a batch after a 5xx, 429, timeout or network error (0 to 20). Default 3: at most 4 attempts. */
+  /** With `overflow: "drop"`: drop the `"oldest"` queued message (default) or the `"newest"`, the call's own. */
+  readonly dropPolicy?: DropPolicy | undefined
+  /**
+   * How long a message may wait to be delivered, from the moment it was queued, while the server
+   * is unreachable or failing: milliseconds or a `Duration`. Past it, it is reported as a
+   * `Failure` (`RetryForElapsed`). Default 10 minutes.
+   */
+  readonly retryFor?: Duration.Input | undefined
+  /**
+   * An optional cap (0 to 20) on a batch's own retries while the server is reachable. Attempts made
+   * as probes during an outage do not count. Default: no cap (`retryFor` bounds the wait).
+   */
   readonly maxRetries?: number | undefined
   /** Time allowed for one request, from its start to its answer's end: milliseconds or a `Duration`. Default 10 s. */
   readonly timeout?: Duration.Input | undefined
@@ -47,6 +65,17 @@ export interface AnalyticsOptions {
    * must not throw (an exception is caught and logged under `DEBUG=analytics`).
    */
   readonly onOutcome?: ((outcome: Outcome) => void) | undefined
+  /**
+   * Called synchronously when the server becomes unreachable (`Unreachable`, with the error) and
+   * when it is reachable again (`Reachable`, with the downtime and the messages held). It must
+   * not throw.
+   */
+  readonly onStatus?: ((status: ClientStatus) => void) | undefined
+  /**
+   * How long closing may take to send what is queued: milliseconds or a `Duration`; what is still
+   * queued then is reported as `Failure` (`Closed`). Default 30 s.
+   */
+  readonly closeTimeout?: Duration.Input | undefined
 }
 
 /** The options with their defaults applied and their values checked. */
@@ -57,11 +86,17 @@ export interface ResolvedOptions {
   readonly flushAt: number
   readonly flushAfter: Duration.Duration
   readonly maxQueueSize: number
+  readonly maxQueueBytes: number
   readonly overflow: Overflow
-  readonly maxRetries: number
+  readonly dropPolicy: DropPolicy
+  readonly retryFor: Duration.Duration
+  /** `undefined`: no cap. */
+  readonly maxRetries: number | undefined
   readonly timeout: Duration.Duration
   readonly maxInFlight: number
+  readonly closeTimeout: Duration.Duration
   readonly onOutcome: ((outcome: Outcome) => void) | undefined
+  readonly onStatus: ((status: ClientStatus) => void) | undefined
 }
 
 /** The defaults of REFERENCE §9. */
@@ -69,17 +104,20 @@ export const defaults = {
   endpoint: "http://localhost:8080",
   flushAt: 20,
   flushAfter: Duration.seconds(5),
-  maxQueueSize: 10_000,
+  maxQueueSize: 100_000,
+  maxQueueBytes: 64 * 1024 * 1024,
   overflow: "drop",
-  maxRetries: 3,
+  dropPolicy: "oldest",
+  retryFor: Duration.minutes(10),
   timeout: Duration.seconds(10),
-  maxInFlight: 4
+  maxInFlight: 4,
+  closeTimeout: Duration.seconds(30)
 } as const
 
 const digits = /^\d+$/
 
 /** Milliseconds as a number (or a string of digits, as environment variables hold them), or anything `Duration.fromInput` reads. */
-const toDuration = (input: unknown): Duration.Duration | undefined => {
+export const toDuration = (input: unknown): Duration.Duration | undefined => {
   if (typeof input === "number") return Number.isFinite(input) ? Duration.millis(input) : undefined
   if (typeof input === "string" && digits.test(input.trim())) return Duration.millis(Number(input.trim()))
   if (input === undefined || input === null) return undefined
@@ -111,6 +149,9 @@ const intBetween = (min: number, max: number) =>
 
 const optional = Schema.optionalKey
 
+const isFunction = (input: unknown): input is (value: never) => void => typeof input === "function"
+const callback = Schema.declare(isFunction, { message: "must be a function" })
+
 const OptionsSchema = Schema.Struct({
   writeKey: withMessage(WriteKey, "is required: a non-empty string without white space or ':'"),
   endpoint: optional(WebhookUrl),
@@ -118,15 +159,16 @@ const OptionsSchema = Schema.Struct({
   size: optional(intBetween(1, maxBatchMessages)),
   flushAfter: optional(PositiveDuration),
   maxQueueSize: optional(intBetween(1, 10_000_000)),
+  maxQueueBytes: optional(intBetween(maxMessageBytes, 2 ** 32)),
   overflow: optional(withMessage(Schema.Literals(["drop", "backpressure"]), "must be \"drop\" or \"backpressure\"")),
+  dropPolicy: optional(withMessage(Schema.Literals(["oldest", "newest"]), "must be \"oldest\" or \"newest\"")),
+  retryFor: optional(PositiveDuration),
   maxRetries: optional(intBetween(0, 20)),
   timeout: optional(PositiveDuration),
   maxInFlight: optional(intBetween(1, 64)),
-  onOutcome: optional(
-    Schema.declare((input: unknown): input is (outcome: Outcome) => void => typeof input === "function", {
-      message: "must be a function"
-    })
-  )
+  closeTimeout: optional(PositiveDuration),
+  onOutcome: optional(callback),
+  onStatus: optional(callback)
 })
 
 // Unknown keys are refused: `flushInterval` or `host` (analytics-node's names) would otherwise be
@@ -172,11 +214,16 @@ export const resolveOptions = (input: unknown): Result.Result<ResolvedOptions, I
     flushAt: options.flushAt ?? options.size ?? defaults.flushAt,
     flushAfter: toDuration(options.flushAfter) ?? defaults.flushAfter,
     maxQueueSize: options.maxQueueSize ?? defaults.maxQueueSize,
+    maxQueueBytes: options.maxQueueBytes ?? defaults.maxQueueBytes,
     overflow: options.overflow ?? defaults.overflow,
-    maxRetries: options.maxRetries ?? defaults.maxRetries,
+    dropPolicy: options.dropPolicy ?? defaults.dropPolicy,
+    retryFor: toDuration(options.retryFor) ?? defaults.retryFor,
+    maxRetries: options.maxRetries,
     timeout: toDuration(options.timeout) ?? defaults.timeout,
     maxInFlight: options.maxInFlight ?? defaults.maxInFlight,
-    onOutcome: options.onOutcome
+    closeTimeout: toDuration(options.closeTimeout) ?? defaults.closeTimeout,
+    onOutcome: options.onOutcome as ResolvedOptions["onOutcome"],
+    onStatus: options.onStatus as ResolvedOptions["onStatus"]
   })
 }
 
@@ -190,10 +237,14 @@ export const environmentVariables = {
   flushAt: "HOOKRELAY_FLUSH_AT",
   flushAfter: "HOOKRELAY_FLUSH_AFTER",
   maxQueueSize: "HOOKRELAY_MAX_QUEUE_SIZE",
+  maxQueueBytes: "HOOKRELAY_MAX_QUEUE_BYTES",
   overflow: "HOOKRELAY_OVERFLOW",
+  dropPolicy: "HOOKRELAY_DROP_POLICY",
+  retryFor: "HOOKRELAY_RETRY_FOR",
   maxRetries: "HOOKRELAY_MAX_RETRIES",
   timeout: "HOOKRELAY_TIMEOUT",
-  maxInFlight: "HOOKRELAY_MAX_IN_FLIGHT"
+  maxInFlight: "HOOKRELAY_MAX_IN_FLIGHT",
+  closeTimeout: "HOOKRELAY_CLOSE_TIMEOUT"
 } as const
 
 const optionalString = (name: string) => Config.option(Config.String(name))
@@ -206,10 +257,14 @@ export const optionsConfig: Config.Config<Partial<AnalyticsOptions>> = Config.al
   flushAt: optionalInteger(environmentVariables.flushAt),
   flushAfter: optionalString(environmentVariables.flushAfter),
   maxQueueSize: optionalInteger(environmentVariables.maxQueueSize),
+  maxQueueBytes: optionalInteger(environmentVariables.maxQueueBytes),
   overflow: Config.option(Config.Literals(["drop", "backpressure"], environmentVariables.overflow)),
+  dropPolicy: Config.option(Config.Literals(["oldest", "newest"], environmentVariables.dropPolicy)),
+  retryFor: optionalString(environmentVariables.retryFor),
   maxRetries: optionalInteger(environmentVariables.maxRetries),
   timeout: optionalString(environmentVariables.timeout),
-  maxInFlight: optionalInteger(environmentVariables.maxInFlight)
+  maxInFlight: optionalInteger(environmentVariables.maxInFlight),
+  closeTimeout: optionalString(environmentVariables.closeTimeout)
 }).pipe(
   Config.map((values) => {
     const present: Record<string, unknown> = {}

@@ -9,11 +9,17 @@ export type OutgoingMessage = Message & {
   readonly context: JsonObject
 }
 
+/** Why messages could not be delivered (see `Outcome.Failure`). */
+export type FailureReason = "Rejected" | "RetriesExhausted" | "RetryForElapsed" | "Closed"
+
 /**
  * What became of calls. Every call ends in exactly one outcome:
  * - `Success`: its batch was answered 2xx (`attempts` tries in all);
- * - `Failure`: its batch failed for good — a non-retryable answer, or retries exhausted; `error`
- *   is the last attempt's error and `status` its HTTP status when there was one;
+ * - `Failure`: it could not be delivered, and `reason` says why: `Rejected` (a non-retryable
+ *   answer), `RetriesExhausted` (`maxRetries` attempts while the server was reachable),
+ *   `RetryForElapsed` (it waited longer than `retryFor` since it was queued) or `Closed` (`close`
+ *   timed out before it was sent). `error` is the last error seen and `status` its HTTP status
+ *   when there was one;
  * - `Dropped`: the queue was full (`overflow: "drop"`), so the message was never queued. A drop is
  *   not an error of the call; it is reported here only;
  * - `Refused`: the call was refused (`InvalidMessage` naming the field, `MessageTooLarge`,
@@ -27,6 +33,7 @@ export type Outcome = Data.TaggedEnum<{
     readonly attempts: number
     readonly error: SendError
     readonly status: number | undefined
+    readonly reason: FailureReason
   }
   Dropped: { readonly message: OutgoingMessage }
   Refused: { readonly type: MessageType; readonly error: CallError }

@@ -2,11 +2,13 @@ import type * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 
 /**
- * The client's queue: a fixed ring of slots with back pressure. On Effect 3 the ring was the
- * backing store of Effect's own bounded queue; Effect 4's queue takes no backing store, so the few
- * operations the client uses are here, with the same behaviour: a take of up to `n` elements is one
- * array, an offer while a taker waits on the empty queue goes to it without taking a slot, and an
- * offer into a full queue waits for room behind the offers already waiting.
+ * The client's queue: a fixed ring of slots with back pressure, bounded by count and by weight (the
+ * messages' bytes). On Effect 3 the ring was the backing store of Effect's own bounded queue;
+ * Effect 4's queue takes no backing store, has no weight bound and drops only whole offers, so the
+ * few operations the client uses are here: a take of up to `n` elements is one array, an offer while
+ * a taker waits on the empty queue goes to it without taking a slot, an offer into a full queue
+ * waits for room behind the offers already waiting, and the oldest element of a kind can be
+ * removed to make room (`removeFirst`).
  */
 export interface RingQueue<A> {
   /** Queues `element` at once: `false` when the queue is full or shut down. */
@@ -19,6 +21,14 @@ export interface RingQueue<A> {
   readonly takeUpTo: (max: number) => Effect.Effect<Arr.NonEmptyReadonlyArray<A>>
   /** Elements in the ring now. */
   readonly size: () => number
+  /** The summed weight of the elements in the ring now. */
+  readonly weight: () => number
+  /** Whether `element` would fit now (count and weight). */
+  readonly fits: (element: A) => boolean
+  /** Removes and returns the oldest element that `matches`, if any (the elements before it keep their order). */
+  readonly removeFirst: (matches: (element: A) => boolean) => A | undefined
+  /** Takes every element in the ring at once, in order. */
+  readonly takeAll: () => Array<A>
   /** Offers are refused from now on; waiting offers are answered `false`, waiting takers interrupted. */
   readonly shutdown: Effect.Effect<void>
 }
@@ -36,23 +46,37 @@ const ignore = () => undefined
 // Effect 3's queue resumed it, and never runs inside an offer or a take of this queue.
 const later = <A>(value: A): Effect.Effect<A> => Effect.andThen(Effect.yieldNow, Effect.succeed(value))
 
+/** How much of the ring's weight bound an element uses. */
+export type Weigh<A> = (element: A) => number
+
+const weightless = () => 0
+
 /**
- * A bounded queue over a ring of `capacity` slots. `onRoom` is called, synchronously, each time a
- * take removes elements from the ring: it must not touch the queue at once (the queue is in the
- * middle of the take), only schedule work.
+ * A bounded queue over a ring of `capacity` slots, holding at most `maxWeight` of weight. `onRoom` is
+ * called, synchronously, each time a take removes elements from the ring: it must not touch the
+ * queue at once (the queue is in the middle of the take), only schedule work.
  */
-export const boundedRing = <A>(capacity: number, onRoom: () => void = ignore): Effect.Effect<RingQueue<A>> =>
+export const boundedRing = <A>(
+  capacity: number,
+  onRoom: () => void = ignore,
+  maxWeight = Infinity,
+  weigh: Weigh<A> = weightless
+): Effect.Effect<RingQueue<A>> =>
   Effect.sync(() => {
     const slots = new Array<A | undefined>(capacity)
     let head = 0
     let size = 0
+    let weight = 0
     let open = true
     let putters: Array<Putter<A>> = []
     let takers: Array<Taker<A>> = []
 
+    const fits = (element: A) => size < capacity && (size === 0 || weight + weigh(element) <= maxWeight)
+
     const push = (element: A) => {
       slots[(head + size) % capacity] = element
       size++
+      weight += weigh(element)
     }
 
     const takeOne = (): A => {
@@ -60,13 +84,14 @@ export const boundedRing = <A>(capacity: number, onRoom: () => void = ignore): E
       slots[head] = undefined
       head = (head + 1) % capacity
       size--
+      weight -= weigh(element)
       return element
     }
 
     // Room was made: waiting offers go in, first come, first served.
     const admitPutters = () => {
       let admitted = 0
-      while (admitted < putters.length && size < capacity) push(putters[admitted++]!.element)
+      while (admitted < putters.length && fits(putters[admitted]!.element)) push(putters[admitted++]!.element)
       if (admitted === 0) return
       const resumed = putters.slice(0, admitted)
       putters = putters.slice(admitted)
@@ -79,9 +104,35 @@ export const boundedRing = <A>(capacity: number, onRoom: () => void = ignore): E
         takers.shift()!(later([element]))
         return true
       }
-      if (size === capacity) return false
+      if (!fits(element)) return false
       push(element)
       return true
+    }
+
+    const removeFirst = (matches: (element: A) => boolean): A | undefined => {
+      let at = 0
+      while (at < size && !matches(slots[(head + at) % capacity] as A)) at++
+      if (at === size) return undefined
+      const found = slots[(head + at) % capacity] as A
+      // The elements before it move one slot up, so the ring's head moves past the hole.
+      for (let index = at; index > 0; index--) {
+        slots[(head + index) % capacity] = slots[(head + index - 1) % capacity]
+      }
+      slots[head] = undefined
+      head = (head + 1) % capacity
+      size--
+      weight -= weigh(found)
+      return found
+    }
+
+    const takeAll = (): Array<A> => {
+      const taken = new Array<A>(size)
+      for (let index = 0; index < taken.length; index++) taken[index] = takeOne()
+      if (taken.length > 0) {
+        onRoom()
+        admitPutters()
+      }
+      return taken
     }
 
     const offer = (element: A): Effect.Effect<boolean> =>
@@ -132,6 +183,10 @@ export const boundedRing = <A>(capacity: number, onRoom: () => void = ignore): E
       offerAll: (elements) => Effect.forEach(elements, offer, { discard: true }),
       takeUpTo,
       size: () => size,
+      weight: () => weight,
+      fits,
+      removeFirst,
+      takeAll,
       shutdown
     }
   })

@@ -31,6 +31,8 @@ export class QueuedMessage {
     readonly type: MessageType,
     /** UTF-8 length of the message's JSON. */
     readonly bytes: number,
+    /** Epoch ms of the call that queued it. */
+    readonly calledAt: number,
     /** `undefined` once released: the bytes may already hold another message. */
     public slab: Slab | undefined,
     readonly offset: number
@@ -45,6 +47,8 @@ export interface Slabs {
   readonly copyOut: (message: QueuedMessage, target: Buffer, at: number) => number
   /** Gives the message's bytes up without reading them (a message that was never queued). Idempotent. */
   readonly release: (message: QueuedMessage) => void
+  /** The message's JSON, and its bytes released (a message reported without being sent). */
+  readonly takeJson: (message: QueuedMessage) => string
 }
 
 export const makeSlabs = (): Slabs => {
@@ -68,7 +72,7 @@ export const makeSlabs = (): Slabs => {
     slab.buffer.write(prepared.json, offset, prepared.bytes, "utf8")
     slab.used += prepared.bytes
     slab.pending++
-    return new QueuedMessage(prepared.type, prepared.bytes, slab, offset)
+    return new QueuedMessage(prepared.type, prepared.bytes, prepared.calledAt, slab, offset)
   }
 
   const release = (message: QueuedMessage) => {
@@ -87,5 +91,13 @@ export const makeSlabs = (): Slabs => {
     return copied
   }
 
-  return { store, copyOut, release }
+  const takeJson = (message: QueuedMessage): string => {
+    const slab = message.slab
+    if (slab === undefined) throw new Error("a released message was read")
+    const json = slab.buffer.toString("utf8", message.offset, message.offset + message.bytes)
+    release(message)
+    return json
+  }
+
+  return { store, copyOut, release, takeJson }
 }

@@ -10,8 +10,10 @@
  * Every call is validated with the server's own message schemas, stamped (`messageId`,
  * `timestamp`, `context.library`) and queued; it never waits for the network. A batcher sends
  * the queue in batches of `flushAt` messages, every `flushAfter`, and never over 500 KB per
- * request, with at most `maxInFlight` requests at a time; failed requests are retried
- * (5xx, 429, timeouts, network errors) with jittered exponential backoff. Each batch's outcome
+ * request, with at most `maxInFlight` requests at a time. A retryable failure (5xx, 408, 429,
+ * timeouts, network errors) is an outage of the client's: it holds the queue and probes the
+ * server with its oldest batch, one request at a time, until it answers; messages wait up to
+ * `retryFor` (10 minutes) and the queue is bounded by count and bytes. Each batch's outcome
  * is reported (`outcomes` stream, `onOutcome` callback). Closing flushes what is queued and
  * waits for it. `DEBUG=analytics` logs queueing, flushes and failures; otherwise the library is
  * silent.
@@ -80,6 +82,8 @@ export {
 export {
   /** The Promise client's methods. */
   type Client,
+  /** Options of the Promise client's `close`. */
+  type CloseOptions,
   /** The Promise client for plain Node code; throws `InvalidOptions` at once on bad options. */
   createClient
 } from "./Client.js"
@@ -133,6 +137,8 @@ export {
   type AnalyticsOptions,
   /** The defaults of the options (REFERENCE §9). */
   defaults,
+  /** Which message goes when the queue is full and `overflow` is `"drop"`: `"oldest"` or `"newest"`. */
+  type DropPolicy,
   /** The environment variable read by `layerConfig` for each option. */
   environmentVariables,
   /** The options read from the environment, as a `Config`. */
@@ -142,6 +148,15 @@ export {
 } from "./Options.js"
 
 export {
+  /** Message counts: held now, delivered, dropped and failed so far. */
+  type ClientStats,
+  /** The server's reachability as the client sees it: `Unreachable` during an outage, `Reachable` after. */
+  ClientStatus
+} from "./Status.js"
+
+export {
+  /** Why messages failed: `Rejected`, `RetriesExhausted`, `RetryForElapsed` or `Closed`. */
+  type FailureReason,
   /** What became of calls: `Success`, `Failure` (with the batch's messages), `Dropped` or `Refused`. */
   Outcome,
   /** A message as sent: validated and stamped. */
@@ -149,9 +164,9 @@ export {
 } from "./Outcome.js"
 
 export {
-  /** Backoff and `Retry-After` limits of the retry policy. */
+  /** During an outage, the first probe's delay (then doubled, jittered). */
   initialBackoff,
-  /** The longest backoff delay. */
+  /** The longest delay between probes. */
   maxBackoff,
   /** The longest `Retry-After` honoured. */
   maxRetryAfter

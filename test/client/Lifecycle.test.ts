@@ -15,11 +15,33 @@ const userIdsOf = (outcomes: ReadonlyArray<Outcome>, tag: "Success" | "Dropped")
   )
 
 describe("queue full", () => {
-  it.effect("overflow: drop — the overflowing messages are reported dropped, the rest delivered", () =>
+  it.effect("overflow: drop, dropPolicy: oldest (the default) — the oldest queued make room, each reported dropped", () =>
     Effect.gen(function*() {
       const gate = yield* makeGate
       const { analytics, close, fake, outcomes } = yield* startClient(
         { maxQueueSize: 10, flushAt: 5, maxInFlight: 1 },
+        () => Effect.as(gate.wait, ok)
+      )
+      // In one go, without yielding: the batcher has no chance to take from the queue.
+      for (let i = 0; i < 15; i++) yield* analytics.track(trackCall(i)) // no call fails
+      const dropped = userIdsOf(outcomes, "Dropped")
+      expect(dropped.length).toBeGreaterThanOrEqual(1)
+      expect(dropped.length).toBeLessThanOrEqual(5)
+      yield* gate.open
+      yield* close
+      const delivered = userIdsOf(outcomes, "Success")
+      // The newest ten are all delivered; what went is older, in order, and every call has one outcome.
+      expect(delivered.slice(-10)).toEqual(Array.from({ length: 10 }, (_, i) => `user-${5 + i}`))
+      expect([...dropped, ...delivered].sort()).toEqual(Array.from({ length: 15 }, (_, i) => `user-${i}`).sort())
+      expect(dropped).toEqual([...dropped].sort((a, b) => Number(a!.slice(5)) - Number(b!.slice(5))))
+      expect(fake.messages()).toHaveLength(15 - dropped.length)
+    }))
+
+  it.effect("overflow: drop, dropPolicy: newest — the overflowing messages are reported dropped, the rest delivered", () =>
+    Effect.gen(function*() {
+      const gate = yield* makeGate
+      const { analytics, close, fake, outcomes } = yield* startClient(
+        { maxQueueSize: 10, flushAt: 5, maxInFlight: 1, dropPolicy: "newest" },
         () => Effect.as(gate.wait, ok)
       )
       // In one go, without yielding: the batcher has no chance to take from the queue.

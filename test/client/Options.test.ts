@@ -29,13 +29,17 @@ describe("options", () => {
       endpoint: "http://localhost:8080",
       batchUrl: "http://localhost:8080/v1/batch",
       flushAt: 20,
-      maxQueueSize: 10_000,
+      maxQueueSize: 100_000,
+      maxQueueBytes: 64 * 1024 * 1024,
       overflow: "drop",
-      maxRetries: 3,
+      dropPolicy: "oldest",
+      maxRetries: undefined,
       maxInFlight: 4
     })
     expect(resolved.flushAfter).toEqual(defaults.flushAfter)
     expect(resolved.timeout).toEqual(defaults.timeout)
+    expect(Duration.toMillis(resolved.retryFor)).toBe(10 * 60_000)
+    expect(Duration.toMillis(resolved.closeTimeout)).toBe(30_000)
     const custom = Result.getOrThrow(
       resolveOptions({
         writeKey: "wk",
@@ -148,7 +152,7 @@ describe("outcomes", () => {
       yield* analytics.track(trackCall(1)) // batched, waiting for a sender
       yield* settle
       yield* analytics.track(trackCall(2)) // queued
-      yield* analytics.track(trackCall(3)) // the queue (1) is full: dropped
+      yield* analytics.track(trackCall(3)) // the queue (1) is full: user-2, the oldest, is dropped
       yield* gate.open
       yield* close
       const seen = yield* Stream.runCollect(outcomes)
@@ -159,7 +163,7 @@ describe("outcomes", () => {
           : outcome._tag === "Refused"
           ? outcome.error._tag
           : outcome.messages.map((message) => message.userId).join()
-      )).toEqual(["user-3", "user-0", "user-1", "user-2"])
+      )).toEqual(["user-2", "user-0", "user-1", "user-3"])
     }))
 
   it.effect("a throwing onOutcome does not stop the client", () =>
@@ -197,7 +201,7 @@ describe("DEBUG=analytics", () => {
       () => Effect.succeed(status(500))
     ).pipe(Scope.provide(scope))
     yield* analytics.track(trackCall(0))
-    yield* analytics.track(trackCall(1)) // the queue (1) is full: dropped
+    yield* analytics.track(trackCall(1)) // the queue (1) is full: the oldest is dropped
     yield* close
   })
 
@@ -208,8 +212,9 @@ describe("DEBUG=analytics", () => {
       expect(text).toMatch(/queued track /)
       expect(text).toMatch(/flushing 1 messages/)
       expect(text).toMatch(/attempt 1 failed: HTTP 500/)
-      expect(text).toMatch(/failed after 1 attempts/)
-      expect(text).toMatch(/queue full \(1 messages\): dropped track /)
+      expect(text).toMatch(/server unreachable \(HTTP 500/)
+      expect(text).toMatch(/1 messages failed \(RetriesExhausted\) after 1 attempts/)
+      expect(text).toMatch(/queue full: dropped the oldest, track /)
       expect(text).not.toMatch(/write-key/)
     }))
 

@@ -3,7 +3,7 @@ import { Duration, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { parseRetryAfter } from "../../src/client/ClientRetry.js"
 import { maxRetryAfter, type Outcome, TransportError } from "../../src/client/index.js"
-import { ok, type Responder, settle, startClient, status, trackCall } from "./support.js"
+import { makeGate, ok, type Responder, settle, startClient, status, trackCall } from "./support.js"
 
 const byAttempt = (answers: ReadonlyArray<ReturnType<typeof status>>): Responder => (received) =>
   Effect.succeed(answers[received.attempt - 1] ?? answers.at(-1)!)
@@ -60,22 +60,64 @@ describe("retries", () => {
       expect(fake.all).toHaveLength(3)
     }))
 
-  it.effect("503 forever: reported failed with its messages after maxRetries", () =>
+  it.effect("503 forever: probed until its messages pass retryFor, then reported failed once with them", () =>
     Effect.gen(function*() {
-      const { analytics, fake, outcomes } = yield* startClient({ flushAt: 2 }, byAttempt([status(503)]))
+      const { analytics, fake, outcomes } = yield* startClient(
+        { flushAt: 2, retryFor: "1 minute" },
+        byAttempt([status(503)])
+      )
       yield* analytics.track(trackCall(0))
       yield* analytics.track(trackCall(1))
-      yield* TestClock.adjust("1 minute")
+      for (let second = 0; second < 120; second++) yield* TestClock.adjust("1 second")
       yield* settle
-      expect(fake.all).toHaveLength(4) // maxRetries 3 = 4 attempts
+      // Probes at about 1, 3, 7, 15, 25, 35… s (doubling, at most 10 s apart), none past the minute.
+      const times = fake.all.map((received) => received.at)
+      expect(times.length).toBeGreaterThanOrEqual(6)
+      expect(Math.max(...times)).toBeLessThan(60_000)
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeLessThanOrEqual(12_000)
       const outcome = failure(outcomes)
+      expect(outcome.reason).toBe("RetryForElapsed")
       expect(outcome.status).toBe(503)
-      expect(outcome.attempts).toBe(4)
+      expect(outcome.attempts).toBe(fake.all.length)
       expect(outcome.error._tag).toBe("HttpError")
       expect(outcome.messages.map((message) => message.userId)).toEqual(["user-0", "user-1"])
       expect(outcome.messages.map((message) => message.messageId)).toEqual(
         fake.all[0]!.body.batch.map((message) => message.messageId)
       )
+    }))
+
+  it.effect("maxRetries caps the attempts made while the server is reachable; probes do not count", () =>
+    Effect.gen(function*() {
+      const answers = new Map<string, number>()
+      const gate = yield* makeGate
+      // Both in flight, both fail; user-0 (the oldest) probes and succeeds, then user-1 is sent again and fails.
+      const { analytics, fake, outcomes } = yield* startClient(
+        { flushAt: 1, maxInFlight: 2, maxRetries: 1 },
+        (received) => {
+          const userId = received.body.batch[0]!.userId as string
+          const seen = (answers.get(userId) ?? 0) + 1
+          answers.set(userId, seen)
+          const answer = Effect.succeed(userId === "user-0" && seen > 1 ? ok : status(503))
+          return received.attempt <= 2 ? Effect.andThen(gate.wait, answer) : answer
+        }
+      )
+      yield* analytics.track(trackCall(0))
+      yield* analytics.track(trackCall(1))
+      yield* fake.next
+      yield* fake.next
+      yield* gate.open
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      expect(fake.all.map((received) => received.body.batch[0]!.userId)).toEqual([
+        "user-0",
+        "user-1",
+        "user-0",
+        "user-1"
+      ])
+      expect(outcomes).toEqual([
+        expect.objectContaining({ _tag: "Success", attempts: 2 }),
+        expect.objectContaining({ _tag: "Failure", reason: "RetriesExhausted", attempts: 2, status: 503 })
+      ])
     }))
 
   it.effect("maxRetries: 0 makes one attempt", () =>
@@ -98,6 +140,7 @@ describe("retries", () => {
       expect(fake.all).toHaveLength(1)
       const outcome = failure(outcomes)
       expect(outcome.status).toBe(400)
+      expect(outcome.reason).toBe("Rejected")
       expect(outcome.error.message).toContain("status_400")
     }))
 

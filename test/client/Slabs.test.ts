@@ -6,7 +6,7 @@ import { maxMessageBytes } from "../../src/domain/Limits.js"
 const prepared = (index: number, size: number): Prepared => {
   const head = `{"i":${index},"p":"`
   const json = head + "é".repeat(Math.max(0, Math.floor((size - head.length - 2) / 2))) + "\"}"
-  return { type: "track", messageId: `m-${index}`, json, bytes: Buffer.byteLength(json) }
+  return { type: "track", messageId: `m-${index}`, json, bytes: Buffer.byteLength(json), calledAt: 0 }
 }
 
 const read = (slabs: ReturnType<typeof makeSlabs>, message: ReturnType<ReturnType<typeof makeSlabs>["store"]>) => {

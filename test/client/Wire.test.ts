@@ -184,7 +184,8 @@ describe("on the wire (real loopback server, node:http transport)", () => {
       yield* Effect.promise(() => Promise.all(calls)) // none rejects
       yield* server.next // u-0 is in flight, held by the server
       expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Dropped", "Dropped"])
-      expect(outcomes.map((outcome) => outcome._tag === "Dropped" && outcome.message.userId)).toEqual(["u-2", "u-3"])
+      // The oldest queued makes room each time: u-1 for u-2, then u-2 for u-3.
+      expect(outcomes.map((outcome) => outcome._tag === "Dropped" && outcome.message.userId)).toEqual(["u-1", "u-2"])
       // Answer what the server holds, as it comes.
       yield* Effect.forkScoped(
         Effect.forever(Effect.sync(() => held.shift()?.end("{}")).pipe(Effect.andThen(Effect.sleep(5))))
