@@ -3,7 +3,8 @@
  * request hookrelay delivers — method, path, the headers that matter, the JSON body — checks its
  * signatures and answers. It prints which signatures matched.
  *
- *   RECEIVER_PORT        port on 127.0.0.1 (default 9000)
+ *   RECEIVER_PORT        port (default 9000)
+ *   RECEIVER_HOST        address to listen on (default 127.0.0.1; 0.0.0.0 in a container, see compose.yaml)
  *   RECEIVER_SECRET      the source's shared secret: `X-Signature` is checked against it
  *   RECEIVER_WHSEC       Standard Webhooks secrets (`whsec_…`, comma-separated): `v1` signatures are
  *                        checked with the `standardwebhooks` package
@@ -21,7 +22,7 @@ const secret = process.env.RECEIVER_SECRET === "" ? undefined : process.env.RECE
 const status = Number(process.env.RECEIVER_STATUS ?? "200")
 const standardSecrets = (process.env.RECEIVER_WHSEC ?? "").split(",").map((value) => value.trim()).filter(Boolean)
 const publicKey = process.env.RECEIVER_PUBLIC_KEY === "" ? undefined : process.env.RECEIVER_PUBLIC_KEY
-const host = "127.0.0.1"
+const host = process.env.RECEIVER_HOST || "127.0.0.1"
 const maxBodyBytes = 1024 * 1024
 
 if (!Number.isInteger(port) || port < 1 || port > 65535) {

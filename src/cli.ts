@@ -6,10 +6,15 @@
  * missing SQLite driver is a clear message and exit code, not a stack trace.
  */
 import { createRequire } from "node:module"
+import { helpText } from "./config/Environment.js"
 
 const require = createRequire(import.meta.url)
 // The same place from src/ (tsx) and from dist/ (the installed package): the package root.
-const packageJson = require("../package.json") as { readonly version: string; readonly name: string }
+const packageJson = require("../package.json") as {
+  readonly version: string
+  readonly name: string
+  readonly optionalDependencies: Readonly<Record<string, string>>
+}
 
 const help =
   `hookrelay ${packageJson.version}: collects Segment-compatible analytics messages and delivers them as signed webhooks.
@@ -20,22 +25,7 @@ Usage:
   hookrelay --help      print this help
 
 Environment (all optional):
-  PORT                              HTTP port (8080)
-  HOST                              address to listen on (0.0.0.0)
-  HOOKRELAY_DATA_DIR                directory of the SQLite file, hookrelay.db (./data)
-  DATABASE_URL                      a postgres:// URL selects PostgreSQL instead of SQLite
-  HOOKRELAY_CONFIG                  a JSON file of sources created or updated at start
-  HOOKRELAY_ADMIN_TOKEN             the admin API's bearer token; unset, the admin API is disabled
-  HOOKRELAY_ALLOW_PRIVATE_NETWORKS  true allows webhooks to loopback and private addresses (false)
-  HOOKRELAY_MAX_BACKLOG             pending jobs above which ingest answers 503 (1000000)
-  HOOKRELAY_INGEST_CONCURRENCY      ingest requests committing at once (32)
-  HOOKRELAY_INGEST_WAIT             how long a request waits for a commit slot (2 seconds)
-  HOOKRELAY_RETENTION               how long delivered jobs are kept, in days or a duration (7)
-  HOOKRELAY_KEEP_ALIVE_TIMEOUT      idle keep-alive of HTTP connections (65 seconds)
-  HOOKRELAY_REQUEST_DEADLINE        a request not answered by then gets 503 timeout (60 seconds)
-  HOOKRELAY_LOG_LEVEL               trace, debug, info, warning, error, fatal or none (info)
-  OTEL_EXPORTER_OTLP_ENDPOINT       an OTLP/HTTP collector: export traces and metrics (off);
-                                    the other standard OTEL_* variables apply too
+${helpText()}
 
 SIGTERM or SIGINT stops accepting, finishes or releases in-flight work, and exits 0.
 Web console: /console (with HOOKRELAY_ADMIN_TOKEN); admin API reference: /console/api,
@@ -59,27 +49,54 @@ const sqliteDriverProblem = async (): Promise<string | undefined> => {
   }
 }
 
+/** `npm install` of optional dependencies, at the versions this hookrelay asks for. */
+const installCommand = (names: ReadonlyArray<string>) =>
+  `npm install ${names.map((name) => `${name}@${packageJson.optionalDependencies[name] ?? "latest"}`).join(" ")}`
+
+/** The first line of why `name` cannot be loaded, or undefined when it can. */
+const loadProblem = (name: string): Promise<string | undefined> =>
+  import(name).then(() => undefined, (error: unknown) => firstLine(error))
+
+/**
+ * Serving needs packages a client-only install leaves out (they are optional dependencies): the HTTP stack, the
+ * delivery transport and the address rules always, then the driver of the store `DATABASE_URL` selects. Each
+ * missing one is named with the command that installs it, before anything else loads.
+ */
 const serve = async () => {
-  try {
-    await import("@effect/platform-node")
-  } catch (error) {
+  const always = ["@effect/platform-node", "undici", "ipaddr.js"]
+  const problems = await Promise.all(always.map(loadProblem))
+  const missing = always.filter((_, index) => problems[index] !== undefined)
+  if (missing.length > 0) {
     process.stderr.write(
-      `hookrelay: @effect/platform-node is not installed (${firstLine(error)}).\n` +
-        `It is an optional dependency of hookrelay, needed to serve: \`npm install @effect/platform-node\`.\n`
+      `hookrelay: the server's packages are not installed: ${missing.join(", ")} ` +
+        `(${problems.find((problem) => problem !== undefined)}).\n` +
+        `They are optional dependencies of hookrelay, needed to serve: \`${installCommand(missing)}\`.\n`
     )
     process.exit(1)
   }
   // The store's own rule: only a postgres:// URL selects PostgreSQL; anything else opens SQLite.
   const { isPostgresUrl } = await import("./store/StoreConfig.js")
-  const problem = isPostgresUrl(process.env.DATABASE_URL ?? "") ? undefined : await sqliteDriverProblem()
-  if (problem !== undefined) {
-    process.stderr.write(
-      `hookrelay: the SQLite driver is not available (${problem}).\n` +
-        `It is an optional dependency of hookrelay: \`npm install better-sqlite3\` ` +
-        `(it needs a prebuilt binary for this platform or a C++ toolchain), ` +
-        `or set DATABASE_URL to a postgres:// URL.\n`
-    )
-    process.exit(1)
+  if (isPostgresUrl(process.env.DATABASE_URL ?? "")) {
+    const problem = await loadProblem("@effect/sql-pg/PgClient")
+    if (problem !== undefined) {
+      process.stderr.write(
+        `hookrelay: the PostgreSQL client is not available (${problem}).\n` +
+          `DATABASE_URL selects PostgreSQL; its client is an optional dependency of hookrelay: ` +
+          `\`${installCommand(["@effect/sql-pg"])}\`, or unset DATABASE_URL for SQLite.\n`
+      )
+      process.exit(1)
+    }
+  } else {
+    const problem = await sqliteDriverProblem()
+    if (problem !== undefined) {
+      process.stderr.write(
+        `hookrelay: the SQLite driver is not available (${problem}).\n` +
+          `It is an optional dependency of hookrelay: \`${installCommand(["better-sqlite3"])}\` ` +
+          `(it needs a prebuilt binary for this platform or a C++ toolchain), ` +
+          `or set DATABASE_URL to a postgres:// URL.\n`
+      )
+      process.exit(1)
+    }
   }
   await import("./main.js")
 }

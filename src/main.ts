@@ -1,5 +1,6 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
+import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
+import { declaredEnvironment } from "./config/DeclaredEnvironment.js"
 import { provision } from "./config/Provisioning.js"
 import { operatorWebhookConfig } from "./delivery/OperatorWebhook.js"
 import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from "./ingest/NodeServer.js"
@@ -79,6 +80,8 @@ Effect.flatMap(
 ).pipe(
   // JSON lines, and log lines as events of the current span as before.
   Effect.provide(Logger.layer([Logger.consoleJson, Logger.tracerLogger])),
+  // The environment the configuration table declares, and nothing else.
+  Effect.provideService(ConfigProvider.ConfigProvider, declaredEnvironment()),
   // A stop by SIGTERM/SIGINT (the main fiber interrupted, nothing else) is a clean exit: 0, not Effect's 130.
   NodeRuntime.runMain({
     teardown: (exit, onExit) =>

@@ -1,10 +1,8 @@
-import * as PgClient from "@effect/sql-pg/PgClient"
 import type { Config } from "effect"
 import { Effect, Layer, Option, Redacted } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { mkdirSync } from "node:fs"
 import * as Path from "node:path"
-import * as PgStore from "./pg/PgStore.js"
 import * as MessageIdLog from "./sqlite/MessageIdLog.js"
 import type { SqliteHotPaths } from "./sqlite/SqliteConnection.js"
 import * as SqliteConnection from "./sqlite/SqliteConnection.js"
@@ -110,6 +108,19 @@ export interface PgOptions {
 
 const schemaName = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
+/**
+ * `@effect/sql-pg` (an optional dependency: a client-only install leaves it out) and the PostgreSQL store over it,
+ * loaded when a PostgreSQL store is built, so that SQLite users and the library's import need neither.
+ */
+const loadPg = Effect.tryPromise({
+  try: () =>
+    Promise.all([import("@effect/sql-pg/PgClient"), import("./pg/PgStore.js")]).then(([PgClient, PgStore]) => ({
+      PgClient,
+      PgStore
+    })),
+  catch: (cause) => new StoreError({ operation: "open", cause })
+})
+
 /** PostgreSQL through `@effect/sql-pg`'s connection pool. Several hookrelay processes may share the database. */
 export const layerPg = (options: PgOptions): Layer.Layer<StoreServices, StoreError> =>
   Layer.unwrap(Effect.gen(function*() {
@@ -117,6 +128,7 @@ export const layerPg = (options: PgOptions): Layer.Layer<StoreServices, StoreErr
     if (schema !== undefined && !schemaName.test(schema)) {
       return yield* new StoreError({ operation: "open", cause: new Error(`invalid schema name: ${schema}`) })
     }
+    const { PgClient, PgStore } = yield* loadPg
     const url = Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
     const createSchema = Effect.gen(function*() {
       if (schema === undefined) return

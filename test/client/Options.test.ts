@@ -72,6 +72,11 @@ describe("options", () => {
       "maxInFlight"
     ])
     expect(issuesOf({ writeKey: "wk", overflow: "block" })).toEqual(["overflow"])
+    expect(issuesOf({ writeKey: "wk", dropPolicy: "random" })).toEqual(["dropPolicy"])
+    // A queue must hold at least one message of the largest size.
+    expect(issuesOf({ writeKey: "wk", maxQueueBytes: 1000 })).toEqual(["maxQueueBytes"])
+    expect(issuesOf({ writeKey: "wk", retryFor: "never", closeTimeout: 0 })).toEqual(["retryFor", "closeTimeout"])
+    expect(issuesOf({ writeKey: "wk", onStatus: 1 })).toEqual(["onStatus"])
     expect(issuesOf({ writeKey: "wk", onOutcome: "log" })).toEqual(["onOutcome"])
     expect(issuesOf({ writeKey: "wk", flushAt: 10, size: 20 })).toEqual(["size"])
     // analytics-node's option names are not silently ignored.
@@ -101,10 +106,14 @@ describe("options", () => {
           ["HOOKRELAY_FLUSH_AT", "50"],
           ["HOOKRELAY_FLUSH_AFTER", "2 seconds"],
           ["HOOKRELAY_MAX_QUEUE_SIZE", "500"],
+          ["HOOKRELAY_MAX_QUEUE_BYTES", "1048576"],
           ["HOOKRELAY_OVERFLOW", "backpressure"],
+          ["HOOKRELAY_DROP_POLICY", "newest"],
+          ["HOOKRELAY_RETRY_FOR", "30 minutes"],
           ["HOOKRELAY_MAX_RETRIES", "5"],
           ["HOOKRELAY_TIMEOUT", "1500"],
-          ["HOOKRELAY_MAX_IN_FLIGHT", "2"]
+          ["HOOKRELAY_MAX_IN_FLIGHT", "2"],
+          ["HOOKRELAY_CLOSE_TIMEOUT", "10 seconds"]
         ]
       )
       const options = yield* Effect.provideService(optionsConfig, ConfigProvider.ConfigProvider, provider)
@@ -114,12 +123,27 @@ describe("options", () => {
         flushAt: 50,
         flushAfter: "2 seconds",
         maxQueueSize: 500,
+        maxQueueBytes: 1_048_576,
         overflow: "backpressure",
+        dropPolicy: "newest",
+        retryFor: "30 minutes",
         maxRetries: 5,
         timeout: "1500",
-        maxInFlight: 2
+        maxInFlight: 2,
+        closeTimeout: "10 seconds"
       })
-      expect(Result.isSuccess(resolveOptions(options))).toBe(true)
+      const resolved = Result.getOrThrow(resolveOptions(options))
+      expect(Duration.toMillis(resolved.retryFor)).toBe(30 * 60_000)
+      expect(Duration.toMillis(resolved.closeTimeout)).toBe(10_000)
+      // A wrong value names its variable.
+      const wrong = yield* Effect.flip(
+        Effect.provideService(
+          optionsConfig,
+          ConfigProvider.ConfigProvider,
+          environment([["HOOKRELAY_DROP_POLICY", "random"]])
+        )
+      )
+      expect(String(wrong)).toMatch(/HOOKRELAY_DROP_POLICY/)
       const empty = yield* Effect.provideService(optionsConfig, ConfigProvider.ConfigProvider, environment([]))
       expect(empty).toEqual({})
     }))

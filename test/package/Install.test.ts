@@ -250,6 +250,19 @@ describe("the installed package", () => {
         1,
         expect.stringMatching(/^hookrelay: the SQLite driver is not available \(Cannot find module/)
       ])
+      // Likewise the PostgreSQL client, when DATABASE_URL selects PostgreSQL.
+      const pgClient = Path.join(project, "node_modules/@effect/sql-pg")
+      const pgAside = Path.join(workspace, "sql-pg-aside")
+      renameSync(pgClient, pgAside)
+      const noPg = await run(process.execPath, ["node_modules/.bin/hookrelay"], project, {
+        ...withoutStore,
+        DATABASE_URL: "postgres://hookrelay@127.0.0.1:9/hookrelay"
+      }).finally(() => renameSync(pgAside, pgClient))
+      expect([noPg.code, ...noPg.stderr.split("\n").slice(0, 2)]).toEqual([
+        1,
+        expect.stringMatching(/^hookrelay: the PostgreSQL client is not available \(Cannot find (module|package)/),
+        expect.stringContaining("`npm install @effect/sql-pg@~4.0.5`, or unset DATABASE_URL for SQLite")
+      ])
       process.stdout.write(`installed with production dependencies in ${installSeconds.toFixed(1)} s\n`)
     },
     300_000
@@ -306,6 +319,50 @@ console.log("sent")
         expect.stringMatching(/^hookrelay: the SQLite driver is not available \(Cannot find module/)
       ])
       process.stdout.write(`client-only install without a compiler in ${installSeconds.toFixed(1)} s\n`)
+    },
+    300_000
+  )
+  it(
+    "installs for hookrelay/client alone with `--omit=optional`: effect and nothing else; the server names what it lacks",
+    async () => {
+      const project = emptyProject("client-lean")
+      succeeded(
+        await run(process.execPath, [npmCli, "install", "--omit=optional", "--prefer-offline", tarball], project, {
+          ...process.env
+        }),
+        "npm install --omit=optional"
+      )
+      // What npm installed, as it lists it: the packages under node_modules, one a line after the project itself.
+      const listed = succeeded(
+        await run(process.execPath, [npmCli, "ls", "--all", "--parseable"], project, process.env),
+        "npm ls"
+      ).trim().split("\n").slice(1).map((path) => Path.relative(Path.join(project, "node_modules"), path))
+      expect(listed.length).toBeLessThanOrEqual(15)
+      expect(listed.sort()).toEqual(["effect", "hookrelay"])
+
+      const tracking = await listen(() => ({ status: 200 }))
+      writeFileSync(
+        Path.join(project, "send.js"),
+        `import { createClient } from "hookrelay/client"
+const client = createClient({ writeKey: "wk_lean", endpoint: ${JSON.stringify(tracking.url)} })
+await client.track({ userId: "u1", event: "Lean", messageId: "lean-1" })
+await client.close()
+console.log("sent")
+`
+      )
+      expect(succeeded(await run(process.execPath, ["send.js"], project, process.env), "send.js").trim()).toBe("sent")
+      expect(tracking.received.map((request) => request.url)).toEqual(["/v1/batch"])
+
+      // The server names every package it needs and the command that installs them.
+      const serve = await run(process.execPath, ["node_modules/hookrelay/dist/cli.js"], project, process.env)
+      expect([serve.code, ...serve.stderr.split("\n").slice(0, 2)]).toEqual([
+        1,
+        expect.stringMatching(
+          /^hookrelay: the server's packages are not installed: @effect\/platform-node, undici, ipaddr\.js \(Cannot find/
+        ),
+        expect.stringMatching(/^They are optional dependencies .*`npm install @effect\/platform-node@~4\.1\.0 undici@/)
+      ])
+      process.stdout.write(`client-only install with --omit=optional: ${listed.length} packages\n`)
     },
     300_000
   )
