@@ -160,7 +160,7 @@ const runClient = async (kind: ClientKind, port: number, flushAt: number, messag
  * tsx's loader in time or memory.
  */
 const compileForNode = async (): Promise<string> => {
-  const out = await transpileForNode("hookrelay-client-bench", ["src/client", "src/domain"], [
+  const out = await transpileForNode("hookrelay-client-bench", ["src/client", "src/domain", "src/runtime"], [
     "bench/client/clientBench.ts",
     "bench/support/compile.ts"
   ])

@@ -58,7 +58,10 @@ export const makeAdmission = (
 
   const waitForRoom = (prepared: Prepared, item: QueuedMessage): Promise<void> =>
     waiters.wait(item).then((isQueued) => {
-      if (isQueued) return
+      if (isQueued) {
+        queued(prepared) // counted as held; its log line is not run here (a Promise call runs no effect)
+        return
+      }
       slabs.release(item)
       throw refuseNow(prepared.type, new ClientClosed()).error
     })
