@@ -4,8 +4,8 @@
  *
  *   npm run bench                 # all but the abuse runs
  *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, web-sources,
- *                                 # client, audiences, decode, signing, soak, connections, endpoint-health,
- *                                 # runtime-parts)
+ *                                 # client, client-outage, audiences, decode, signing, soak, connections,
+ *                                 # endpoint-health, runtime-parts)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
  * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
@@ -20,6 +20,7 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   telemetry: ["bench/telemetry.ts"],
   "web-sources": ["bench/webSources.ts"],
   client: ["bench/client/clientBench.ts"],
+  "client-outage": ["bench/client/outage.ts"],
   audiences: ["bench/audiences.ts"],
   decode: ["bench/decode.ts"],
   signing: ["bench/signing.ts"],

@@ -20,6 +20,7 @@ import { cpus, loadavg } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { transpileForNode } from "../support/compile.js"
+import { nextMessage, trackParams } from "./childProcesses.js"
 
 const here = fileURLToPath(import.meta.url)
 const repoRoot = join(dirname(here), "..", "..")
@@ -46,19 +47,6 @@ const argValue = (name: string): string | undefined => {
   const index = process.argv.indexOf(`--${name}`)
   return index === -1 ? undefined : process.argv[index + 1]
 }
-
-const trackParams = (i: number) => ({
-  userId: `user-${i % 1000}`,
-  event: "Order Completed",
-  properties: {
-    orderId: `order-${i}`,
-    revenue: 12.5,
-    currency: "EUR",
-    items: 3,
-    coupon: i % 7 === 0 ? "SPRING" : null
-  },
-  context: { ip: "203.0.113.7", userAgent: "bench/1.0" }
-})
 
 // ---------------------------------------------------------------- sink process
 
@@ -162,6 +150,7 @@ const runClient = async (kind: ClientKind, port: number, flushAt: number, messag
 const compileForNode = async (): Promise<string> => {
   const out = await transpileForNode("hookrelay-client-bench", ["src/client", "src/domain", "src/runtime"], [
     "bench/client/clientBench.ts",
+    "bench/client/childProcesses.ts",
     "bench/support/compile.ts"
   ])
   return join(out, "bench", "client", "clientBench.js")
@@ -171,19 +160,6 @@ let childScript = here
 
 const start = (args: ReadonlyArray<string>): ChildProcess =>
   fork(childScript, args, { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] })
-
-const nextMessage = <T>(child: ChildProcess, type: string): Promise<T> =>
-  new Promise((resolve, reject) => {
-    const onMessage = (message: { type: string }) => {
-      if (message.type !== type) return
-      child.off("message", onMessage)
-      child.off("exit", onExit)
-      resolve(message as T)
-    }
-    const onExit = (code: number | null) => reject(new Error(`child exited with ${code} before "${type}"`))
-    child.on("message", onMessage)
-    child.once("exit", onExit)
-  })
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1)
 

@@ -138,14 +138,14 @@ export const writeBatchBody = (batch: Batch, slabs: Slabs, pool: BodyPool, seq: 
 }
 
 /**
- * Folds queued items into one batch and ends it as soon as it holds `flushAt` messages, when a
+ * Folds queued items into one batch and ends it as soon as it holds `flushAt()` messages, when a
  * flush request arrives (`flush()` or the timer), or before a message that would take the request
  * body past `maxRequestBytes` (that message starts the next batch: it is handed back as a leftover).
  *
  * Effect's folding sinks (`Sink.fold`) decide once an element is folded in: the message that takes
  * the body past `maxRequestBytes` would already be in the batch, and a flush request ends it as it stands.
  */
-export const batchSink = (flushAt: number, maxRequestBytes: number): Sink.Sink<Batch, Item, Item> =>
+export const batchSink = (flushAt: () => number, maxRequestBytes: number): Sink.Sink<Batch, Item, Item> =>
   Sink.fromTransform((upstream) => {
     const batch: Batch = { messages: [], flushRequests: [], bodyBytes: envelopeBytes, timed: false }
     const finish = (input: Arr.NonEmptyReadonlyArray<Item>, from: number): Effect.Effect<Sink.End<Batch, Item>> =>
@@ -164,7 +164,7 @@ export const batchSink = (flushAt: number, maxRequestBytes: number): Sink.Sink<B
         if (batch.messages.length > 0 && batch.bodyBytes + cost > maxRequestBytes) return finish(input, index)
         batch.messages.push(item)
         batch.bodyBytes += cost
-        if (batch.messages.length >= flushAt) return finish(input, index + 1)
+        if (batch.messages.length >= flushAt()) return finish(input, index + 1)
       }
       return loop
     }

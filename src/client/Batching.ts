@@ -8,7 +8,7 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
-import { maxRequestBytes } from "../domain/Limits.js"
+import { maxBatchMessages, maxRequestBytes } from "../domain/Limits.js"
 import { type Batch, type BatchBody, batchSink, type Item, timerFlush, writeBatchBody } from "./Batcher.js"
 import type { BodyPool } from "./BodyPool.js"
 import { End } from "./End.js"
@@ -25,6 +25,15 @@ export interface BatchingParts {
   readonly bodies: BodyPool
   readonly sendBatch: (body: BatchBody, seq: number) => Effect.Effect<void>
   readonly clock: Clock.Clock
+  /** Set when an outage ends: the messages it held go out in batches as large as a request may be. */
+  readonly recovery: Recovery
+}
+
+/** Whether the backlog an outage left is being sent; the batcher clears it once little is held. */
+export interface Recovery {
+  draining: boolean
+  /** Messages queued or being sent now. */
+  readonly held: () => number
 }
 
 const isItem = (item: Item | End): item is Item => item !== End
@@ -97,7 +106,9 @@ export const forkBatching = (
   parts: BatchingParts
 ): Effect.Effect<Batching, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { bodies, clock, queue, slabs, waiters } = parts
+    const { bodies, clock, queue, recovery, slabs, waiters } = parts
+    // After an outage, batches of `flushAt` would send the backlog a few dozen messages a request.
+    const batchLimit = () => recovery.draining ? maxBatchMessages : options.flushAt
     const { allSent, handOff, inFlight, restart } = yield* forkSenders(options, parts)
 
     // The flush timer: `flushAfter` after the last batch, it puts a flush request in the queue.
@@ -122,6 +133,9 @@ export const forkBatching = (
           lastFlush = clock.currentTimeMillisUnsafe()
           yield* inFlight.take(1)
           yield* Queue.offer(handOff, writeBatchBody(batch, slabs, bodies, ++batches))
+          // The backlog is out once what is held besides this batch would fit one batch per sender.
+          const behind = recovery.held() - batch.messages.length
+          if (recovery.draining && behind <= options.flushAt * options.maxInFlight) recovery.draining = false
         }
         if (batch.flushRequests.length > 0) {
           yield* allSent
@@ -136,9 +150,9 @@ export const forkBatching = (
     const refuseWaiting = () => {
       for (const item of waiters.refuseAll()) slabs.release(item)
     }
-    const consumer = yield* Stream.fromPull(Effect.succeed(queue.takeUpTo(options.flushAt))).pipe(
+    const consumer = yield* Stream.fromPull(Effect.succeed(Effect.suspend(() => queue.takeUpTo(batchLimit())))).pipe(
       Stream.takeWhile(isItem),
-      Stream.transduce(batchSink(options.flushAt, maxRequestBytes)),
+      Stream.transduce(batchSink(batchLimit, maxRequestBytes)),
       Stream.runForEach(dispatch),
       Effect.andThen(allSent),
       Effect.ensuring(Effect.sync(refuseWaiting)),

@@ -98,13 +98,18 @@ export const makeEngine = (options: ResolvedOptions): Effect.Effect<EngineShape,
     const waiters = makeRoomWaiters<QueuedMessage>((item) => queue.offerUnsafe(item))
     const slabs = makeSlabs()
     const outcomes = yield* makeClientOutcomes(options, debug, log)
-    const status = yield* makeStatusHub(options.onStatus, () => outcomes.stats().held, log)
-    const outage = yield* makeOutage(status)
+    const status = yield* makeStatusHub(options.onStatus, outcomes.held, log)
+    const recovery = { draining: false, held: outcomes.held }
+    const outage = yield* makeOutage({
+      started: status.started,
+      ended: (downtimeMillis) =>
+        Effect.andThen(Effect.sync(() => (recovery.draining = true)), status.ended(downtimeMillis))
+    })
     let state: "open" | "closing" | "closed" = "open"
 
     const sendBatch = makeSender(options, transport, outcomes, outage, clock, log)
     const bodies = makeBodyPool(options.maxInFlight)
-    const batching = yield* forkBatching(options, { queue, waiters, slabs, bodies, sendBatch, clock })
+    const batching = yield* forkBatching(options, { queue, waiters, slabs, bodies, sendBatch, clock, recovery })
     const offerNow = makeAdmission(options, { queue, waiters, slabs, outcomes }, () => state === "open")
     const { refuseNow } = outcomes
     const closed = Effect.fail(new ClientClosed())

@@ -36,6 +36,8 @@ export interface ClientOutcomes extends OutcomeSink {
   readonly droppedQueued: (json: () => string) => Effect.Effect<void>
   /** The counts so far. */
   readonly stats: () => ClientStats
+  /** Messages queued or being sent now. */
+  readonly held: () => number
   /** The outcomes from now on, until `end`; an empty stream after it. */
   readonly subscribe: Effect.Effect<Stream.Stream<Outcome>, never, Scope.Scope>
   /** Ends the subscribers' streams; later outcomes reach `onOutcome` only. */
@@ -137,6 +139,7 @@ export const makeClientOutcomes = (
         counts.failed += count
       },
       stats: () => ({ ...counts }),
+      held: () => counts.held,
       subscribe,
       end
     }

@@ -3,7 +3,7 @@ import type { SendError } from "./ClientErrors.js"
 
 /** During an outage, the first probe waits about this long; each later one twice the previous (±20 % jitter). */
 export const initialBackoff = Duration.seconds(1)
-/** No probe waits longer than this, so that a server back from a restart is found within it. */
+/** No probe waits longer than this (jitter included), so that a server back from a restart is found within it. */
 export const maxBackoff = Duration.seconds(10)
 /** A longer `Retry-After` is cut to this, so that a server cannot hold the client for hours. */
 export const maxRetryAfter = Duration.seconds(60)

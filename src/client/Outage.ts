@@ -62,9 +62,10 @@ interface Down {
 const initialMillis = Duration.toMillis(initialBackoff)
 const maxMillis = Duration.toMillis(maxBackoff)
 
-// ±20 % jitter, from Effect's Random (so that tests can fix it).
+// ±20 % jitter, from Effect's Random (so that tests can fix it), and never past `maxBackoff`: a server back
+// from a restart is probed within it.
 const jittered = (millis: number): Effect.Effect<number> =>
-  Effect.map(Random.next, (random) => Math.round(millis * (0.8 + 0.4 * random)))
+  Effect.map(Random.next, (random) => Math.min(Math.round(millis * (0.8 + 0.4 * random)), maxMillis))
 
 export const makeOutage = (events: OutageEvents): Effect.Effect<Outage> =>
   Effect.map(Clock.clockWith(Effect.succeed), (clock) => {

@@ -74,7 +74,7 @@ describe("retries", () => {
       const times = fake.all.map((received) => received.at)
       expect(times.length).toBeGreaterThanOrEqual(6)
       expect(Math.max(...times)).toBeLessThan(60_000)
-      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeLessThanOrEqual(12_000)
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeLessThanOrEqual(10_000)
       const outcome = failure(outcomes)
       expect(outcome.reason).toBe("RetryForElapsed")
       expect(outcome.status).toBe(503)

@@ -1,11 +1,22 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { spawn } from "node:child_process"
 import { createHmac } from "node:crypto"
 import type { AddressInfo } from "node:net"
 import { configureDestination, layer, placeOrders } from "../../examples/embedded.js"
 import { makeApp } from "../../examples/plain-node.js"
 import { startServer, waitUntil } from "../delivery/support.js"
 import { startApp, tempDirectory } from "../support/app.js"
+import {
+  outageDirectory,
+  restartableServer,
+  sleep,
+  stablePort,
+  startReceiver,
+  waitUntil as waitFor
+} from "../support/outageProcesses.js"
+import { writeReadmeClientModule } from "../support/readmeClient.js"
+import { repoRoot } from "../support/serverProcess.js"
 
 describe("examples", () => {
   it.live("embedded: an Effect service forwards its events and sees every outcome", () =>
@@ -53,4 +64,45 @@ describe("examples", () => {
       const types = receiver.requests.map((r) => JSON.parse(r.body.toString("utf8")).type).sort()
       expect(types).toStrictEqual(["identify", "track"])
     }))
+  // The example makes its calls and closes at once, so the server is down before it starts: its first batch meets the
+  // outage, and the server (the same data, the same port) comes back a few seconds later, while `close()` waits.
+  it("README's client example, in a process of its own, through a server restart: the receiver gets its calls", async ({
+    onTestFinished
+  }) => {
+    const cleanup: Array<() => void> = []
+    onTestFinished(() => {
+      for (const step of cleanup.splice(0).reverse()) step()
+    })
+    const receiverPort = await stablePort()
+    const directory = outageDirectory("hookrelay-readme-outage-", "wk_web_backend", receiverPort)
+    cleanup.push(directory.remove)
+    const receiver = await startReceiver(receiverPort, true)
+    cleanup.push(() => receiver.server.close())
+    const server = restartableServer(await stablePort(), directory.env)
+    cleanup.push(server.kill)
+    await server.start()
+    expect(await server.stop("SIGTERM")).toBe(0)
+
+    const example = writeReadmeClientModule("readme-user")
+    cleanup.push(example.remove)
+    const child = spawn(process.execPath, ["--import", "tsx", example.file], {
+      cwd: repoRoot,
+      // Without DEBUG: the example's own output is checked, and it prints only what it reports as lost or refused.
+      env: { ...process.env, DEBUG: "", HOOKRELAY_ENDPOINT: server.url },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    cleanup.push(() => void child.kill("SIGKILL"))
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)))
+    await sleep(3_000)
+    expect(child.exitCode).toBe(null)
+    await server.start()
+
+    expect({ exit: await exited, output }).toStrictEqual({ exit: 0, output: "" })
+    await waitFor(() => receiver.bodies.length >= 2, "the example's two calls delivered", 60_000)
+    const received = receiver.bodies.map((body) => [body.type, body.userId, body.event ?? body.name]).sort()
+    expect(received).toStrictEqual([["page", "readme-user", "Pricing"], ["track", "readme-user", "Signed Up"]])
+  }, 120_000)
 })
