@@ -54,11 +54,12 @@ const templateOf = (endpoint: Endpoint): EndpointTemplate => {
   return template
 }
 
-/** `body` is the exact bytes `signature` was computed over. */
+/** `body` is the exact bytes `signature` was computed over; `timeoutMillis`, the destination's deadline if it sets one. */
 export const prepareEndpoint = (
   endpoint: Endpoint,
   body: Uint8Array,
-  signature: string | undefined
+  signature: string | undefined,
+  timeoutMillis?: number
 ): PreparedEndpoint => {
   const template = templateOf(endpoint)
   return {
@@ -68,7 +69,8 @@ export const prepareEndpoint = (
       path: template.path,
       // Without a signature the shared list is sent as is (the transport never changes it).
       headers: signature === undefined ? template.headers : requestHeaders(endpoint, signature),
-      body
+      body,
+      timeoutMillis
     }
   }
 }
@@ -86,7 +88,13 @@ export const withTraceparent = (endpoint: PreparedEndpoint, traceparent: string)
   // A literal keeps the request's shape.
   return {
     url: endpoint.url,
-    request: { origin: request.origin, path: request.path, headers, body: request.body }
+    request: {
+      origin: request.origin,
+      path: request.path,
+      headers,
+      body: request.body,
+      timeoutMillis: request.timeoutMillis
+    }
   }
 }
 

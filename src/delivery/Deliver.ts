@@ -1,4 +1,5 @@
 import { Cause, Duration, Effect, Pull, Schedule } from "effect"
+import { retryWindowMillis, timeoutMillis } from "../domain/DestinationTiming.js"
 import { signingSecret } from "../domain/Settings.js"
 import type { WebhookSettings } from "../domain/Settings.js"
 import { signsSegment } from "../domain/Signing.js"
@@ -22,12 +23,19 @@ export interface DeliveryJob {
   readonly messageId: string
   /** The serialized body (`encodeBody`): these exact bytes are signed and sent. */
   readonly body: Uint8Array
-  /** `enabled` is routing's business and is not read here. */
+  /** The destination's settings; `enabled`, subscriptions and filters are routing's business and are not read here. */
   readonly settings: Pick<
     WebhookSettings,
-    "sharedSecret" | "endpoints" | "signing" | "signingSecrets" | "asymmetric" | "signingKey"
+    | "sharedSecret"
+    | "endpoints"
+    | "signing"
+    | "signingSecrets"
+    | "asymmetric"
+    | "signingKey"
+    | "retryWindow"
+    | "timeout"
   >
-  /** Epoch ms of the job's first attempt, persisted: the 4-hour window counts from it. Default: now (a new job). */
+  /** Epoch ms of the job's first attempt, persisted: the retry window counts from it. Default: now (a new job). */
   readonly firstAttemptAt?: number | undefined
   /**
    * Where each URL stood after an earlier run (`Deferred.endpoints`, or rebuilt from the store after a restart):
@@ -48,7 +56,7 @@ export interface DeliverOptions {
    * infinity (always wait inline).
    */
   readonly maxInlineDelay?: Duration.Input | undefined
-  /** Backoff and window overrides; REFERENCE §4's values by default. */
+  /** Backoff and window overrides; REFERENCE §4's values, and the destination's `retryWindow`, by default. */
   readonly policy?: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts"> | undefined
   /**
    * The concurrency limit of each URL, taken around each attempt on it: the dispatcher's per-endpoint limit. Time
@@ -81,7 +89,8 @@ interface JobContext {
   readonly lastStart: number
   readonly maxInlineMillis: number
   readonly record: AttemptSink
-  readonly policy: DeliverOptions["policy"]
+  /** The backoff, with the window the job is retried in (the option's, else the destination's). */
+  readonly policy: Omit<RetryPolicyOptions, "firstAttemptAt" | "priorAttempts">
   readonly gate: EndpointGateFor | undefined
   /** The Standard Webhooks headers of each attempt; undefined when the source does not send them. */
   readonly stamp: StandardStamp | undefined
@@ -224,14 +233,15 @@ const jobContext = (
   now: number
 ): JobContext => {
   const firstAttemptAt = job.firstAttemptAt ?? now
+  const window = options.policy?.window ?? retryWindowMillis(job.settings)
   return {
     services,
     job,
     firstAttemptAt,
-    lastStart: deadline(firstAttemptAt, options.policy?.window),
+    lastStart: deadline(firstAttemptAt, window),
     maxInlineMillis: Duration.toMillis(Duration.fromInputUnsafe(options.maxInlineDelay ?? Duration.infinity)),
     record: options.recordAttempt ?? noRecord,
-    policy: options.policy,
+    policy: options.policy === undefined ? { window } : { ...options.policy, window },
     gate: options.gate,
     stamp: standardStamp(job.settings, job.messageId, job.body)
   }
@@ -285,6 +295,7 @@ export const deliverWith = (
 ): Effect.Effect<DeliveryResult, AllEndpointsFailed> => {
   const context = jobContext(services, job, options, services.clock.currentTimeMillisUnsafe())
   const signature = signsSegment(job.settings) ? signatureFor(signingSecret(job.settings), job.body) : undefined
+  const timeout = job.settings.timeout === undefined ? undefined : timeoutMillis(job.settings)
   const priorStates = job.endpointStates ?? []
 
   // One URL (the common case): no race, no state bookkeeping, the URL's own failure is the conclusion's input.
@@ -293,7 +304,7 @@ export const deliverWith = (
     const prior = priorStates.find((state) => state.url === endpoint.url)
     if (prior?._tag === "Retired") return conclude(context, [prior])
     return Effect.catch(
-      runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior),
+      runEndpoint(context, prepareEndpoint(endpoint, job.body, signature, timeout), prior),
       (state) => conclude(context, [state])
     )
   }
@@ -309,7 +320,7 @@ export const deliverWith = (
     }
     states[index] = undefined
     runs.push(
-      runEndpoint(context, prepareEndpoint(endpoint, job.body, signature), prior).pipe(
+      runEndpoint(context, prepareEndpoint(endpoint, job.body, signature, timeout), prior).pipe(
         Effect.tapError((state) => Effect.sync(() => (states[index] = state)))
       )
     )

@@ -12,6 +12,8 @@ export interface TransportRequest {
   readonly path: string
   readonly headers: ReadonlyArray<string>
   readonly body: Uint8Array
+  /** This request's deadline (its destination's `timeout`); the transport's own when undefined. */
+  readonly timeoutMillis?: number | undefined
 }
 
 export interface TransportResponse {
@@ -120,6 +122,7 @@ export class InFlight implements Dispatcher.DispatchHandler {
 
   constructor(
     readonly deadline: number,
+    private readonly timeoutMillis: number,
     private readonly limits: Limits,
     private readonly deadlines: Deadlines,
     private resume: (exit: TransportExit) => void
@@ -173,7 +176,7 @@ export class InFlight implements Dispatcher.DispatchHandler {
   /** Called by the shared deadline ticker (`runtime/Deadlines`). */
   expire(): void {
     if (this.done) return
-    const timeout = this.limits.timeout
+    const timeout = Duration.millis(this.timeoutMillis)
     const failure = new TransportTimeout({
       timeout,
       waitingFor: this.waitingFor,

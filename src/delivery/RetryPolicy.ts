@@ -1,10 +1,14 @@
 import { Clock, Duration, Effect, Schedule } from "effect"
+import { retryWindowBounds } from "../domain/DestinationTiming.js"
 
-/** REFERENCE §4: exponential backoff from 1 s, factor 2, each delay capped at 10 minutes, jittered, for 4 hours. */
+/**
+ * REFERENCE §4: exponential backoff from 1 s, factor 2, each delay capped at 10 minutes, jittered, for the
+ * destination's retry window (4 hours unless it sets one).
+ */
 export const initialDelay = Duration.seconds(1)
 export const backoffFactor = 2
 export const maxDelay = Duration.minutes(10)
-export const deliveryWindow = Duration.hours(4)
+export const deliveryWindow = Duration.millis(retryWindowBounds.default)
 /** The shortest wait a `Retry-After` can ask for: `Retry-After: 0` must not turn into a tight loop for 4 hours. */
 export const minRetryAfter = Duration.seconds(1)
 

@@ -3,6 +3,7 @@ import type { Scope } from "effect"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { buildConnector } from "undici"
+import { timeoutBounds } from "../domain/DestinationTiming.js"
 import { ipFamily } from "../network/AddressPolicy.js"
 import * as EgressPolicy from "../network/EgressPolicy.js"
 import type { ResolveError } from "../network/Resolver.js"
@@ -64,7 +65,7 @@ export interface TransportOptions {
   readonly allowPrivateNetworks?: boolean | undefined
 }
 
-export const defaultTimeout = Duration.seconds(5)
+export const defaultTimeout = Duration.millis(timeoutBounds.default)
 export const defaultMaxBodyBytes = 64 * 1024
 export const defaultSnippetBytes = 1024
 
@@ -198,7 +199,8 @@ export const makeWithPolicy = (
     }
 
     const dispatch = (request: TransportRequest, onExit: (exit: TransportExit) => void): Started => {
-      const entry = new InFlight(clock.currentTimeMillisUnsafe() + timeoutMillis, limits, deadlines, onExit)
+      const timeout = request.timeoutMillis ?? timeoutMillis
+      const entry = new InFlight(clock.currentTimeMillisUnsafe() + timeout, timeout, limits, deadlines, onExit)
       // dispatch reports synchronous failures (destroyed pool, invalid argument) through onResponseError.
       pools.dispatch({
         origin: request.origin,

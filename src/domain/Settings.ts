@@ -1,6 +1,9 @@
 import * as Schema from "effect/Schema"
+import { RequestTimeout, RetryWindow } from "./DestinationTiming.js"
 import { Filters } from "./Filters.js"
 import { signingFields, signsStandard } from "./Signing.js"
+import { Subscribe } from "./Subscription.js"
+import { webhooksDestinationId } from "./WebhooksDestination.js"
 
 /** Request headers hookrelay owns: a static header may not replace them (REFERENCE §1). */
 export const reservedHeaderNames: ReadonlySet<string> = new Set([
@@ -85,22 +88,74 @@ export const Endpoints = Schema.Array(Endpoint).check(
   )
 )
 
-/** The webhook destination of one source (REFERENCE §1). */
-export const WebhookSettings = Schema.Struct({
+export const maxDestinationNameLength = 200
+
+/** What a destination is besides its id (REFERENCE §1, §1a); the `webhooks` object is exactly these fields. */
+const destinationFields = {
   enabled: Schema.Boolean,
+  name: Schema.optionalKey(
+    Schema.String.check(
+      Schema.makeFilter((name) =>
+        (name.length >= 1 && name.length <= maxDestinationNameLength) ||
+        `must be 1 to ${maxDestinationNameLength} characters`
+      )
+    )
+  ),
   sharedSecret: Schema.optionalKey(Schema.String),
   endpoints: Endpoints,
   /** Rules that keep matching messages from being delivered (REFERENCE §10). */
   filters: Schema.optionalKey(Filters),
+  /** The message types (and track events) the destination receives; everything when absent. */
+  subscribe: Schema.optionalKey(Subscribe),
+  /** How long a job is retried from its first attempt (default 4 hours). */
+  retryWindow: Schema.optionalKey(RetryWindow),
+  /** The deadline of each request (default 5 seconds). */
+  timeout: Schema.optionalKey(RequestTimeout),
   /** Standard Webhooks signing, rotation and asymmetric keys (docs/SIGNING.md). */
   ...signingFields
-}).check(
-  Schema.makeFilter((settings) =>
-    settings.asymmetric !== true || signsStandard(settings) ||
-    { path: ["asymmetric"], issue: "needs signing \"standard\" or \"both\"" }
+}
+
+const asymmetricNeedsStandard = Schema.makeFilter((settings: Parameters<typeof signsStandard>[0]) =>
+  settings.asymmetric !== true || signsStandard(settings) ||
+  { path: ["asymmetric"], issue: "needs signing \"standard\" or \"both\"" }
+)
+
+/** The `webhooks` object of a source: its destination with the id `webhooks` (REFERENCE §1, §1a). */
+export const WebhookSettings = Schema.Struct(destinationFields).check(asymmetricNeedsStandard)
+export type WebhookSettings = typeof WebhookSettings.Type
+
+export { webhooksDestinationId } from "./WebhooksDestination.js"
+
+export const maxDestinations = 20
+
+export const DestinationId = Schema.String.annotate({ message: "must be a string" }).check(
+  Schema.makeFilter((id) =>
+    /^[a-z0-9][a-z0-9_-]{0,63}$/.test(id) ||
+    "must be a slug: 1 to 64 lowercase letters, digits, '_' or '-', starting with a letter or digit"
   )
 )
-export type WebhookSettings = typeof WebhookSettings.Type
+
+/** One destination of a source (REFERENCE §1a). */
+export const Destination = Schema.Struct({ id: DestinationId, ...destinationFields }).check(asymmetricNeedsStandard)
+export type Destination = typeof Destination.Type
+
+/** A source's destinations: 0 to 20, ids unique in the source. */
+export const Destinations = Schema.Array(Destination).check(
+  Schema.makeFilter((destinations: ReadonlyArray<{ readonly id: string }>) =>
+    destinations.length <= maxDestinations ||
+    `must hold at most ${maxDestinations} destinations (got ${destinations.length})`
+  ).abort(),
+  Schema.makeFilter((destinations: ReadonlyArray<{ readonly id: string }>) => {
+    const seen = new Set<string>()
+    for (const [index, destination] of destinations.entries()) {
+      if (seen.has(destination.id)) {
+        return { path: [index, "id"], issue: `"${destination.id}" is the id of an earlier destination` }
+      }
+      seen.add(destination.id)
+    }
+    return true
+  })
+)
 
 /** An empty shared secret counts as not set: no `X-Signature` (vectors/signature.json). */
 export const signingSecret = (settings: Pick<WebhookSettings, "sharedSecret">): string | undefined =>
@@ -119,10 +174,24 @@ export const WriteKey = Schema.String.check(
   Schema.makeFilter((key: string) => !/[\s:]/.test(key) || "must not contain white space or ':'")
 )
 
-/** A source as configured by the operator (admin API body and `HOOKRELAY_CONFIG` entries). */
+/**
+ * A source as configured by the operator (admin API body and `HOOKRELAY_CONFIG` entries). `destinations` replaces
+ * the source's list; `webhooks` sets its destination `webhooks` alone (`Destinations.applySourceConfig`), so the
+ * list may not also hold one.
+ */
 export const SourceConfig = Schema.Struct({
   id: SourceId,
   writeKey: WriteKey,
-  webhooks: Schema.optionalKey(WebhookSettings)
-})
+  webhooks: Schema.optionalKey(WebhookSettings),
+  destinations: Schema.optionalKey(Destinations)
+}).check(
+  Schema.makeFilter((source) => {
+    if (source.webhooks === undefined || source.destinations === undefined) return true
+    const index = source.destinations.findIndex((destination) => destination.id === webhooksDestinationId)
+    return index < 0 || {
+      path: ["destinations", index, "id"],
+      issue: `"${webhooksDestinationId}" is given as the webhooks object too: give it once`
+    }
+  })
+)
 export type SourceConfig = typeof SourceConfig.Type

@@ -21,6 +21,7 @@ const Window = Schema.Struct({
 
 export const EndpointView = Schema.Struct({
   sourceId: Schema.String,
+  destinationId: Schema.String,
   url: Schema.String,
   index: Schema.Number,
   state: Schema.Literals(["healthy", "failing", "paused", "disabled"]),

@@ -1,5 +1,7 @@
+import { settingsOf } from "../domain/Destinations.js"
 import { maskSecret } from "../domain/Secrets.js"
-import type { WebhookSettings } from "../domain/Settings.js"
+import type { Destination, WebhookSettings } from "../domain/Settings.js"
+import { webhooksDestinationId } from "../domain/Settings.js"
 import type { SavedSource } from "../relay/Relay.js"
 import type {
   JobSummary,
@@ -28,6 +30,7 @@ const maskHeaders = (headers: Readonly<Record<string, string>>): Record<string, 
 
 const webhooksView = (settings: WebhookSettings) => ({
   enabled: settings.enabled,
+  ...(settings.name !== undefined && { name: settings.name }),
   hasSharedSecret: settings.sharedSecret !== undefined && settings.sharedSecret !== "",
   ...(settings.sharedSecret !== undefined && settings.sharedSecret !== "" &&
     { sharedSecret: maskSecret(settings.sharedSecret) }),
@@ -37,8 +40,19 @@ const webhooksView = (settings: WebhookSettings) => ({
   })),
   // As stored, absent when never set (nothing secret in them): the console edits and sends them back.
   ...(settings.filters !== undefined && { filters: settings.filters }),
+  ...(settings.subscribe !== undefined && { subscribe: settings.subscribe }),
+  ...(settings.retryWindow !== undefined && { retryWindow: settings.retryWindow }),
+  ...(settings.timeout !== undefined && { timeout: settings.timeout }),
   ...signingView(settings)
 })
+
+/** The destinations other than `webhooks` (REFERENCE §1a), shown beside the `webhooks` object; none: no key. */
+const otherDestinations = (destinations: ReadonlyArray<Destination>) => {
+  const others = destinations.filter((destination) => destination.id !== webhooksDestinationId)
+  return others.length === 0
+    ? {}
+    : { destinations: others.map((destination) => ({ id: destination.id, ...webhooksView(settingsOf(destination)) })) }
+}
 
 /**
  * A source as the admin API shows it: secrets never in full (REFERENCE §7), except a Standard Webhooks secret in the
@@ -48,10 +62,13 @@ export const sourceView = (source: StoredSource | SavedSource): typeof Src.Sourc
   id: source.id,
   writeKey: maskSecret(source.writeKey),
   ...(source.webhooks !== undefined && { webhooks: webhooksView(source.webhooks) }),
+  ...otherDestinations(source.destinations),
   createdAt: iso(source.createdAt),
   updatedAt: iso(source.updatedAt),
   ...("generatedSecret" in source && source.generatedSecret !== undefined &&
-    { generatedSecret: source.generatedSecret })
+    { generatedSecret: source.generatedSecret }),
+  ...("generatedSecrets" in source && source.generatedSecrets !== undefined &&
+    { generatedSecrets: source.generatedSecrets })
 })
 
 export const jobView = (job: JobSummary): typeof S.JobView.Type => ({

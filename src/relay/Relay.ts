@@ -68,7 +68,14 @@ export interface IngestResult {
 }
 
 /** A source as `putSource` saved it, with the Standard Webhooks secret it generated (shown once). */
-export type SavedSource = StoredSource & { readonly generatedSecret?: string }
+/**
+ * A source as saved; `generatedSecret` is the Standard Webhooks secret generated for the destination `webhooks`,
+ * `generatedSecrets` those generated for the others, by destination id: each shown this once.
+ */
+export type SavedSource = StoredSource & {
+  readonly generatedSecret?: string
+  readonly generatedSecrets?: Readonly<Record<string, string>>
+}
 
 /** The answer of a rotation: the new primary secret in full (shown once) and the source as saved. */
 export interface RotatedSecret {

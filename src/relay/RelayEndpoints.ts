@@ -2,6 +2,7 @@ import { Clock, Effect, Option } from "effect"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { GuardSnapshot } from "../delivery/EndpointGuard.js"
 import type { EndpointGuardsShape } from "../delivery/EndpointGuards.js"
+import { endpointsOf } from "../domain/Destinations.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { FieldIssue } from "../domain/Issues.js"
 import type { EndpointsShape } from "../store/Endpoints.js"
@@ -25,11 +26,12 @@ export interface EndpointWindow {
   readonly p99LatencyMs: number | null
 }
 
-/** One URL of a source, as the health page and `GET /admin/endpoints` show it. */
+/** One URL of a source's destination, as the health page and `GET /admin/endpoints` show it. */
 export interface EndpointHealth {
   readonly sourceId: string
+  readonly destinationId: string
   readonly url: string
-  /** Its position in the source's settings (0-based): the metrics' label. */
+  /** Its position among the source's endpoints, destination by destination (0-based): the metrics' label. */
   readonly index: number
   readonly state: EndpointState
   /** Counted by this process's circuit since its start. */
@@ -108,8 +110,7 @@ export const makeEndpointAdmin = (
       const source = yield* sourceById(sourceId)
       const now = yield* Clock.currentTimeMillis
       const disabled = new Map((yield* records.disabledEndpoints()).map((row) => [row.url, row.reason]))
-      const endpoints = source.webhooks?.endpoints ?? []
-      return yield* Effect.forEach(endpoints, (endpoint, index) =>
+      return yield* Effect.forEach(endpointsOf(source.destinations), ({ destinationId, endpoint }, index) =>
         Effect.gen(function*() {
           const snapshot = Option.isSome(guards) ? guards.value.snapshot(endpoint.url) : undefined
           const last = yield* records.endpointLastAttempts(endpoint.url)
@@ -117,6 +118,7 @@ export const makeEndpointAdmin = (
           const day = yield* records.endpointStats(endpoint.url, now - 24 * hourMillis)
           const health: EndpointHealth = {
             sourceId: source.id,
+            destinationId,
             url: endpoint.url,
             index,
             state: stateOf(snapshot, disabled.has(endpoint.url), last.lastSuccessAt, last.lastFailureAt),

@@ -3,7 +3,7 @@ import { validateBatch } from "../domain/Batch.js"
 import { deliveredBody, encodeBody } from "../domain/DeliveredBody.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { uuidv7 } from "../domain/MessageId.js"
-import { skipReason } from "../domain/Routing.js"
+import { routeMessage } from "../domain/Routing.js"
 import { stampMessage } from "../domain/Stamp.js"
 import { ingestCommitLatency, messagesIngested } from "../metrics/Metrics.js"
 import type { IngestAdmissionShape } from "../overload/IngestAdmission.js"
@@ -60,14 +60,17 @@ export const makeIngest = (
           batchSentAt: options.batchSentAt
         })
         messageIds.push(stamped.messageId)
-        const skipped = skipReason(source.webhooks, stamped)
+        // One body for every destination the message goes to: its bytes are serialized and signed as they are.
+        const route = routeMessage(source.destinations, stamped)
+        const delivered = route.destinationIds.length > 0
         return {
           messageId: stamped.messageId,
           userId: stamped.userId,
           type: stamped.type,
           event: typeof stamped.event === "string" ? stamped.event : undefined,
-          body: skipped === undefined ? encodeBody(deliveredBody(stamped)) : undefined,
-          filtered: skipped === "filtered"
+          body: delivered ? encodeBody(deliveredBody(stamped)) : undefined,
+          destinationIds: delivered ? route.destinationIds : undefined,
+          filtered: route.filtered
         }
       })
       // Refused (503) before the transaction starts when overloaded; never after it committed.

@@ -2,9 +2,11 @@ import { Clock, Duration, Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import { generateSecret, generateSigningKeyPair } from "../delivery/StandardWebhooks.js"
+import { destinationById, settingsOf } from "../domain/Destinations.js"
 import { parseDuration } from "../domain/DurationConfig.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import { webhooksDestinationId } from "../domain/Settings.js"
 import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
 import type { SourcesShape } from "../store/Sources.js"
@@ -117,24 +119,45 @@ export const rotateSecrets = (
   return { webhooks: { ...webhooks, signingSecrets: [secret, ...older] }, secret }
 }
 
-/** Saves a source with its signing completed (see `completeSigning`). */
+/**
+ * Saves a source with the signing of each destination it gives completed (see `completeSigning`) against the stored
+ * destination of the same id.
+ */
 export const saveSource = (
   sources: SourcesShape,
   source: SourceConfig,
   now: number
 ): Effect.Effect<SavedSource, StoreError | WriteKeyConflict> =>
   Effect.gen(function*() {
-    if (source.webhooks === undefined) return (yield* sources.upsertSource(source, now))
-    const stored = yield* sources.getSource(source.id)
-    const completed = completeSigning(
-      source.webhooks,
-      Option.getOrUndefined(stored)?.webhooks,
-      now
-    )
-    const saved = yield* sources.upsertSource({ ...source, webhooks: completed.webhooks }, now)
-    return completed.generatedSecret === undefined
-      ? saved
-      : { ...saved, generatedSecret: completed.generatedSecret }
+    if (source.webhooks === undefined && source.destinations === undefined) {
+      return yield* sources.upsertSource(source, now)
+    }
+    const stored = Option.getOrUndefined(yield* sources.getSource(source.id))?.destinations ?? []
+    const generated: Record<string, string> = {}
+    const complete = (id: string, given: WebhookSettings): WebhookSettings => {
+      const before = destinationById(stored, id)
+      const completed = completeSigning(given, before === undefined ? undefined : settingsOf(before), now)
+      if (completed.generatedSecret !== undefined) generated[id] = completed.generatedSecret
+      return completed.webhooks
+    }
+    const completed: SourceConfig = {
+      id: source.id,
+      writeKey: source.writeKey,
+      ...(source.webhooks !== undefined && { webhooks: complete(webhooksDestinationId, source.webhooks) }),
+      ...(source.destinations !== undefined && {
+        destinations: source.destinations.map((destination) => ({
+          id: destination.id,
+          ...complete(destination.id, settingsOf(destination))
+        }))
+      })
+    }
+    const saved = yield* sources.upsertSource(completed, now)
+    const { [webhooksDestinationId]: generatedSecret, ...others } = generated
+    return {
+      ...saved,
+      ...(generatedSecret !== undefined && { generatedSecret }),
+      ...(Object.keys(others).length > 0 && { generatedSecrets: others })
+    }
   })
 
 /** `RelaySources.rotateSecret` over the store; the caller refreshes the source cache. */

@@ -12,7 +12,7 @@ export interface DeadLettersShape {
     readonly limit: number
     readonly before?: number | undefined
   }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
-  /** Dead → pending, due `now`, with a fresh 4 h window and reset endpoint state. `false` if not dead. */
+  /** Dead → pending, due `now`, with a fresh retry window and reset endpoint state. `false` if not dead. */
   readonly replayDeadLetter: (jobId: string, now: number) => Effect.Effect<boolean, StoreError>
 }
 

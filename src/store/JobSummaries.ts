@@ -6,6 +6,7 @@ import { num, numOrNull } from "./Rows.js"
 export interface SummaryRow {
   readonly id: string
   readonly source_id: string
+  readonly destination_id: string
   readonly message_id: string
   readonly user_id: string | null
   readonly kind: string
@@ -33,7 +34,7 @@ export interface AttemptRow {
 }
 
 export const summaryColumns =
-  "id, source_id, message_id, user_id, kind, status, created_at, first_attempt_at, next_due_at, attempts, lease_owner, lease_expires_at, finished_at, last_error"
+  "id, source_id, destination_id, message_id, user_id, kind, status, created_at, first_attempt_at, next_due_at, attempts, lease_owner, lease_expires_at, finished_at, last_error"
 
 export const attemptColumns =
   "job_id, url, attempt, started_at, duration_ms, status_code, error, outcome, response_snippet"
@@ -41,6 +42,7 @@ export const attemptColumns =
 export const toSummary = (row: SummaryRow): JobSummary => ({
   id: row.id,
   sourceId: row.source_id,
+  destinationId: row.destination_id,
   messageId: row.message_id,
   userId: row.user_id,
   kind: row.kind as JobKind,

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
+import { destinations } from "./MigrationsDestinations.js"
 
 /**
  * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:
@@ -380,7 +381,8 @@ export const migrations = {
   "9_message_id_log": messageIdLog,
   "10_jobs_logged_of_the_product_only": jobsLoggedOfTheProductOnly,
   "11_job_trace_context": jobTraceContext,
-  "12_endpoint_health": endpointHealth
+  "12_endpoint_health": endpointHealth,
+  "13_destinations": destinations
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

@@ -1,4 +1,5 @@
 import { Array as Arr, Context, Effect, Option } from "effect"
+import { webhooksDestinationId } from "../domain/WebhooksDestination.js"
 import type {
   AttemptRecord,
   Backlog,
@@ -109,6 +110,7 @@ export const make = (kit: StoreKit, hot: HotPaths): OutboxShape => {
         jobs.map((job, i) => ({
           id: ids[i]!,
           source_id: job.sourceId,
+          destination_id: job.destinationId ?? webhooksDestinationId,
           message_id: job.messageId,
           user_id: job.userId ?? null,
           kind: job.kind,

@@ -1,6 +1,6 @@
 import type { Option } from "effect"
 import type { AttemptRecord as DomainAttemptRecord, AttemptRecordInput } from "../domain/AttemptRecord.js"
-import type { WebhookSettings } from "../domain/Settings.js"
+import type { Destination, WebhookSettings } from "../domain/Settings.js"
 
 /**
  * Everything the store keeps, as the rest of hookrelay sees it. Times are epoch milliseconds
@@ -18,6 +18,9 @@ export type { AttemptOutcome } from "../domain/AttemptRecord.js"
 export interface StoredSource {
   readonly id: string
   readonly writeKey: string
+  /** Every destination of the source, the destination `webhooks` first (REFERENCE §1a). */
+  readonly destinations: ReadonlyArray<Destination>
+  /** The destination `webhooks` as the `webhooks` object (without its id), when the source has it. */
   readonly webhooks?: WebhookSettings
   readonly createdAt: number
   readonly updatedAt: number
@@ -29,6 +32,8 @@ export interface EnqueueEntry {
   readonly userId?: string | undefined
   /** The exact bytes to POST, serialized once at ingest. */
   readonly body?: Uint8Array | undefined
+  /** With a body: the destinations it gets a job for, one each (default: the destination `webhooks` alone). */
+  readonly destinationIds?: ReadonlyArray<string> | undefined
   /** Counted as `filtered` in the usage counters (REFERENCE §10, §11); only meaningful without a body. */
   readonly filtered?: boolean | undefined
   /** The message's type and event, kept with its job for the message log (REFERENCE §12). */
@@ -74,6 +79,8 @@ export interface NewJob {
   /** Not "message": a message's job comes with its dedupe, from `enqueue` alone. */
   readonly kind: Exclude<JobKind, "message">
   readonly body: Uint8Array
+  /** Default: the destination `webhooks`. */
+  readonly destinationId?: string | undefined
 }
 
 export interface ClaimOptions {
@@ -87,6 +94,8 @@ export interface ClaimOptions {
 export interface ClaimedJob {
   readonly id: string
   readonly sourceId: string
+  /** The destination of the source the job delivers to: its URLs, signing, window and deadline. */
+  readonly destinationId: string
   readonly messageId: string
   readonly userId: string | null
   readonly kind: JobKind
@@ -152,6 +161,7 @@ export interface CompleteResult {
 export interface JobSummary {
   readonly id: string
   readonly sourceId: string
+  readonly destinationId: string
   readonly messageId: string
   readonly userId: string | null
   readonly kind: JobKind

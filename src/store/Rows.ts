@@ -1,5 +1,6 @@
 import type { Types } from "effect"
 import { randomBytes } from "node:crypto"
+import { webhooksDestinationId } from "../domain/WebhooksDestination.js"
 import type {
   AttemptRecord,
   ClaimedJob,
@@ -84,6 +85,22 @@ export const firstOfEachMessageId = (entries: ReadonlyArray<EnqueueEntry>) => {
   return { unique, duplicateMessageIds }
 }
 
+const webhooksOnly: ReadonlyArray<string> = [webhooksDestinationId]
+
+/** Whether `destinationIds` is the default: the destination `webhooks` alone. */
+export const isWebhooksOnly = (destinationIds: ReadonlyArray<string>): boolean =>
+  destinationIds.length === 1 && destinationIds[0] === webhooksDestinationId
+
+/** The destinations an entry with a body gets a job for: the destination `webhooks` unless it names others. */
+export const destinationsOf = (entry: EnqueueEntry): ReadonlyArray<string> => entry.destinationIds ?? webhooksOnly
+
+/** How many jobs the entries with a body make. */
+export const jobCount = (entries: ReadonlyArray<EnqueueEntry>): number => {
+  let count = 0
+  for (const entry of entries) count += destinationsOf(entry).length
+  return count
+}
+
 /**
  * After the dedupe upsert: an entry not `accepted` was seen within 24 h (appended to
  * `duplicateMessageIds`); an accepted one with a body becomes a job, one without was filtered.
@@ -108,6 +125,7 @@ export const sortOutSeen = (
 export interface ClaimRow {
   readonly id: string
   readonly source_id: string
+  readonly destination_id: string
   readonly message_id: string
   readonly user_id: string | null
   readonly kind: string
@@ -124,30 +142,38 @@ export interface ClaimRow {
 /**
  * A claimed row as the SQLite thread reads it (`claimTupleColumns`, a statement in raw mode): its fields as one JSON
  * array text, `[id, source, message id, user id, kind, created, first attempt, due, attempts, endpoint state (JSON text
- * or null), lease end, body length]`, and its body. better-sqlite3 builds each raw row with one generic property store
+ * or null), lease end, body length, destination]`, and its body. better-sqlite3 builds each raw row with one generic property store
  * per column: two columns instead of twelve make the claim cheaper, and the wire's JSON is the rows' texts joined
  * (bench/NOTES.md, "Claims return two columns").
  */
 export type ClaimTuple = readonly [fields: string, body: Uint8Array]
 
+/**
+ * A job's body: its own, or its message's when the message has several jobs (`message_bodies`, migration 13). The
+ * look-up is made only for such a job.
+ */
+const jobBody =
+  "CASE WHEN body_id IS NULL THEN body ELSE (SELECT b.body FROM message_bodies AS b WHERE b.id = jobs.body_id) END"
+
 export const claimColumns =
-  "id, source_id, message_id, user_id, kind, body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at, trace_parent"
+  `id, source_id, destination_id, message_id, user_id, kind, ${jobBody} AS body, created_at, first_attempt_at, next_due_at, attempts, endpoint_state, lease_expires_at, trace_parent`
 
 const claimFields = (withTraceParent: boolean) =>
   `json_array(id, source_id, message_id, user_id, kind, created_at, first_attempt_at, next_due_at, attempts,
-    endpoint_state, lease_expires_at, length(body)${withTraceParent ? ", trace_parent" : ""})`
+    endpoint_state, lease_expires_at, length(${jobBody}), destination_id${withTraceParent ? ", trace_parent" : ""})`
 
 /**
- * What the SQLite thread's claim returns per row: see `ClaimTuple`. A job's trace context, when it has one, is a 13th
+ * What the SQLite thread's claim returns per row: see `ClaimTuple`. A job's trace context, when it has one, is a 14th
  * field; a job without one (telemetry off) costs the claim a NULL test, not a column or a byte on the wire. One
  * `json_array` either way: appending with `json_insert` parsed the array's text again.
  */
-export const claimTupleColumns = `iif(trace_parent IS NULL, ${claimFields(false)}, ${claimFields(true)}), body`
+export const claimTupleColumns = `iif(trace_parent IS NULL, ${claimFields(false)}, ${claimFields(true)}), ${jobBody}`
 
 export const toClaimed = (row: ClaimRow): ClaimedJob => {
   const job: Types.Mutable<ClaimedJob> = {
     id: row.id,
     sourceId: row.source_id,
+    destinationId: row.destination_id,
     messageId: row.message_id,
     userId: row.user_id,
     kind: row.kind as JobKind,

@@ -1,6 +1,7 @@
 import { Context, Effect, Option, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { type SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import { applySourceConfig, webhooksDestination, webhooksOf } from "../domain/Destinations.js"
+import { Destination, type SourceConfig, webhooksDestinationId, WebhookSettings } from "../domain/Settings.js"
 import type { StoredSource } from "./Model.js"
 import { num } from "./Rows.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
@@ -19,7 +20,7 @@ export interface SourcesShape {
   readonly deleteSource: (id: string) => Effect.Effect<boolean, StoreError>
 }
 
-/** Sources: their write keys (looked up by hash, compared in constant time) and webhook settings. */
+/** Sources: their write keys (looked up by hash, compared in constant time) and destinations. */
 export class Sources extends Context.Service<Sources, SourcesShape>()("hookrelay/store/Sources") {}
 
 const hashWriteKey = (writeKey: string): string => createHash("sha256").update(writeKey, "utf8").digest("hex")
@@ -33,54 +34,72 @@ const sameSecret = (a: string, b: string): boolean => {
 const WebhooksJson = Schema.fromJsonString(WebhookSettings)
 const decodeWebhooks = Schema.decodeUnknownEffect(WebhooksJson)
 const encodeWebhooks = Schema.encodeEffect(WebhooksJson)
+const DestinationsJson = Schema.fromJsonString(Schema.Array(Destination))
+const decodeDestinations = Schema.decodeUnknownEffect(DestinationsJson)
+const encodeDestinations = Schema.encodeEffect(DestinationsJson)
 
 interface SourceRow {
   readonly id: string
   readonly write_key: string
   readonly webhooks: string | null
+  readonly destinations: string | null
   readonly created_at: unknown
   readonly updated_at: unknown
 }
 
+const sourceColumns = "id, write_key, webhooks, destinations, created_at, updated_at"
+
+/** The destination `webhooks` lives in its own column (as before destinations), the others in `destinations`. */
 const toSource = (row: SourceRow): Effect.Effect<StoredSource, StoreError> =>
-  row.webhooks === null
-    ? Effect.succeed({
+  Effect.gen(function*() {
+    const webhooks = row.webhooks === null ? undefined : yield* decodeWebhooks(row.webhooks)
+    const others = row.destinations === null ? [] : yield* decodeDestinations(row.destinations)
+    const source: StoredSource = {
       id: row.id,
       writeKey: row.write_key,
+      destinations: webhooks === undefined ? others : [webhooksDestination(webhooks), ...others],
+      ...(webhooks !== undefined && { webhooks }),
       createdAt: num(row.created_at),
       updatedAt: num(row.updated_at)
-    })
-    : decodeWebhooks(row.webhooks).pipe(
-      Effect.map((webhooks): StoredSource => ({
-        id: row.id,
-        writeKey: row.write_key,
-        webhooks,
-        createdAt: num(row.created_at),
-        updatedAt: num(row.updated_at)
-      })),
-      fail("decodeSource")
-    )
+    }
+    return source
+  }).pipe(fail("decodeSource"))
+
+/** The two columns of a destination list. */
+const toColumns = (destinations: ReadonlyArray<Destination>) =>
+  Effect.gen(function*() {
+    const webhooks = webhooksOf(destinations)
+    const others = destinations.filter((destination) => destination.id !== webhooksDestinationId)
+    return {
+      webhooks: webhooks === undefined ? null : yield* encodeWebhooks(webhooks),
+      destinations: others.length === 0 ? null : yield* encodeDestinations(others)
+    }
+  })
 
 export const make = ({ sql }: StoreKit): SourcesShape => {
+  /** The stored list changes as `applySourceConfig` says, read and written in one transaction. */
   const upsertSource = Effect.fn("Store.upsertSource")(
     function*(source: SourceConfig, now: number) {
       const hash = hashWriteKey(source.writeKey)
-      const webhooks = source.webhooks === undefined ? null : yield* encodeWebhooks(source.webhooks)
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         const taken = yield* sql<{ id: string }>`
           SELECT id FROM sources WHERE write_key_hash = ${hash} AND id <> ${source.id}`
         if (taken.length > 0) {
           return yield* new WriteKeyConflict({ sourceId: source.id, conflictingSourceId: taken[0]!.id })
         }
+        const current = yield* sql<SourceRow>`SELECT ${sql.literal(sourceColumns)} FROM sources WHERE id = ${source.id}`
+        const stored = current.length === 0 ? [] : (yield* toSource(current[0]!)).destinations
+        const columns = yield* toColumns(applySourceConfig(stored, source))
         const rows = yield* sql<SourceRow>`
-          INSERT INTO sources (id, write_key, write_key_hash, webhooks, created_at, updated_at)
-          VALUES (${source.id}, ${source.writeKey}, ${hash}, ${webhooks}, ${now}, ${now})
+          INSERT INTO sources (id, write_key, write_key_hash, webhooks, destinations, created_at, updated_at)
+          VALUES (${source.id}, ${source.writeKey}, ${hash}, ${columns.webhooks}, ${columns.destinations}, ${now}, ${now})
           ON CONFLICT (id) DO UPDATE SET
             write_key = excluded.write_key,
             write_key_hash = excluded.write_key_hash,
             webhooks = excluded.webhooks,
+            destinations = excluded.destinations,
             updated_at = excluded.updated_at
-          RETURNING id, write_key, webhooks, created_at, updated_at`
+          RETURNING ${sql.literal(sourceColumns)}`
         return rows[0]!
       }))
       return yield* toSource(row)
@@ -95,7 +114,7 @@ export const make = ({ sql }: StoreKit): SourcesShape => {
   const getSource = Effect.fn("Store.getSource")(
     function*(id: string) {
       const rows = yield* sql<SourceRow>`
-        SELECT id, write_key, webhooks, created_at, updated_at FROM sources WHERE id = ${id}`
+        SELECT ${sql.literal(sourceColumns)} FROM sources WHERE id = ${id}`
       return rows.length === 0 ? Option.none() : Option.some(yield* toSource(rows[0]!))
     },
     fail("getSource")
@@ -104,7 +123,7 @@ export const make = ({ sql }: StoreKit): SourcesShape => {
   const findSourceByWriteKey = Effect.fn("Store.findSourceByWriteKey")(
     function*(writeKey: string) {
       const rows = yield* sql<SourceRow>`
-        SELECT id, write_key, webhooks, created_at, updated_at FROM sources
+        SELECT ${sql.literal(sourceColumns)} FROM sources
         WHERE write_key_hash = ${hashWriteKey(writeKey)}`
       const row = rows[0]
       if (row === undefined || !sameSecret(row.write_key, writeKey)) return Option.none<StoredSource>()
@@ -117,7 +136,7 @@ export const make = ({ sql }: StoreKit): SourcesShape => {
   const listSources = Effect.fn("Store.listSources")(
     function*() {
       const rows = yield* sql<SourceRow>`
-        SELECT id, write_key, webhooks, created_at, updated_at FROM sources ORDER BY id`
+        SELECT ${sql.literal(sourceColumns)} FROM sources ORDER BY id`
       return yield* Effect.forEach(rows, toSource)
     },
     fail("listSources")

@@ -86,6 +86,8 @@ export const typeOfKind = (kind: JobKind): string | null =>
 export type JobInsertRow = {
   readonly id: string
   readonly source_id: string
+  /** The column's default (the destination `webhooks`) when left out: every row of one insert has it or none does. */
+  readonly destination_id?: string
   readonly message_id: string
   readonly user_id: string | null
   readonly kind: JobKind

@@ -8,6 +8,7 @@ const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): Claim
   const columns: ClaimRow = {
     id,
     source_id: "s1",
+    destination_id: "webhooks",
     message_id: `m-${id}`,
     user_id: null,
     kind: "message",
@@ -34,6 +35,7 @@ const row = (id: string, body: string, overrides: Partial<ClaimRow> = {}): Claim
     columns.endpoint_state,
     columns.lease_expires_at,
     columns.body.byteLength,
+    columns.destination_id,
     // SQLite appends the trace context only when the job has one (`claimTupleColumns`).
     ...(columns.trace_parent === null ? [] : [columns.trace_parent])
   ])
@@ -45,7 +47,7 @@ describe("ClaimWire", () => {
     const rows = [
       row("a", "{\"n\":1}"),
       row("b", "", { user_id: "u-1", kind: "delete", first_attempt_at: 1500, attempts: 3 }),
-      row("c", "{\"é\":\"ü\"}", { endpoint_state: "[{\"url\":\"https://x\",\"attempts\":2}]" })
+      row("c", "{\"é\":\"ü\"}", { destination_id: "crm", endpoint_state: "[{\"url\":\"https://x\",\"attempts\":2}]" })
     ]
     const wire = encodeClaim(rows)
     // What a transfer leaves behind: the decoder gets the same bytes in a fresh buffer.
@@ -56,6 +58,7 @@ describe("ClaimWire", () => {
         {
           id: "a",
           sourceId: "s1",
+          destinationId: "webhooks",
           messageId: "m-a",
           userId: null,
           kind: "message",
@@ -70,6 +73,7 @@ describe("ClaimWire", () => {
         {
           id: "b",
           sourceId: "s1",
+          destinationId: "webhooks",
           messageId: "m-b",
           userId: "u-1",
           kind: "delete",
@@ -84,6 +88,7 @@ describe("ClaimWire", () => {
         {
           id: "c",
           sourceId: "s1",
+          destinationId: "crm",
           messageId: "m-c",
           userId: null,
           kind: "message",

@@ -13,7 +13,7 @@ describe("EnqueueWire", () => {
       entries: [
         { messageId: "m1", userId: "u1", type: "track", event: "Order Completed", body: bytes("{\"a\":1}") },
         { messageId: "m2", filtered: true },
-        { messageId: "m3", type: "identify", body: new Uint8Array(0) },
+        { messageId: "m3", type: "identify", body: new Uint8Array(0), destinationIds: ["webhooks", "crm"] },
         { messageId: "m4", userId: "u4", body: bytes("{\"é\":\"\\u0000\"}").subarray(1) }
       ]
     }
@@ -30,9 +30,26 @@ describe("EnqueueWire", () => {
         type: entry.type,
         event: entry.event,
         filtered: entry.filtered === true,
-        body: entry.body && Array.from(entry.body)
+        body: entry.body && Array.from(entry.body),
+        ...(entry.destinationIds !== undefined && { destinationIds: entry.destinationIds })
       }))
     )
+  })
+
+  it("carries the destinations of an entry; the destination `webhooks` alone crosses as the default", () => {
+    const wire = encodeEnqueue({
+      sourceId: "web",
+      now: 0,
+      options: undefined,
+      entries: [
+        { messageId: "m1", body: bytes("{}"), destinationIds: ["webhooks"] },
+        { messageId: "m2", body: bytes("{}"), destinationIds: ["crm"] },
+        { messageId: "m3", body: bytes("{}") }
+      ]
+    })
+    const entries = decodeEnqueue(wire).entries
+    expect(entries.map((entry) => entry.destinationIds)).toStrictEqual([undefined, ["crm"], undefined])
+    expect("destinationIds" in entries[0]!).toBe(false)
   })
 
   it("passes a body that is not bytes on as NULL, for the job row to refuse", () => {

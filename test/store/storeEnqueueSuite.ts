@@ -120,6 +120,7 @@ export const enqueueSuite = (fresh: FreshStore) => {
         assert.strictEqual(jobIds.length, 2)
         const jobs = yield* outbox.claimDue("w", T0, 10, second)
         assert.deepStrictEqual(jobs.map((job) => job.kind), ["delete", "delete"])
+        assert.deepStrictEqual(jobs.map((job) => job.destinationId), ["webhooks", "webhooks"])
       })
     )
   })

@@ -2,6 +2,7 @@ import { claimSuite } from "./storeClaimSuite.js"
 import { completionsSuite } from "./storeCompletionsSuite.js"
 import { deadLettersSuite } from "./storeDeadLettersSuite.js"
 import { enqueueSuite } from "./storeEnqueueSuite.js"
+import { fanOutSuite } from "./storeFanOutSuite.js"
 import type { FreshStore, SuiteOptions } from "./storeFixtures.js"
 import { retentionSuite } from "./storeRetentionSuite.js"
 import { sourcesSuite } from "./storeSourcesSuite.js"
@@ -16,6 +17,7 @@ export type { SuiteOptions } from "./storeFixtures.js"
 export const storeSuite = (fresh: FreshStore, options: SuiteOptions) => {
   sourcesSuite(fresh)
   enqueueSuite(fresh)
+  fanOutSuite(fresh)
   claimSuite(fresh, options)
   completionsSuite(fresh)
   deadLettersSuite(fresh)

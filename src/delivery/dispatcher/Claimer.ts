@@ -1,6 +1,8 @@
 import { Clock, Duration, Effect, Option } from "effect"
-import type { WebhookSettings } from "../../domain/Settings.js"
-import type { ClaimedJob } from "../../store/Model.js"
+import { endpointsOf } from "../../domain/Destinations.js"
+import type { Destination } from "../../domain/Settings.js"
+import { webhooksDestinationId } from "../../domain/WebhooksDestination.js"
+import type { ClaimedJob, StoredSource } from "../../store/Model.js"
 import type { OutboxShape } from "../../store/Outbox.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
 import { makeSourceCache } from "../../store/SourceCache.js"
@@ -13,7 +15,7 @@ import type { Settings } from "./Options.js"
 export interface ClaimerConfig {
   readonly owner: string
   readonly outbox: OutboxShape
-  /** Where the claimed jobs' webhook settings are read (through a short-lived cache). */
+  /** Where the claimed jobs' sources and destinations are read (through a short-lived cache). */
   readonly sources: SourcesShape
   readonly signal: OutboxSignalShape
   readonly settings: Settings
@@ -27,7 +29,7 @@ export interface ClaimerConfig {
 
 /**
  * The claim loop: takes due jobs from the store under this dispatcher's lease, as many as memory and the sources'
- * mailboxes have room for, reads their sources' webhook settings once per claim, and hands each job to its endpoint
+ * mailboxes have room for, reads their sources once per claim, and hands each job to its destination's endpoint
  * actor. It sleeps on the outbox doorbell (ingest in this process rings it) or `idlePoll` when nothing is due.
  */
 export const makeClaimer = (config: ClaimerConfig) => {
@@ -36,10 +38,13 @@ export const makeClaimer = (config: ClaimerConfig) => {
   const sources = makeSourceCache(config.sources)
   const idlePollMillis = Duration.toMillis(settings.idlePoll)
 
-  /** The webhook settings of each source of a claim, read once per source (through the short-lived cache). */
-  const settingsOf = (claimed: ReadonlyArray<ClaimedJob>) =>
+  /**
+   * The source of each job of a claim, read once per source (through the short-lived cache): the source, why its jobs
+   * cannot be delivered (deleted), or undefined when it could not be read. Its endpoints are told to the guards.
+   */
+  const sourcesOf = (claimed: ReadonlyArray<ClaimedJob>) =>
     Effect.gen(function*() {
-      const bySource = new Map<string, WebhookSettings | string>()
+      const bySource = new Map<string, StoredSource | string>()
       for (const job of claimed) {
         if (bySource.has(job.sourceId)) continue
         const source = yield* sources.byId(job.sourceId).pipe(
@@ -48,23 +53,35 @@ export const makeClaimer = (config: ClaimerConfig) => {
           )
         )
         if (source === undefined) continue
-        const webhooks = Option.isNone(source) ? "the source was deleted" : source.value.webhooks === undefined
-          ? "the source has no webhook destination"
-          : !source.value.webhooks.enabled
-          ? "the webhook destination is disabled"
-          : source.value.webhooks
-        if (typeof webhooks !== "string") config.guards.configure(job.sourceId, webhooks.endpoints)
-        bySource.set(job.sourceId, webhooks)
+        if (Option.isNone(source)) {
+          bySource.set(job.sourceId, "the source was deleted")
+          continue
+        }
+        const endpoints = endpointsOf(source.value.destinations)
+        if (endpoints.length > 0) config.guards.configure(job.sourceId, endpoints.map(({ endpoint }) => endpoint))
+        bySource.set(job.sourceId, source.value)
       }
       return bySource
     })
 
-  const admit = (job: ClaimedJob, webhooks: WebhookSettings | string | undefined): void => {
+  /** The job's destination, or why it cannot be delivered (REFERENCE §1a). */
+  const destinationOf = (job: ClaimedJob, source: StoredSource): Destination | string => {
+    const destination = source.destinations.find((candidate) => candidate.id === job.destinationId)
+    if (destination === undefined) {
+      return job.destinationId === webhooksDestinationId
+        ? "the source has no webhook destination"
+        : "the destination was deleted"
+    }
+    return destination.enabled ? destination : "the webhook destination is disabled"
+  }
+
+  const admit = (job: ClaimedJob, source: StoredSource | string | undefined): void => {
     const entry = leases.hold(job)
     // A source that could not be read: the job stays leased and is claimed again when the lease lapses.
-    if (webhooks === undefined) return leases.release(entry)
-    if (typeof webhooks === "string") return runs.deadLetter(entry, webhooks)
-    runs.admit(entry, webhooks)
+    if (source === undefined) return leases.release(entry)
+    const destination = typeof source === "string" ? source : destinationOf(job, source)
+    if (typeof destination === "string") return runs.deadLetter(entry, destination)
+    runs.admit(entry, destination)
   }
 
   // Expired leases (a stopped process's jobs) are looked for at most this often, not on every claim: the query
@@ -124,7 +141,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
       if (exclusionKey !== undefined) {
         emptyExclusion = claimed.length === 0 ? { key: exclusionKey, until: now + idlePollMillis } : undefined
       }
-      const webhooks = claimed.length === 0 ? undefined : yield* settingsOf(claimed)
+      const claimedSources = claimed.length === 0 ? undefined : yield* sourcesOf(claimed)
       // One claim can bring more of a source than its mailbox holds: the excess goes straight back.
       const overflow: Array<string> = []
       for (const job of claimed) {
@@ -133,7 +150,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
         // another process deliver it while ours still does.
         if (held.has(job.id)) continue
         if (!mailboxes.tryAdd(job.sourceId)) overflow.push(job.id)
-        else admit(job, webhooks?.get(job.sourceId))
+        else admit(job, claimedSources?.get(job.sourceId))
       }
       if (overflow.length > 0) yield* leases.giveBack(overflow, "overflowing jobs")
       if (claimed.length < limit || overflow.length > 0) yield* signal.wait(settings.idlePoll)

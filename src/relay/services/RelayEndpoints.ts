@@ -5,7 +5,10 @@ import type { StoreError } from "../../store/StoreError.js"
 import type { EndpointHealth, RecoveryRequest, RecoveryResult } from "../RelayEndpoints.js"
 
 export interface RelayEndpointsShape {
-  /** The health of each URL of a source: state, failures, last success and failure, last hour and day. */
+  /**
+   * The health of each URL of a source's destinations: state, failures, last success and failure, last hour and day.
+   * Circuits, rate limits, statistics and disabling are still by URL: destinations sharing a URL share them.
+   */
   readonly endpointHealth: (
     sourceId: string
   ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | StoreError>

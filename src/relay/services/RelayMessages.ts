@@ -12,7 +12,7 @@ export interface RelayMessagesShape {
     readonly limit: number
     readonly before?: number | undefined
   }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
-  /** Puts a dead letter back in the outbox with a fresh 4 h window; `false` when the job is not dead. */
+  /** Puts a dead letter back in the outbox with a fresh retry window; `false` when the job is not dead. */
   readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
   readonly backlog: Effect.Effect<Backlog, StoreError>
   /**

@@ -2,7 +2,7 @@ import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Effect } from "effect"
 import type { EnqueueEntry, EnqueueOptions, EnqueueResult } from "../Model.js"
 import { dedupeWindowMs } from "../Model.js"
-import { firstOfEachMessageId, usageOnShardConflict, utcDay } from "../Rows.js"
+import { destinationsOf, firstOfEachMessageId, usageOnShardConflict, utcDay } from "../Rows.js"
 import { fail, type StoreKit, untraced } from "../StoreKit.js"
 import type { UsageWriter } from "../Usage.js"
 
@@ -27,14 +27,31 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
    * PostgreSQL: a request's dedupe, jobs and usage as one statement (data-modifying CTEs, atomic on their own), one
    * round trip instead of five (BEGIN, seen ids, jobs, usage, COMMIT). Between those, the transaction waited for the
    * event loop to send its next statement while holding its locks ("idle in transaction" under load).
-   * Job ids are drawn for every entry with a body, used by those accepted (gaps are harmless; ids stay unique and in
-   * time order). Seen rows are inserted in message-id order: concurrent requests lock them in one order.
+   * Job ids are drawn for every destination of every entry with a body, used by those accepted (gaps are harmless; ids
+   * stay unique and in time order); `fanout` pairs each with its message and destination, and, for a message with
+   * several jobs, the id its body is stored under once (`message_bodies`). Seen rows are inserted in message-id
+   * order: concurrent requests lock them in one order.
    */
   return Effect.fnUntraced(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       const inputs = Array.from(unique.values())
-      const ids = newJobIds(now, inputs.length)
+      const fanout: Array<string> = []
+      const fanoutDestinations: Array<string> = []
+      // Per job: its message's first job id when the message has several (its body is stored once), else null.
+      const fanoutBodyIds: Array<number | null> = []
+      for (const entry of inputs) {
+        if (entry.body === undefined) continue
+        const destinations = destinationsOf(entry)
+        const first = fanout.length
+        for (const destinationId of destinations) {
+          fanout.push(entry.messageId)
+          fanoutDestinations.push(destinationId)
+          fanoutBodyIds.push(destinations.length > 1 ? first : null)
+        }
+      }
+      const ids = newJobIds(now, fanout.length)
+      const bodyIds = yield* typedArray(fanoutBodyIds.map((at) => at === null ? null : ids[at]!), PgTypes.OID.text)
       const userIds = yield* typedArray(inputs.map((entry) => entry.userId ?? null), PgTypes.OID.text)
       const bodies = yield* typedArray(inputs.map((entry) => entry.body ?? null), PgTypes.OID.bytea)
       const types = yield* typedArray(inputs.map((entry) => entry.type ?? null), PgTypes.OID.text)
@@ -42,11 +59,15 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
       const rows = yield* sql<{ message_id: string }>`
         WITH input AS (
           SELECT * FROM unnest(
-            ${ids}::text[], ${inputs.map((entry) => entry.messageId)}::text[],
+            ${inputs.map((entry) => entry.messageId)}::text[],
             ${userIds}::text[], ${bodies}::bytea[], ${types}::text[], ${events}::text[],
             ${inputs.map((entry) => entry.filtered === true)}::boolean[],
             ${inputs.map((entry) => entry.body !== undefined)}::boolean[]
-          ) AS t(id, message_id, user_id, body, message_type, event, filtered, has_body)
+          ) AS t(message_id, user_id, body, message_type, event, filtered, has_body)
+        ),
+        fanout AS (
+          SELECT * FROM unnest(${ids}::text[], ${fanout}::text[], ${fanoutDestinations}::text[], ${bodyIds}::text[])
+            AS f(id, message_id, destination_id, body_id)
         ),
         seen AS (
           INSERT INTO seen_messages (source_id, message_id, seen_at)
@@ -57,11 +78,16 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
         ),
         accepted AS (SELECT input.* FROM input JOIN seen USING (message_id)),
         created AS (
-          INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at,
-            message_type, event, trace_parent)
-          SELECT id, ${sourceId}, message_id, user_id, 'message', body, 'pending', ${now}, ${now}, message_type, event,
-            ${options?.traceparent ?? null}::text
-          FROM accepted WHERE has_body
+          INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status,
+            created_at, next_due_at, message_type, event, trace_parent)
+          SELECT fanout.id, ${sourceId}, fanout.destination_id, message_id, user_id, 'message',
+            CASE WHEN fanout.body_id IS NULL THEN body ELSE ''::bytea END, fanout.body_id, 'pending', ${now}, ${now},
+            message_type, event, ${options?.traceparent ?? null}::text
+          FROM accepted JOIN fanout USING (message_id) WHERE has_body
+        ),
+        shared_bodies AS (
+          INSERT INTO message_bodies (id, body)
+          SELECT fanout.id, body FROM accepted JOIN fanout USING (message_id) WHERE fanout.id = fanout.body_id
         ),
         usage AS (
           INSERT INTO usage_daily (source_id, day, shard, api_calls, messages, filtered)
@@ -72,9 +98,9 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
         SELECT message_id FROM seen`
       const accepted = new Set(rows.map((row) => row.message_id))
       const jobIds: Array<string> = []
-      inputs.forEach((entry, i) => {
-        if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-        else if (entry.body !== undefined) jobIds.push(ids[i]!)
+      for (const entry of inputs) if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
+      fanout.forEach((messageId, i) => {
+        if (accepted.has(messageId)) jobIds.push(ids[i]!)
       })
       return enqueueResult(accepted, jobIds, duplicateMessageIds)
     },

@@ -27,6 +27,7 @@ type WireRow = [
   endpointState: string | null,
   leaseExpiresAt: number,
   bodyLength: number,
+  destinationId: string,
   traceparent?: string
 ]
 
@@ -57,6 +58,7 @@ export const decodeClaim = (wire: ClaimWire): Array<ClaimedJob> => {
     const job: Types.Mutable<ClaimedJob> = {
       id: row[0],
       sourceId: row[1],
+      destinationId: row[12],
       messageId: row[2],
       userId: row[3],
       kind: row[4] as JobKind,
@@ -68,7 +70,7 @@ export const decodeClaim = (wire: ClaimWire): Array<ClaimedJob> => {
       endpointState: row[9] === null ? null : JSON.parse(row[9]),
       leaseExpiresAt: row[10]
     }
-    if (row.length > 12) job.traceparent = row[12]!
+    if (row.length > 13) job.traceparent = row[13]!
     jobs[i] = job
     start = end
   }

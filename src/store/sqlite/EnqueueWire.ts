@@ -1,4 +1,5 @@
 import type { EnqueueEntry } from "../Model.js"
+import { isWebhooksOnly } from "../Rows.js"
 import type { EnqueueRequest } from "./SqliteRequests.js"
 
 /**
@@ -12,13 +13,13 @@ export interface EnqueueWire {
   readonly options: EnqueueRequest["options"]
   /** How many entries `fields` holds. */
   readonly rows: number
-  /** Per entry: message id, user id, type, event, filtered, and where its body ends in `bodies` (or `noBody`,
-   * `notBytes`). */
+  /** Per entry: message id, user id, type, event, filtered, where its body ends in `bodies` (or `noBody`,
+   * `notBytes`), and its destinations (null: the destination `webhooks` alone). */
   readonly fields: string
   readonly bodies: Uint8Array<ArrayBuffer>
 }
 
-type WireEntry = [string, string | null, string | null, string | null, boolean, number]
+type WireEntry = [string, string | null, string | null, string | null, boolean, number, ReadonlyArray<string> | null]
 
 const noBody = -1
 /**
@@ -48,7 +49,9 @@ export const encodeEnqueue = (request: EnqueueRequest): EnqueueWire => {
       entry.type ?? null,
       entry.event ?? null,
       entry.filtered === true,
-      bodyEnd
+      bodyEnd,
+      // The common case, the destination `webhooks` alone, crosses as its default.
+      entry.destinationIds === undefined || isWebhooksOnly(entry.destinationIds) ? null : entry.destinationIds
     ]
   }
   return {
@@ -67,7 +70,7 @@ export const decodeEnqueue = (wire: EnqueueWire): EnqueueRequest => {
   const entries = new Array<EnqueueEntry>(rows.length)
   let start = 0
   for (let i = 0; i < rows.length; i++) {
-    const [messageId, userId, type, event, filtered, bodyEnd] = rows[i]!
+    const [messageId, userId, type, event, filtered, bodyEnd, destinationIds] = rows[i]!
     let body: Uint8Array | undefined = undefined
     if (bodyEnd >= 0) {
       body = wire.bodies.subarray(start, bodyEnd)
@@ -81,7 +84,8 @@ export const decodeEnqueue = (wire: EnqueueWire): EnqueueRequest => {
       type: type ?? undefined,
       event: event ?? undefined,
       filtered,
-      body
+      body,
+      ...(destinationIds !== null && { destinationIds })
     }
   }
   return { sourceId: wire.sourceId, now: wire.now, options: wire.options, entries }

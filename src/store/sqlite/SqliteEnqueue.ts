@@ -1,6 +1,14 @@
 import { dedupeWindowMs } from "../Model.js"
 import type { EnqueueResult } from "../Model.js"
-import { firstOfEachMessageId, type makeJobIds, sortOutSeen, usageOnConflict, utcDay } from "../Rows.js"
+import {
+  destinationsOf,
+  firstOfEachMessageId,
+  jobCount,
+  type makeJobIds,
+  sortOutSeen,
+  usageOnConflict,
+  utcDay
+} from "../Rows.js"
 import type { RecentMessageIds } from "./RecentMessageIds.js"
 import type { Database } from "./SqliteDriver.js"
 import type { EnqueueRequest } from "./SqliteRequests.js"
@@ -75,6 +83,9 @@ const prepareDedupe = (db: Database, recent: RecentMessageIds) => {
   return { dedupe, forget: () => seenEdge.clear() }
 }
 
+/** The `body` of a job whose message's body is in `message_bodies`. */
+const noBody = new Uint8Array(0)
+
 /** Prepares ingest's transaction on `db`: dedupe, job rows, their index by message id (or the log), the usage count. */
 export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJobIds>, recent: RecentMessageIds) => {
   const { dedupe, forget } = prepareDedupe(db, recent)
@@ -86,9 +97,10 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
   const logRow = db.prepare(`
     INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, ?, ?)`)
   const job = db.prepare(`
-    INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at, message_type, event,
-      trace_parent)
-    VALUES (?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?, ?)`)
+    INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status, created_at,
+      next_due_at, message_type, event, trace_parent)
+    VALUES (?, ?, ?, ?, ?, 'message', ?, ?, 'pending', ?, ?, ?, ?, ?)`)
+  const messageBody = db.prepare(`INSERT INTO message_bodies (id, body) VALUES (?, ?)`)
   const usage = db.prepare(`
     INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
@@ -98,42 +110,57 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
       ? dedupe(sourceId, Array.from(unique.keys()), now)
       : { accepted: new Set<string>(), logged: new Set<string>() }
     const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
-    const jobIds = newJobIds(now, withBody.length)
+    const jobIds = newJobIds(now, jobCount(withBody))
     const traceparent = options?.traceparent ?? null
-    for (let i = 0; i < withBody.length; i++) {
-      const entry = withBody[i]!
-      job.run(
-        jobIds[i]!,
-        sourceId,
-        entry.messageId,
-        entry.userId ?? null,
-        entry.body,
-        now,
-        now,
-        entry.type ?? null,
-        entry.event ?? null,
-        traceparent
-      )
+    // One job per destination of each message, in id order; the body of a message with several stored once.
+    const byMessageId: Array<[messageId: string, jobId: string]> = []
+    for (const entry of withBody) {
+      const destinations = destinationsOf(entry)
+      const bodyId = destinations.length > 1 ? jobIds[byMessageId.length]! : null
+      if (bodyId !== null) messageBody.run(bodyId, entry.body)
+      for (const destinationId of destinations) {
+        const jobId = jobIds[byMessageId.length]!
+        job.run(
+          jobId,
+          sourceId,
+          destinationId,
+          entry.messageId,
+          entry.userId ?? null,
+          bodyId === null ? entry.body : noBody,
+          bodyId,
+          now,
+          now,
+          entry.type ?? null,
+          entry.event ?? null,
+          traceparent
+        )
+        byMessageId.push([entry.messageId, jobId])
+      }
     }
-    // The job of each message id where the log keeps it (not at the edge of `message_jobs`); in id order, as dedupe.
-    const loggedJob = new Map<string, string>()
+    // The jobs of each message id where the log keeps them (not at the edge of `message_jobs`); in id order, as dedupe.
+    // A message's later jobs follow its first at the edge: the same message id, greater job ids.
+    const loggedJobs = new Map<string, Array<string>>()
     const edgeJobs: Array<[messageId: string, jobId: string]> = []
     jobsEdge ??= (greatestIndexed.get() as string | null) ?? null
-    const byMessageId = withBody.map((entry, i) => [entry.messageId, jobIds[i]!] as [string, string])
+    let edgeMessageId: string | undefined
     for (const [messageId, jobId] of byMessageId.sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)) {
-      if (jobsEdge === null || messageId > jobsEdge) {
+      if (jobsEdge === null || messageId > jobsEdge || messageId === edgeMessageId) {
         edgeJobs.push([messageId, jobId])
-        jobsEdge = messageId
+        jobsEdge = edgeMessageId = messageId
       } else {
-        loggedJob.set(messageId, jobId)
+        const jobs = loggedJobs.get(messageId)
+        if (jobs === undefined) loggedJobs.set(messageId, [jobId])
+        else jobs.push(jobId)
       }
     }
     if (edgeJobs.length > 0) jobsAtEdge.run(sourceId, JSON.stringify(edgeJobs))
-    if (logged.size > 0 || loggedJob.size > 0) {
+    if (logged.size > 0 || loggedJobs.size > 0) {
       for (const messageId of accepted) {
-        const jobId = loggedJob.get(messageId) ?? null
+        const jobs = loggedJobs.get(messageId)
         const counted = logged.has(messageId)
-        if (counted || jobId !== null) logRow.run(sourceId, messageId, now, jobId, counted ? 1 : 0)
+        if (counted || jobs !== undefined) logRow.run(sourceId, messageId, now, jobs?.[0] ?? null, counted ? 1 : 0)
+        // The message's other jobs: for the look-up only (its dedupe is counted once).
+        for (let i = 1; i < (jobs?.length ?? 0); i++) logRow.run(sourceId, messageId, now, jobs![i]!, 0)
       }
     }
     usage.run(sourceId, utcDay(now), options?.countApiCall === false ? 0 : 1, accepted.size, filtered, 0, 0, 0, 0)

@@ -1,0 +1,77 @@
+import { assert, describe } from "@effect/vitest"
+import { Effect } from "effect"
+import { DeadLetters } from "../../src/store/DeadLetters.js"
+import { MessageLog } from "../../src/store/MessageLog.js"
+import { Outbox } from "../../src/store/Outbox.js"
+import { Purge } from "../../src/store/Purge.js"
+import { entry, type FreshStore, second, storeTest, T0, text } from "./storeFixtures.js"
+
+/** The store's behaviour: a message with a job per destination (REFERENCE §1a; see `storeSuite`). */
+export const fanOutSuite = (fresh: FreshStore) => {
+  const test = storeTest(fresh)
+  const fanOut = (messageId: string, destinationIds: ReadonlyArray<string>) => ({ ...entry(messageId), destinationIds })
+
+  describe("fan-out", () => {
+    test(
+      "a message makes one job per destination, deduped once per source",
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const log = yield* MessageLog
+        // `z1` first: on SQLite, `a1` then lands below the index's greatest id and goes through the message id log.
+        const first = yield* outbox.enqueue("web", [fanOut("z1", ["webhooks", "crm"])], T0)
+        assert.strictEqual(first.jobsCreated, 2)
+        const result = yield* outbox.enqueue("web", [
+          fanOut("a1", ["webhooks", "crm", "warehouse"]),
+          entry("a2"),
+          fanOut("a3", ["crm"])
+        ], T0 + 1)
+        assert.deepStrictEqual({ accepted: result.accepted, jobs: result.jobsCreated }, { accepted: 3, jobs: 5 })
+        assert.strictEqual(new Set(result.jobIds).size, 5)
+
+        const again = yield* outbox.enqueue("web", [fanOut("a1", ["webhooks", "crm", "warehouse"])], T0 + 2)
+        assert.deepStrictEqual({ duplicates: again.duplicates, jobs: again.jobsCreated }, { duplicates: 1, jobs: 0 })
+
+        const jobs = yield* outbox.claimDue("w", T0 + 2, 100, second)
+        const routed = jobs.map((job) => `${job.messageId}>${job.destinationId}`).sort()
+        assert.deepStrictEqual(routed, [
+          "a1>crm",
+          "a1>warehouse",
+          "a1>webhooks",
+          "a2>webhooks",
+          "a3>crm",
+          "z1>crm",
+          "z1>webhooks"
+        ])
+        // Every job of a message carries its exact bytes, whether stored with the job or once for the message.
+        for (const job of jobs) assert.strictEqual(text(job.body), text(entry(job.messageId).body!))
+
+        for (const [messageId, expected] of [["a1", ["crm", "warehouse", "webhooks"]], ["z1", ["crm", "webhooks"]]]) {
+          const found = yield* log.jobsForMessage(messageId as string)
+          assert.deepStrictEqual(found.map((job) => job.destinationId).sort(), expected)
+        }
+      })
+    )
+
+    test(
+      "the shared body outlives its delivered siblings: a dead letter replayed after they were purged still has it",
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        yield* outbox.enqueue("web", [fanOut("m1", ["webhooks", "crm", "warehouse"])], T0)
+        const jobs = yield* outbox.claimDue("w", T0, 10, 60 * second)
+        const byDestination = new Map(jobs.map((job) => [job.destinationId, job.id]))
+        yield* outbox.completeMany("w", [
+          { _tag: "Delivered", jobId: byDestination.get("webhooks")!, at: T0 + second },
+          { _tag: "Delivered", jobId: byDestination.get("crm")!, at: T0 + second },
+          { _tag: "Dead", jobId: byDestination.get("warehouse")!, at: T0 + second, lastError: "HTTP 400" }
+        ])
+        assert.strictEqual(yield* (yield* Purge).purgeDelivered(T0 + 2 * second), 2)
+        assert.isTrue(yield* (yield* DeadLetters).replayDeadLetter(byDestination.get("warehouse")!, T0 + 3 * second))
+        const [replayed] = yield* outbox.claimDue("w", T0 + 3 * second, 10, 60 * second)
+        assert.deepStrictEqual(
+          { id: replayed?.id, destinationId: replayed?.destinationId, body: text(replayed!.body) },
+          { id: byDestination.get("warehouse"), destinationId: "warehouse", body: text(entry("m1").body!) }
+        )
+      })
+    )
+  })
+}
