@@ -31,6 +31,8 @@ export {
   Relay,
   /** Deletion requests (`deleteUser`, `getDeletion`), audience and computed-trait syncs (`syncAudience`, `syncComputedTrait`). */
   RelayAudiences,
+  /** A source's destinations one at a time: list, put, delete (pending jobs dead-lettered), rotate a secret. */
+  RelayDestinations,
   /** Endpoint URLs: health, enabling and disabling, bulk replay and purge of their dead letters. */
   RelayEndpoints,
   /** Message and dead-letter look-ups, a dead letter's replay, the backlog and usage counters. */
@@ -51,6 +53,8 @@ export type {
   RecoveryResult,
   /** The operations of the `RelayAudiences` service. */
   RelayAudiencesShape,
+  /** The operations of the `RelayDestinations` service. */
+  RelayDestinationsShape,
   /** The operations of the `RelayEndpoints` service. */
   RelayEndpointsShape,
   /** The operations of the `RelayMessages` service. */
@@ -63,6 +67,8 @@ export type {
   RelaySourcesShape,
   /** What `RelaySources.rotateSecret` made: the new `whsec_` secret (in full, once) and the source as saved. */
   RotatedSecret,
+  /** A destination as `RelayDestinations.putDestination` saved it: created or replaced, and any secret it generated. */
+  SavedDestination,
   /** A source as `RelaySources.putSource` saved it, with the Standard Webhooks secret it generated, if any. */
   SavedSource
 } from "./relay/Relay.js"
@@ -121,6 +127,10 @@ export type {
   DeliveryOutcome
 } from "./delivery/Outcomes.js"
 
+export {
+  /** The source has no destination with this id (HTTP 404); a dead letter of a deleted destination is not replayed. */
+  UnknownDestination
+} from "./domain/DestinationErrors.js"
 export {
   /** Some message of a request is invalid (HTTP 400); each issue names the field and, in a batch, the index. */
   InvalidMessages,

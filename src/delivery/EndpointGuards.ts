@@ -1,5 +1,6 @@
 import { Clock, Context, Duration, Effect, Latch, Layer, Option } from "effect"
 import type { Scope } from "effect"
+import { type EndpointKey, endpointKeyString, type EndpointSelector, selects } from "../domain/EndpointKey.js"
 import type { Endpoint } from "../domain/Settings.js"
 import { setEndpointGauges } from "../metrics/EndpointGauges.js"
 import { Endpoints } from "../store/Endpoints.js"
@@ -12,26 +13,32 @@ import type { GuardEvent, GuardSnapshot } from "./EndpointGuard.js"
  * Must not block: it is called from the events' own fiber, never from a delivery.
  */
 export class GuardEventSink extends Context.Service<GuardEventSink, {
-  readonly publish: (event: GuardEvent & { readonly sourceIds: ReadonlyArray<string> }) => Effect.Effect<void>
+  readonly publish: (
+    event: GuardEvent & { readonly sourceIds: ReadonlyArray<string>; readonly destinationId?: string }
+  ) => Effect.Effect<void>
 }>()("hookrelay/delivery/GuardEventSink") {}
 
 export interface EndpointGuardsShape {
-  /** The URL's guard (made on first use); the dispatcher's endpoint actors hold it. */
-  readonly guardFor: (url: string) => EndpointGuard
-  /** A source's endpoints as its settings say now: their circuit and rate-limit settings, which source uses them. */
-  readonly configure: (sourceId: string, endpoints: ReadonlyArray<Endpoint>) => void
-  /** The URL's health in this process, or undefined when no job went to it since the start. */
-  readonly snapshot: (url: string) => GuardSnapshot | undefined
+  /** The endpoint's guard (made on first use); the dispatcher's endpoint actors hold it. */
+  readonly guardFor: (endpoint: EndpointKey) => EndpointGuard
+  /** A source's endpoints as its settings say now (in the source's order): their circuit and rate-limit settings. */
+  readonly configure: (
+    sourceId: string,
+    endpoints: ReadonlyArray<{ readonly destinationId: string; readonly endpoint: Endpoint }>
+  ) => void
+  /** The endpoint's health in this process, or undefined when no job went to it since the start. */
+  readonly snapshot: (endpoint: EndpointKey) => GuardSnapshot | undefined
   /** Disabled by an operator (persisted, shared by every process). */
-  readonly disable: (url: string, reason: string) => Effect.Effect<void, StoreError>
-  /** Enabled again: its health starts afresh. `false` when it was not disabled. */
-  readonly enable: (url: string) => Effect.Effect<boolean, StoreError>
+  readonly disable: (endpoint: EndpointKey, reason: string) => Effect.Effect<void, StoreError>
+  /** Every endpoint the selector takes enabled again, its health afresh; the ones that were disabled. */
+  readonly enable: (selector: EndpointSelector) => Effect.Effect<ReadonlyArray<EndpointKey>, StoreError>
 }
 
 /**
- * The guards of every URL this process delivers to: circuit breakers and rate limits are per process (each process
- * of a PostgreSQL deployment keeps its own), disabled URLs are in the store, read again every `refresh` so that a URL
- * disabled or enabled elsewhere is seen here. Events are logged at warn and handed to the `GuardEventSink`.
+ * The guards of every endpoint (source, destination, URL: REFERENCE §7b) this process delivers to: circuit breakers
+ * and rate limits are per process (each process of a PostgreSQL deployment keeps its own), disabled endpoints are in
+ * the store, read again every `refresh` so that one disabled or enabled elsewhere is seen here. Events are logged at
+ * warn and handed to the `GuardEventSink`.
  */
 export class EndpointGuards extends Context.Service<EndpointGuards, EndpointGuardsShape>()(
   "hookrelay/delivery/EndpointGuards"
@@ -43,56 +50,57 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
   const endpoints = yield* Endpoints
   const clock = yield* Clock.Clock
   const sink = yield* Effect.serviceOption(GuardEventSink)
-  const guards = new Map<string, EndpointGuard>()
-  const sources = new Map<string, Set<string>>()
-  // Each source's URLs in settings order: the gauges' labels.
-  const urlsOf = new Map<string, ReadonlyArray<string>>()
-  let events: Array<GuardEvent> = []
+  const guards = new Map<string, { readonly key: EndpointKey; readonly guard: EndpointGuard }>()
+  // Each source's endpoints in settings order: the gauges' labels.
+  const keysOf = new Map<string, ReadonlyArray<string>>()
+  let events: Array<{ readonly key: EndpointKey; readonly event: GuardEvent }> = []
   // Disabled here and not yet written: a refresh must not enable them again.
   const unwritten = new Set<string>()
   const eventsWaiting = yield* Latch.make(false)
   let disabled = new Set<string>()
 
-  const emit = (event: GuardEvent): void => {
-    if (event.type === "endpoint.disabled") unwritten.add(event.url)
-    events.push(event)
+  const emit = (key: EndpointKey) => (event: GuardEvent): void => {
+    if (event.type === "endpoint.disabled") unwritten.add(endpointKeyString(key))
+    events.push({ key, event })
     eventsWaiting.openUnsafe()
   }
 
-  const guardFor = (url: string): EndpointGuard => {
-    let guard = guards.get(url)
-    if (guard === undefined) {
-      guard = new EndpointGuard(url, clock, emit)
-      if (disabled.has(url)) guard.markDisabled()
-      guards.set(url, guard)
+  const guardFor = (key: EndpointKey): EndpointGuard => {
+    const id = endpointKeyString(key)
+    let entry = guards.get(id)
+    if (entry === undefined) {
+      entry = { key, guard: new EndpointGuard(key.url, clock, emit(key)) }
+      if (disabled.has(id)) entry.guard.markDisabled()
+      guards.set(id, entry)
     }
-    return guard
+    return entry.guard
   }
 
-  const configure = (sourceId: string, endpoints: ReadonlyArray<Endpoint>): void => {
-    urlsOf.set(sourceId, endpoints.map((endpoint) => endpoint.url))
-    for (const endpoint of endpoints) {
-      guardFor(endpoint.url).configure(endpoint)
-      let users = sources.get(endpoint.url)
-      if (users === undefined) sources.set(endpoint.url, users = new Set())
-      users.add(sourceId)
+  const configure: EndpointGuardsShape["configure"] = (sourceId, list) => {
+    keysOf.set(
+      sourceId,
+      list.map(({ destinationId, endpoint }) => endpointKeyString({ sourceId, destinationId, url: endpoint.url }))
+    )
+    for (const { destinationId, endpoint } of list) {
+      guardFor({ sourceId, destinationId, url: endpoint.url }).configure(endpoint)
     }
   }
 
-  const publish = (event: GuardEvent) =>
+  const publish = ({ event, key }: { readonly key: EndpointKey; readonly event: GuardEvent }) =>
     Effect.gen(function*() {
-      const sourceIds = [...sources.get(event.url) ?? []]
       yield* Effect.logWarning(`${event.type}: ${event.reason}`).pipe(
-        Effect.annotateLogs({ url: event.url, sourceIds: sourceIds.join(",") })
+        Effect.annotateLogs({ url: event.url, sourceId: key.sourceId, destinationId: key.destinationId })
       )
       if (event.type === "endpoint.disabled") {
-        yield* endpoints.disableEndpoint(event.url, event.at, event.reason).pipe(
+        yield* endpoints.disableEndpoint(key, event.at, event.reason).pipe(
           Effect.catch((error) => Effect.logError("could not record a disabled endpoint", error))
         )
-        unwritten.delete(event.url)
-        disabled.add(event.url)
+        unwritten.delete(endpointKeyString(key))
+        disabled.add(endpointKeyString(key))
       }
-      if (Option.isSome(sink)) yield* sink.value.publish({ ...event, sourceIds })
+      if (Option.isSome(sink)) {
+        yield* sink.value.publish({ ...event, sourceIds: [key.sourceId], destinationId: key.destinationId })
+      }
     })
 
   const drain = Effect.forever(Effect.gen(function*() {
@@ -103,17 +111,17 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
     for (const event of batch) yield* publish(event)
   }))
 
-  // Also sets the gauges, from memory: no query per URL.
+  // Also sets the gauges, from memory: no query per endpoint.
   const refresh = Effect.gen(function*() {
     const rows = yield* endpoints.disabledEndpoints()
-    disabled = new Set(rows.map((row) => row.url))
-    for (const [url, guard] of guards) {
-      if (disabled.has(url)) guard.markDisabled()
-      else if (guard.state === "disabled" && !unwritten.has(url)) guard.enable()
+    disabled = new Set(rows.map(endpointKeyString))
+    for (const [id, { guard }] of guards) {
+      if (disabled.has(id)) guard.markDisabled()
+      else if (guard.state === "disabled" && !unwritten.has(id)) guard.enable()
     }
-    for (const [sourceId, urls] of urlsOf) {
-      urls.forEach((url, index) => {
-        const guard = guards.get(url)
+    for (const [sourceId, ids] of keysOf) {
+      ids.forEach((id, index) => {
+        const guard = guards.get(id)?.guard
         if (guard !== undefined) setEndpointGauges(sourceId, index, guard.state, guard.consecutiveFailures)
       })
     }
@@ -127,24 +135,28 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
   return {
     guardFor,
     configure,
-    snapshot: (url) => guards.get(url)?.snapshot(),
-    disable: (url, reason) =>
+    snapshot: (key) => guards.get(endpointKeyString(key))?.guard.snapshot(),
+    disable: (key, reason) =>
       Effect.suspend(() => {
         const now = clock.currentTimeMillisUnsafe()
         return Effect.andThen(
-          endpoints.disableEndpoint(url, now, reason),
+          endpoints.disableEndpoint(key, now, reason),
           Effect.sync(() => {
-            disabled.add(url)
-            guardFor(url).markDisabled()
+            disabled.add(endpointKeyString(key))
+            guardFor(key).markDisabled()
           })
         )
       }),
-    enable: (url) =>
-      Effect.tap(endpoints.enableEndpoint(url), () =>
+    enable: (selector) =>
+      Effect.tap(endpoints.enableEndpoints(selector), () =>
         Effect.sync(() => {
-          disabled.delete(url)
-          unwritten.delete(url)
-          guards.get(url)?.enable()
+          // Every guard the selector takes starts afresh, whether or not the store had it disabled (`unwritten`).
+          for (const [id, { guard, key }] of guards) {
+            if (!selects(selector, key)) continue
+            disabled.delete(id)
+            unwritten.delete(id)
+            guard.enable()
+          }
         }))
   }
 })

@@ -2,6 +2,7 @@ import { type Duration, Effect, Layer, type Option, type Redacted, Result, Schem
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import type { UnknownDestination } from "../domain/DestinationErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
@@ -10,8 +11,9 @@ import type { BlockedEndpoints } from "../network/EgressPolicy.js"
 import { defaultSearchLimit, defaultUsageDays, RelayMessages, RelaySources } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
 import { adminAuthentication, queryDecoding } from "./AdminAuth.js"
-import { adminBodyText, parseAdminJson, readAdminJson } from "./AdminBody.js"
+import { readAdminJson, readRotationBody } from "./AdminBody.js"
 import { AdminContract, openApiDocument } from "./AdminContract.js"
+import { destinationHandlers } from "./AdminDestinationRoutes.js"
 import { endpointHandlers } from "./AdminEndpointRoutes.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Sec from "./AdminSecretSchemas.js"
@@ -31,12 +33,20 @@ const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body
 /** An answer whose body is typed by the contract's schema for it (`AdminSchemas`). */
 const answer = <A>(body: A, status = 200) => json(body, status)
 
-type AdminFailure = UnknownSource | WriteKeyConflict | InvalidAdminRequest | BlockedEndpoints | StoreError
+type AdminFailure =
+  | UnknownSource
+  | UnknownDestination
+  | WriteKeyConflict
+  | InvalidAdminRequest
+  | BlockedEndpoints
+  | StoreError
 
 const failureResponse = (failure: AdminFailure): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   switch (failure._tag) {
     case "UnknownSource":
       return Effect.succeed(errorResponse(404, "not_found", "no such source"))
+    case "UnknownDestination":
+      return Effect.succeed(errorResponse(404, "not_found", failure.message))
     case "InvalidAdminRequest":
       return Effect.succeed(errorResponse(400, "invalid_request", failure.message, failure.errors))
     case "BlockedEndpoints":
@@ -77,19 +87,9 @@ const putSource = Effect.gen(function*() {
 const rotateSecret = Effect.gen(function*() {
   const relaySources = yield* RelaySources
   const sourceId = yield* param("sourceId")
-  const body = Result.flatMap(
-    yield* adminBodyText,
-    (text): Result.Result<unknown, HttpServerResponse.HttpServerResponse> =>
-      text.trim() === "" ? Result.succeed({}) : parseAdminJson(text)
-  )
+  const body = yield* readRotationBody
   if (Result.isFailure(body)) return body.failure
-  const input: unknown = body.success
-  if (typeof input !== "object" || input === null || Array.isArray(input)) {
-    return errorResponse(400, "invalid_request", "the body must be a JSON object", [
-      { path: "", message: "must be an object" }
-    ])
-  }
-  const rotated = yield* relaySources.rotateSecret(sourceId, (input as { keepOldFor?: Duration.Input }).keepOldFor)
+  const rotated = yield* relaySources.rotateSecret(sourceId, body.success.keepOldFor as Duration.Input | undefined)
   return answer<typeof Sec.RotatedSecretView.Type>(rotatedView(rotated))
 })
 
@@ -209,7 +209,14 @@ const deadLetterHandlers = HttpApiBuilder.group(AdminContract, "deadLetters", (h
       handled(Effect.gen(function*() {
         const relayMessages = yield* RelayMessages
         const jobId = yield* param("jobId")
-        const replayed = yield* relayMessages.replayDeadLetter(jobId)
+        const replayed = yield* relayMessages.replayDeadLetter(jobId).pipe(
+          // The job is there, but not its destination: a replay waits for one with its id (REFERENCE §1a).
+          Effect.catchTag("UnknownDestination", (gone) =>
+            Effect.succeed(errorResponse(409, "destination_deleted", `${gone.message}: the dead letter stays`)))
+        )
+        if (typeof replayed !== "boolean") {
+          return replayed
+        }
         return replayed
           ? answer<typeof S.Replayed.Type>({ success: true, jobId, status: "pending" }, 202)
           : errorResponse(404, "not_found", `job ${jobId} is not a dead letter`)
@@ -245,6 +252,7 @@ export const adminApi = (adminToken: Option.Option<Redacted.Redacted>) =>
       deadLetterHandlers,
       operations,
       endpointHandlers(handled),
+      destinationHandlers(handled),
       deletionHandlers,
       audienceHandlers
     ]),

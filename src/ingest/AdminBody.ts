@@ -41,3 +41,25 @@ export const parseAdminJson = (text: string): Result.Result<unknown, HttpServerR
 
 /** `adminBodyText`, then `parseAdminJson`. */
 export const readAdminJson = Effect.map(adminBodyText, Result.flatMap(parseAdminJson))
+
+/**
+ * The body of a secret rotation: `{ keepOldFor? }`, an empty body for the default, or the 413 or 400 answer instead.
+ * `keepOldFor` itself is checked by the Relay, which names it.
+ */
+export const readRotationBody: Effect.Effect<
+  Result.Result<{ readonly keepOldFor?: unknown }, HttpServerResponse.HttpServerResponse>,
+  never,
+  HttpServerRequest.HttpServerRequest
+> = Effect.map(adminBodyText, (text) =>
+  text.pipe(
+    Result.flatMap((body) => body.trim() === "" ? Result.succeed({}) : parseAdminJson(body)),
+    Result.flatMap((input) =>
+      typeof input === "object" && input !== null && !Array.isArray(input)
+        ? Result.succeed(input as { readonly keepOldFor?: unknown })
+        : Result.fail(
+          errorResponse(400, "invalid_request", "the body must be a JSON object", [
+            { path: "", message: "must be an object" }
+          ])
+        )
+    )
+  ))

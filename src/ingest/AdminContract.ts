@@ -8,6 +8,7 @@ import {
   HttpApiSecurity,
   OpenApi
 } from "effect/http-api"
+import { destinationsGroup } from "./AdminDestinationSchemas.js"
 import { endpointsGroup } from "./AdminEndpointSchemas.js"
 import * as S from "./AdminSchemas.js"
 import * as Sec from "./AdminSecretSchemas.js"
@@ -113,8 +114,8 @@ const deadLetters = HttpApiGroup.make("deadLetters")
     HttpApiEndpoint.post("replayDeadLetter", "/admin/dead-letters/:jobId/replay", {
       params: { jobId: Schema.String },
       success: S.Replayed,
-      error: errors(S.NotFound)
-    })
+      error: errors(S.NotFound, S.Conflict)
+    }).annotate(OpenApi.Description, "Replays a dead letter to its destination; 409 when the destination is gone.")
   )
 
 const operations = HttpApiGroup.make("operations")
@@ -161,12 +162,12 @@ const audiences = HttpApiGroup.make("audiences")
   )
 
 export const AdminContract = HttpApi.make("hookrelay-admin")
-  .add(sources, messages, deadLetters, operations, deletions, audiences, endpointsGroup)
+  .add(sources, destinationsGroup, messages, deadLetters, operations, deletions, audiences, endpointsGroup)
   .middleware(AdminAuthentication)
   .annotate(OpenApi.Title, "hookrelay admin API")
   .annotate(
     OpenApi.Description,
-    "Sources, messages, dead letters, deletions and audiences of a hookrelay server. " +
+    "Sources and their destinations, messages, dead letters, deletions and audiences of a hookrelay server. " +
       "Every route needs `Authorization: Bearer <HOOKRELAY_ADMIN_TOKEN>`."
   )
 

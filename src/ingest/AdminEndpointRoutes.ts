@@ -2,6 +2,7 @@ import { Effect, Result } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import type { UnknownDestination } from "../domain/DestinationErrors.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import { decodeWithIssues } from "../domain/Issues.js"
 import type { EndpointHealth, StoreError } from "../relay/Relay.js"
@@ -11,7 +12,7 @@ import { AdminContract } from "./AdminContract.js"
 import * as E from "./AdminEndpointSchemas.js"
 import { errorResponse } from "./ErrorBody.js"
 
-type Failure = UnknownSource | InvalidAdminRequest | StoreError
+type Failure = UnknownSource | UnknownDestination | InvalidAdminRequest | StoreError
 type Handled = <R>(
   handler: Effect.Effect<HttpServerResponse.HttpServerResponse, Failure, R>
 ) => () => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
@@ -63,11 +64,19 @@ const change = (state: "enabled" | "disabled") =>
     const relayEndpoints = yield* RelayEndpoints
     const input = yield* body(decodeUrl)
     if (Result.isFailure(input)) return input.failure
-    const { url } = input.success
+    const { destinationId, sourceId, url } = input.success
+    const selector = { url, sourceId, destinationId }
     const changed = state === "enabled"
-      ? yield* relayEndpoints.enableEndpoint(url)
-      : yield* Effect.as(relayEndpoints.disableEndpoint(url, input.success.reason ?? "disabled by an operator"), true)
-    return HttpServerResponse.jsonUnsafe({ url, state, changed } satisfies typeof E.EndpointChanged.Type)
+      ? yield* relayEndpoints.enableEndpoint(selector)
+      : yield* relayEndpoints.disableEndpoint(selector, input.success.reason ?? "disabled by an operator")
+    return HttpServerResponse.jsonUnsafe(
+      {
+        url,
+        state,
+        changed: changed.length > 0,
+        endpoints: changed.map((key) => ({ sourceId: key.sourceId, destinationId: key.destinationId, url: key.url }))
+      } satisfies typeof E.EndpointChanged.Type
+    )
   })
 
 const listEndpoints = Effect.gen(function*() {
@@ -75,7 +84,10 @@ const listEndpoints = Effect.gen(function*() {
   const params = yield* HttpServerRequest.ParsedSearchParams
   const sourceId = typeof params.sourceId === "string" ? params.sourceId : ""
   if (sourceId === "") return invalid([{ path: "sourceId", message: "is required" }])
-  const endpoints = yield* relayEndpoints.endpointHealth(sourceId)
+  const destinationId = typeof params.destinationId === "string" && params.destinationId !== ""
+    ? params.destinationId
+    : undefined
+  const endpoints = yield* relayEndpoints.endpointHealth(sourceId, destinationId)
   return HttpServerResponse.jsonUnsafe({ endpoints: endpoints.map(endpointView) } satisfies typeof E.EndpointList.Type)
 })
 

@@ -10,7 +10,7 @@ import {
   Timestamp
 } from "./AdminSchemas.js"
 
-/** Endpoint health, enabling and disabling URLs, and bulk recovery of dead letters: bodies and routes. */
+/** Endpoint health, enabling and disabling endpoints, and bulk recovery of dead letters: bodies and routes. */
 
 const Window = Schema.Struct({
   attempts: Schema.Number,
@@ -36,16 +36,27 @@ export const EndpointView = Schema.Struct({
 
 export const EndpointList = Schema.Struct({ endpoints: Schema.Array(EndpointView) })
 
+const NonEmpty = Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" }))
+
+/**
+ * The endpoint to enable or disable: (source, destination, URL). A URL alone (or with its source) takes every
+ * configured endpoint of that URL (of that source).
+ */
 export const EndpointUrl = Schema.Struct({
-  url: Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" })),
+  url: NonEmpty,
+  sourceId: Schema.optional(NonEmpty),
+  destinationId: Schema.optional(NonEmpty),
   reason: Schema.optional(Schema.String)
 })
+
+const EndpointKeyView = Schema.Struct({ sourceId: Schema.String, destinationId: Schema.String, url: Schema.String })
 
 export const EndpointChanged = Schema.Struct({
   url: Schema.String,
   state: Schema.Literals(["enabled", "disabled"]),
-  /** Enable: whether the URL was disabled before. */
-  changed: Schema.Boolean
+  /** Whether any endpoint changed: enable, one was disabled; disable, one was named. */
+  changed: Schema.Boolean,
+  endpoints: Schema.Array(EndpointKeyView).annotate({ description: "the endpoints enabled or disabled" })
 })
 
 const Time = Schema.Union([
@@ -84,14 +95,17 @@ const urlSwitch = <const Name extends string, const Action extends string>(
 export const endpointsGroup = HttpApiGroup.make("endpoints")
   .add(
     HttpApiEndpoint.get("listEndpoints", "/admin/endpoints", {
-      query: { sourceId: QueryValue.annotateKey({ messageMissingKey: "is required" }) },
+      query: {
+        sourceId: QueryValue.annotateKey({ messageMissingKey: "is required" }),
+        destinationId: Schema.optional(QueryValue.annotate({ description: "only this destination's endpoints" }))
+      },
       success: EndpointList,
       error: [InvalidRequest, NotFound, StoreUnavailable]
     })
       .middleware(QueryDecoding)
-      .annotate(OpenApi.Description, "The health of each URL of a source.")
+      .annotate(OpenApi.Description, "The health of each endpoint (source, destination, URL) of a source.")
   )
-  .add(urlSwitch("enableEndpoint", "enable", "Enables a disabled URL again; its health starts afresh."))
-  .add(urlSwitch("disableEndpoint", "disable", "Disables a URL: its jobs are dead-lettered until it is enabled."))
+  .add(urlSwitch("enableEndpoint", "enable", "Enables disabled endpoints again; their health starts afresh."))
+  .add(urlSwitch("disableEndpoint", "disable", "Disables endpoints: their jobs are dead-lettered until enabled."))
   .add(recovery("replayDeadLetters", "replay", "Replays"))
   .add(recovery("purgeDeadLetters", "purge", "Deletes"))

@@ -37,6 +37,7 @@ export const InvalidRequest = failure(400, "InvalidRequest", "a field or paramet
 ])
 export const Conflict = failure(409, "Conflict", "the request conflicts with the current state", [
   "write_key_conflict",
+  "destination_deleted",
   "sync_in_progress",
   "sync_interrupted",
   "property_taken"

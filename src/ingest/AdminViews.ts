@@ -46,12 +46,18 @@ const webhooksView = (settings: WebhookSettings) => ({
   ...signingView(settings)
 })
 
+/** One destination as the admin API shows it (REFERENCE §1a), its secrets masked. */
+export const destinationView = (destination: Destination): typeof Src.DestinationView.Type => ({
+  id: destination.id,
+  ...webhooksView(settingsOf(destination))
+})
+
 /** The destinations other than `webhooks` (REFERENCE §1a), shown beside the `webhooks` object; none: no key. */
 const otherDestinations = (destinations: ReadonlyArray<Destination>) => {
   const others = destinations.filter((destination) => destination.id !== webhooksDestinationId)
   return others.length === 0
     ? {}
-    : { destinations: others.map((destination) => ({ id: destination.id, ...webhooksView(settingsOf(destination)) })) }
+    : { destinations: others.map(destinationView) }
 }
 
 /**

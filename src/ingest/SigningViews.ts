@@ -1,4 +1,5 @@
-import type { WebhookSettings } from "../domain/Settings.js"
+import { destinationById } from "../domain/Destinations.js"
+import { webhooksDestinationId, type WebhookSettings } from "../domain/Settings.js"
 import { signingPublicKey } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
 import type { RotatedSecret } from "../relay/Relay.js"
@@ -29,9 +30,15 @@ export const signingView = (settings: WebhookSettings) => {
   }
 }
 
-export const rotatedView = (rotated: RotatedSecret): typeof Sec.RotatedSecretView.Type => ({
+/** A rotation's answer: the new secret in full, and the rotated destination's secrets (default `webhooks`) masked. */
+export const rotatedView = (
+  rotated: RotatedSecret,
+  destinationId: string = webhooksDestinationId
+): typeof Sec.RotatedSecretView.Type => ({
   secret: rotated.secret,
   id: rotated.id,
   createdAt: rotated.createdAt,
-  signingSecrets: (rotated.source.webhooks?.signingSecrets ?? []).map(signingSecretView)
+  signingSecrets: (destinationById(rotated.source.destinations, destinationId)?.signingSecrets ?? []).map(
+    signingSecretView
+  )
 })

@@ -8,12 +8,14 @@ import type { StoredSource } from "../store/Model.js"
 import type { StoreError } from "../store/StoreError.js"
 import type { StoreStatus } from "../store/StoreHealth.js"
 import type { RelayAudiences } from "./services/RelayAudiences.js"
+import type { RelayDestinations } from "./services/RelayDestinations.js"
 import type { RelayEndpoints } from "./services/RelayEndpoints.js"
 import type { RelayMessages } from "./services/RelayMessages.js"
 import type { RelaySources } from "./services/RelaySources.js"
 
 // The types of the library surface, for its adapters (the HTTP server) and its users: they reach the store's and
 // admission's types through Relay, not around it.
+export { destinationDeletedReason, UnknownDestination } from "../domain/DestinationErrors.js"
 export type { Overloaded } from "../overload/Overloaded.js"
 export type {
   JobSummary,
@@ -119,9 +121,16 @@ export interface RelayShape {
 export class Relay extends Context.Service<Relay, RelayShape>()("hookrelay/Relay") {}
 
 export { RelayAudiences, type RelayAudiencesShape } from "./services/RelayAudiences.js"
+export { RelayDestinations, type RelayDestinationsShape, type SavedDestination } from "./services/RelayDestinations.js"
 export { RelayEndpoints, type RelayEndpointsShape } from "./services/RelayEndpoints.js"
 export { RelayMessages, type RelayMessagesShape } from "./services/RelayMessages.js"
 export { RelaySources, type RelaySourcesShape } from "./services/RelaySources.js"
 
 /** Every service of the engine, as `layerEngine` (`layerSqlite`, `layerPg`) provides them. */
-export type RelayServices = Relay | RelaySources | RelayMessages | RelayEndpoints | RelayAudiences
+export type RelayServices =
+  | Relay
+  | RelaySources
+  | RelayDestinations
+  | RelayMessages
+  | RelayEndpoints
+  | RelayAudiences

@@ -1,5 +1,7 @@
 import { Clock, Duration, Effect, Option } from "effect"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import { UnknownDestination } from "../domain/DestinationErrors.js"
+import { destinationById } from "../domain/Destinations.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import type { FieldIssue } from "../domain/Issues.js"
 import type { SourceConfig } from "../domain/Settings.js"
@@ -136,13 +138,30 @@ export const makeQueries = (
   return { usage, searchMessages }
 }
 
-/** Puts a dead letter back in the outbox as a due job, and wakes the dispatcher when it did. */
-export const replayDeadLetter =
-  (deadLetters: DeadLettersShape, signal: OutboxSignalShape): RelayMessagesShape["replayDeadLetter"] => (jobId) =>
-    Clock.currentTimeMillis.pipe(
-      Effect.flatMap((now) => deadLetters.replayDeadLetter(jobId, now)),
-      Effect.tap((replayed) => (replayed ? signal.notify : Effect.void))
-    )
+/**
+ * Puts a dead letter back in the outbox as a due job, and wakes the dispatcher when it did. A dead letter whose
+ * destination the source no longer has is refused (REFERENCE §1a): it would only die again.
+ */
+export const replayDeadLetter = (
+  deadLetters: DeadLettersShape,
+  messages: MessageLogShape,
+  sources: SourcesShape,
+  signal: OutboxSignalShape
+): RelayMessagesShape["replayDeadLetter"] =>
+(jobId) =>
+  Effect.gen(function*() {
+    const job = yield* messages.getJob(jobId)
+    if (Option.isSome(job) && job.value.status === "dead") {
+      const { destinationId, sourceId } = job.value
+      const source = yield* sources.getSource(sourceId)
+      if (Option.isNone(source) || destinationById(source.value.destinations, destinationId) === undefined) {
+        return yield* new UnknownDestination({ sourceId, destinationId })
+      }
+    }
+    const replayed = yield* deadLetters.replayDeadLetter(jobId, yield* Clock.currentTimeMillis)
+    if (replayed) yield* signal.notify
+    return replayed
+  })
 
 /** `/readyz`: a cheap read (a source id no source has) shows an unreachable store; a full one shows in the writes it refused. */
 export const storeStatus = (sources: SourcesShape, health: StoreHealthShape): RelayShape["storeStatus"] =>

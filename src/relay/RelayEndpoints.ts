@@ -2,7 +2,9 @@ import { Clock, Effect, Option } from "effect"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import type { GuardSnapshot } from "../delivery/EndpointGuard.js"
 import type { EndpointGuardsShape } from "../delivery/EndpointGuards.js"
-import { endpointsOf } from "../domain/Destinations.js"
+import { UnknownDestination } from "../domain/DestinationErrors.js"
+import { destinationById, endpointsOf } from "../domain/Destinations.js"
+import { type EndpointKey, endpointKeyString, type EndpointSelector, selects } from "../domain/EndpointKey.js"
 import type { UnknownSource } from "../domain/IngestErrors.js"
 import type { FieldIssue } from "../domain/Issues.js"
 import type { EndpointsShape } from "../store/Endpoints.js"
@@ -98,21 +100,30 @@ const checkRecovery = (request: RecoveryRequest) => {
   return errors.length === 0 ? Effect.void : Effect.fail(new InvalidAdminRequest({ errors }))
 }
 
-/** Endpoint health, enabling and disabling URLs, and bulk recovery of dead letters, for `Relay`. */
+/** Endpoint health, enabling and disabling endpoints, and bulk recovery of dead letters, for `Relay`. */
 export const makeEndpointAdmin = (
   records: EndpointsShape,
   guards: Option.Option<EndpointGuardsShape>,
   signal: OutboxSignalShape,
-  sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>
+  sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>,
+  listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
 ) => {
-  const endpointHealth = (sourceId: string) =>
+  const endpointHealth = (sourceId: string, destinationId?: string) =>
     Effect.gen(function*() {
       const source = yield* sourceById(sourceId)
+      if (destinationId !== undefined && destinationById(source.destinations, destinationId) === undefined) {
+        return yield* new UnknownDestination({ sourceId, destinationId })
+      }
       const now = yield* Clock.currentTimeMillis
-      const disabled = new Map((yield* records.disabledEndpoints()).map((row) => [row.url, row.reason]))
-      return yield* Effect.forEach(endpointsOf(source.destinations), ({ destinationId, endpoint }, index) =>
+      const disabled = new Map((yield* records.disabledEndpoints()).map((row) => [endpointKeyString(row), row.reason]))
+      const all = endpointsOf(source.destinations).map((entry, index) => ({ ...entry, index }))
+      const listed = destinationId === undefined ? all : all.filter((entry) => entry.destinationId === destinationId)
+      return yield* Effect.forEach(listed, ({ destinationId, endpoint, index }) =>
         Effect.gen(function*() {
-          const snapshot = Option.isSome(guards) ? guards.value.snapshot(endpoint.url) : undefined
+          const key = endpointKeyString({ sourceId: source.id, destinationId, url: endpoint.url })
+          const snapshot = Option.isSome(guards)
+            ? guards.value.snapshot({ sourceId: source.id, destinationId, url: endpoint.url })
+            : undefined
           const last = yield* records.endpointLastAttempts(endpoint.url)
           const hour = yield* records.endpointStats(endpoint.url, now - hourMillis)
           const day = yield* records.endpointStats(endpoint.url, now - 24 * hourMillis)
@@ -121,14 +132,14 @@ export const makeEndpointAdmin = (
             destinationId,
             url: endpoint.url,
             index,
-            state: stateOf(snapshot, disabled.has(endpoint.url), last.lastSuccessAt, last.lastFailureAt),
+            state: stateOf(snapshot, disabled.has(key), last.lastSuccessAt, last.lastFailureAt),
             consecutiveFailures: snapshot?.consecutiveFailures ?? 0,
             lastSuccessAt: last.lastSuccessAt,
             lastFailure: last.lastFailureAt === null
               ? null
               : { at: last.lastFailureAt, reason: last.lastFailure ?? "unknown" },
             nextProbeAt: snapshot?.nextProbeAt ?? null,
-            disabledReason: disabled.get(endpoint.url) ?? null,
+            disabledReason: disabled.get(key) ?? null,
             lastHour: windowOf(hour),
             lastDay: windowOf(day)
           }
@@ -136,19 +147,49 @@ export const makeEndpointAdmin = (
         }))
     })
 
-  const enableEndpoint = (url: string): Effect.Effect<boolean, StoreError> =>
-    Option.isSome(guards) ? guards.value.enable(url) : records.enableEndpoint(url)
+  const enableEndpoint = (selector: EndpointSelector): Effect.Effect<ReadonlyArray<EndpointKey>, StoreError> =>
+    Option.isSome(guards) ? guards.value.enable(selector) : records.enableEndpoints(selector)
 
-  const disableEndpoint = (url: string, reason: string): Effect.Effect<void, StoreError> =>
-    Option.isSome(guards)
-      ? guards.value.disable(url, reason)
-      : Effect.flatMap(Clock.currentTimeMillis, (now) => records.disableEndpoint(url, now, reason))
+  /** The endpoints a selector names: the triple itself when whole, else every configured endpoint it takes. */
+  const selected = (selector: EndpointSelector) =>
+    selector.sourceId !== undefined && selector.destinationId !== undefined
+      ? Effect.succeed<ReadonlyArray<EndpointKey>>([{
+        sourceId: selector.sourceId,
+        destinationId: selector.destinationId,
+        url: selector.url
+      }])
+      : Effect.map(listSources, (sources) =>
+        sources.flatMap((source) =>
+          endpointsOf(source.destinations)
+            .map(({ destinationId, endpoint }): EndpointKey => ({
+              sourceId: source.id,
+              destinationId,
+              url: endpoint.url
+            }))
+            .filter((key) => selects(selector, key))
+        ))
+
+  const disableEndpoint = (selector: EndpointSelector, reason: string) =>
+    Effect.gen(function*() {
+      const keys = yield* selected(selector)
+      const now = yield* Clock.currentTimeMillis
+      yield* Effect.forEach(keys, (key) =>
+        Option.isSome(guards) ? guards.value.disable(key, reason) : records.disableEndpoint(key, now, reason))
+      return keys
+    })
 
   const recover = (action: "replay" | "purge") => (request: RecoveryRequest) =>
     Effect.gen(function*() {
       yield* checkRecovery(request)
       const source = yield* sourceById(request.sourceId)
-      const filter = { sourceId: source.id, url: request.url, since: request.since, until: request.until }
+      const filter = {
+        sourceId: source.id,
+        url: request.url,
+        since: request.since,
+        until: request.until,
+        // A dead letter goes back only to a destination the source has (REFERENCE §1a); a purge takes any.
+        ...(action === "replay" && { destinationIds: source.destinations.map((destination) => destination.id) })
+      }
       const now = yield* Clock.currentTimeMillis
       const count = action === "replay"
         ? yield* records.replayDeadLetters(filter, now, request.dryRun)

@@ -15,8 +15,9 @@ import { Sources } from "../store/Sources.js"
 import * as StoreHealth from "../store/StoreHealth.js"
 import type { StoreServices } from "../store/StoreOperations.js"
 import { Usage } from "../store/Usage.js"
-import { Relay, RelayAudiences, RelayEndpoints, RelayMessages, RelaySources } from "./Relay.js"
+import { Relay, RelayAudiences, RelayDestinations, RelayEndpoints, RelayMessages, RelaySources } from "./Relay.js"
 import { makeQueries, makeSourceAdmin, replayDeadLetter, requireSource, storeStatus } from "./RelayAdmin.js"
+import { makeDestinationAdmin } from "./RelayDestinationAdmin.js"
 import { makeEndpointAdmin } from "./RelayEndpoints.js"
 import { makeIngest } from "./RelayIngest.js"
 
@@ -57,12 +58,14 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
 
     const sourceById = requireSource(sources)
     const { authenticate, deleteSource, getSource, putSource, rotateSecret } = makeSourceAdmin(stored, sources, egress)
-    const { searchMessages, usage } = makeQueries(yield* Usage, messages, sourceById)
+    const counts = yield* Usage
+    const { searchMessages, usage } = makeQueries(counts, messages, sourceById)
     const endpoints = makeEndpointAdmin(
       yield* Endpoints,
       yield* Effect.serviceOption(EndpointGuards),
       signal,
-      sourceById
+      sourceById,
+      stored.listSources()
     )
 
     return Context.make(Relay, {
@@ -81,7 +84,7 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
       Context.add(RelayMessages, {
         messageJobs: messages.jobsForMessage,
         deadLetters: deadLetters.listDeadLetters,
-        replayDeadLetter: replayDeadLetter(deadLetters, signal),
+        replayDeadLetter: replayDeadLetter(deadLetters, messages, stored, signal),
         backlog: outbox.backlog(),
         usage,
         searchMessages
@@ -92,7 +95,8 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
         syncAudience: audiences.syncAudience,
         syncComputedTrait: audiences.syncComputedTrait
       }),
-      Context.add(RelayEndpoints, endpoints)
+      Context.add(RelayEndpoints, endpoints),
+      Context.add(RelayDestinations, makeDestinationAdmin(stored, sources, counts, egress))
     )
   })
 

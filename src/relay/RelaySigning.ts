@@ -1,11 +1,12 @@
-import { Clock, Duration, Effect, Option } from "effect"
+import { Clock, Duration, Effect, Option, Result } from "effect"
 import { randomBytes } from "node:crypto"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
 import { generateSecret, generateSigningKeyPair } from "../delivery/StandardWebhooks.js"
+import { UnknownDestination } from "../domain/DestinationErrors.js"
 import { destinationById, settingsOf } from "../domain/Destinations.js"
 import { parseDuration } from "../domain/DurationConfig.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
-import type { SourceConfig, WebhookSettings } from "../domain/Settings.js"
+import type { Destination, SourceConfig, WebhookSettings } from "../domain/Settings.js"
 import { webhooksDestinationId } from "../domain/Settings.js"
 import { encodePrivateKey, expiryOf, maxSigningSecrets, signsStandard } from "../domain/Signing.js"
 import type { SigningSecret } from "../domain/Signing.js"
@@ -160,31 +161,48 @@ export const saveSource = (
     }
   })
 
-/** `RelaySources.rotateSecret` over the store; the caller refreshes the source cache. */
-export const rotateSourceSecret = (sources: SourcesShape, sourceId: string, keepOldFor: unknown) =>
+type Changed = Result.Result<ReadonlyArray<Destination>, UnknownDestination | InvalidAdminRequest>
+
+/**
+ * A rotation of one destination's secrets (see `rotateSecrets`), read and written in one transaction; the caller
+ * refreshes the source cache.
+ */
+export const rotateDestinationSecret = (
+  sources: SourcesShape,
+  sourceId: string,
+  destinationId: string,
+  keepOldFor: unknown
+) =>
   Effect.gen(function*() {
     const duration = parseKeepOldFor(keepOldFor)
     if (duration instanceof InvalidAdminRequest) return yield* duration
-    const stored = yield* sources.getSource(sourceId)
-    if (Option.isNone(stored)) return yield* new UnknownSource({ sourceId })
-    const source = stored.value
-    if (source.webhooks === undefined) {
-      return yield* new InvalidAdminRequest({
-        errors: [{ path: "webhooks", message: "the source has no webhook destination to sign for" }]
-      })
-    }
     const now = yield* Clock.currentTimeMillis
-    const rotated = rotateSecrets(source.webhooks, duration, now)
-    if (rotated instanceof InvalidAdminRequest) return yield* rotated
-    const saved = yield* sources.upsertSource(
-      { id: source.id, writeKey: source.writeKey, webhooks: rotated.webhooks },
-      now
-    )
+    let secret: SigningSecret | undefined
+    const saved = yield* sources.changeDestinations(sourceId, now, (current): Changed => {
+      const destination = destinationById(current, destinationId)
+      if (destination === undefined) return Result.fail(new UnknownDestination({ sourceId, destinationId }))
+      const rotated = rotateSecrets(settingsOf(destination), duration, now)
+      if (rotated instanceof InvalidAdminRequest) return Result.fail(rotated)
+      secret = rotated.secret
+      return Result.succeed(current.map((old) => old.id === destinationId ? { id: old.id, ...rotated.webhooks } : old))
+    })
+    if (Option.isNone(saved) || secret === undefined) return yield* new UnknownSource({ sourceId })
     const result: RotatedSecret = {
-      secret: rotated.secret.secret,
-      id: rotated.secret.id!,
-      createdAt: rotated.secret.createdAt!,
-      source: saved
+      secret: secret.secret,
+      id: secret.id!,
+      createdAt: secret.createdAt!,
+      source: saved.value
     }
     return result
   })
+
+/** `RelaySources.rotateSecret`: the rotation of the destination `webhooks`. */
+export const rotateSourceSecret = (sources: SourcesShape, sourceId: string, keepOldFor: unknown) =>
+  rotateDestinationSecret(sources, sourceId, webhooksDestinationId, keepOldFor).pipe(
+    Effect.catchTag("UnknownDestination", () =>
+      Effect.fail(
+        new InvalidAdminRequest({
+          errors: [{ path: "webhooks", message: "the source has no webhook destination to sign for" }]
+        })
+      ))
+  )

@@ -1,7 +1,9 @@
 /** What the store keeps and answers about endpoints: disabled URLs, attempt statistics, bulk dead-letter recovery. */
 
-/** A URL an operator or the circuit disabled: it receives nothing until enabled again. */
+/** An endpoint (source, destination, URL) an operator or its circuit disabled: it receives nothing until enabled. */
 export interface DisabledEndpoint {
+  readonly sourceId: string
+  readonly destinationId: string
   readonly url: string
   readonly disabledAt: number
   readonly reason: string
@@ -32,4 +34,6 @@ export interface DeadLetterFilter {
   readonly since?: number | undefined
   /** Epoch ms, exclusive: jobs dead before. */
   readonly until?: number | undefined
+  /** Only jobs of these destinations (a replay takes none of a deleted destination's, REFERENCE §1a). */
+  readonly destinationIds?: ReadonlyArray<string> | undefined
 }

@@ -1,4 +1,5 @@
 import { Array as Arr, Context, Effect } from "effect"
+import type { EndpointKey, EndpointSelector } from "../domain/EndpointKey.js"
 import { replayJobs } from "./DeadLetters.js"
 import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
 import { idChunk } from "./Rows.js"
@@ -7,10 +8,10 @@ import { fail, type StoreKit } from "./StoreKit.js"
 
 export interface EndpointsShape {
   readonly disabledEndpoints: () => Effect.Effect<ReadonlyArray<DisabledEndpoint>, StoreError>
-  /** Keeps the first disabling when the URL already is. */
-  readonly disableEndpoint: (url: string, at: number, reason: string) => Effect.Effect<void, StoreError>
-  /** `false` when the URL was not disabled. */
-  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
+  /** Keeps the first disabling when the endpoint already is. */
+  readonly disableEndpoint: (endpoint: EndpointKey, at: number, reason: string) => Effect.Effect<void, StoreError>
+  /** Enables every disabled endpoint the selector takes; the ones it enabled (none: nothing was disabled). */
+  readonly enableEndpoints: (selector: EndpointSelector) => Effect.Effect<ReadonlyArray<EndpointKey>, StoreError>
   /** The URL's attempts started at or after `since`: counts and latency percentiles. */
   readonly endpointStats: (url: string, since: number) => Effect.Effect<EndpointStats, StoreError>
   readonly endpointLastAttempts: (url: string) => Effect.Effect<EndpointLastAttempts, StoreError>
@@ -39,13 +40,18 @@ const namesUrl = (state: string | null, url: string): boolean => {
   }
 }
 
-/** Disabled URLs: list, disable (first disabling kept), enable. */
+/** Disabled endpoints: list, disable (first disabling kept), enable. */
 const makeDisabled = ({ sql }: StoreKit) => {
   const disabledEndpoints = Effect.fn("Store.disabledEndpoints")(
     function*() {
-      const rows = yield* sql<{ url: string; disabled_at: number | string; reason: string }>`
-        SELECT url, disabled_at, reason FROM disabled_endpoints ORDER BY url`
+      const rows = yield* sql<
+        { source_id: string; destination_id: string; url: string; disabled_at: number | string; reason: string }
+      >`
+        SELECT source_id, destination_id, url, disabled_at, reason FROM disabled_endpoints
+        ORDER BY source_id, destination_id, url`
       return rows.map((row): DisabledEndpoint => ({
+        sourceId: row.source_id,
+        destinationId: row.destination_id,
         url: row.url,
         disabledAt: Number(row.disabled_at),
         reason: row.reason
@@ -55,23 +61,32 @@ const makeDisabled = ({ sql }: StoreKit) => {
   )
 
   const disableEndpoint = Effect.fn("Store.disableEndpoint")(
-    function*(url: string, at: number, reason: string) {
+    function*(endpoint: EndpointKey, at: number, reason: string) {
       yield* sql`
-        INSERT INTO disabled_endpoints (url, disabled_at, reason) VALUES (${url}, ${at}, ${reason})
-        ON CONFLICT (url) DO NOTHING`
+        INSERT INTO disabled_endpoints (source_id, destination_id, url, disabled_at, reason)
+        VALUES (${endpoint.sourceId}, ${endpoint.destinationId}, ${endpoint.url}, ${at}, ${reason})
+        ON CONFLICT (source_id, destination_id, url) DO NOTHING`
     },
     fail("disableEndpoint")
   )
 
-  const enableEndpoint = Effect.fn("Store.enableEndpoint")(
-    function*(url: string) {
-      const rows = yield* sql<{ url: string }>`DELETE FROM disabled_endpoints WHERE url = ${url} RETURNING url`
-      return rows.length > 0
+  const enableEndpoints = Effect.fn("Store.enableEndpoints")(
+    function*(selector: EndpointSelector) {
+      const conditions = [sql`url = ${selector.url}`]
+      if (selector.sourceId !== undefined) conditions.push(sql`source_id = ${selector.sourceId}`)
+      if (selector.destinationId !== undefined) conditions.push(sql`destination_id = ${selector.destinationId}`)
+      const rows = yield* sql<{ source_id: string; destination_id: string; url: string }>`
+        DELETE FROM disabled_endpoints WHERE ${sql.and(conditions)} RETURNING source_id, destination_id, url`
+      return rows.map((row): EndpointKey => ({
+        sourceId: row.source_id,
+        destinationId: row.destination_id,
+        url: row.url
+      }))
     },
-    fail("enableEndpoint")
+    fail("enableEndpoints")
   )
 
-  return { disabledEndpoints, disableEndpoint, enableEndpoint }
+  return { disabledEndpoints, disableEndpoint, enableEndpoints }
 }
 
 /** Endpoint health from the attempts already recorded: counts, latency percentiles, last success and failure. */
@@ -135,6 +150,10 @@ const makeRecovery = ({ sql }: StoreKit) => {
       const conditions = [sql`status = 'dead'`, sql`source_id = ${filter.sourceId}`]
       if (filter.since !== undefined) conditions.push(sql`finished_at >= ${filter.since}`)
       if (filter.until !== undefined) conditions.push(sql`finished_at < ${filter.until}`)
+      if (filter.destinationIds !== undefined) {
+        if (filter.destinationIds.length === 0) return []
+        conditions.push(sql`${sql.in("destination_id", filter.destinationIds)}`)
+      }
       const rows = yield* sql<{ id: string; endpoint_state: string | null }>`
         SELECT id, endpoint_state FROM jobs WHERE ${sql.and(conditions)} ORDER BY finished_at, id`
       const url = filter.url

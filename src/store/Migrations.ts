@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
 import { destinations } from "./MigrationsDestinations.js"
+import { endpointKeys } from "./MigrationsEndpointKeys.js"
 
 /**
  * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:
@@ -382,7 +383,8 @@ export const migrations = {
   "10_jobs_logged_of_the_product_only": jobsLoggedOfTheProductOnly,
   "11_job_trace_context": jobTraceContext,
   "12_endpoint_health": endpointHealth,
-  "13_destinations": destinations
+  "13_destinations": destinations,
+  "14_endpoint_keys": endpointKeys
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

@@ -1,4 +1,4 @@
-import { Context, Effect, Option, Schema } from "effect"
+import { Context, Effect, Option, Result, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { applySourceConfig, webhooksDestination, webhooksOf } from "../domain/Destinations.js"
 import { Destination, type SourceConfig, webhooksDestinationId, WebhookSettings } from "../domain/Settings.js"
@@ -18,6 +18,25 @@ export interface SourcesShape {
   readonly listSources: () => Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
   /** Removes the source (not its jobs). `false` when there was no such source. */
   readonly deleteSource: (id: string) => Effect.Effect<boolean, StoreError>
+  /**
+   * Changes one source's destinations in one transaction: `change` gets the stored list (the destination `webhooks`
+   * first) and answers the new one, or a refusal that stores nothing. None when there is no such source.
+   */
+  readonly changeDestinations: <E>(
+    sourceId: string,
+    now: number,
+    change: (current: ReadonlyArray<Destination>) => Result.Result<ReadonlyArray<Destination>, E>
+  ) => Effect.Effect<Option.Option<StoredSource>, StoreError | E>
+  /**
+   * Removes a destination and dead-letters its pending jobs with `reason`, in one transaction: how many it
+   * dead-lettered, or none when the source has no such destination. Jobs being delivered finish their run.
+   */
+  readonly deleteDestination: (
+    sourceId: string,
+    destinationId: string,
+    now: number,
+    reason: string
+  ) => Effect.Effect<Option.Option<number>, StoreError>
 }
 
 /** Sources: their write keys (looked up by hash, compared in constant time) and destinations. */
@@ -150,5 +169,75 @@ export const make = ({ sql }: StoreKit): SourcesShape => {
     fail("deleteSource")
   )
 
-  return { upsertSource, getSource, findSourceByWriteKey, listSources: () => listSources(), deleteSource }
+  return {
+    upsertSource,
+    getSource,
+    findSourceByWriteKey,
+    listSources: () => listSources(),
+    deleteSource,
+    ...makeDestinationWrites(sql)
+  }
+}
+
+/** One source's destinations changed in place, its row locked (PostgreSQL) between the read and the write. */
+const makeDestinationWrites = (sql: StoreKit["sql"]) => {
+  const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+
+  /** In a transaction: the stored list changed by `change`, written back; none without the source. */
+  const rewrite = <E>(
+    sourceId: string,
+    now: number,
+    change: (current: ReadonlyArray<Destination>) => Result.Result<ReadonlyArray<Destination>, E>
+  ) =>
+    Effect.gen(function*() {
+      const current = yield* sql<SourceRow>`
+        SELECT ${sql.literal(sourceColumns)} FROM sources WHERE id = ${sourceId} ${lock}`
+      if (current.length === 0) return Option.none<Result.Result<StoredSource, E>>()
+      const changed = change((yield* toSource(current[0]!)).destinations)
+      if (Result.isFailure(changed)) return Option.some(Result.fail(changed.failure))
+      const columns = yield* toColumns(changed.success)
+      const rows = yield* sql<SourceRow>`
+        UPDATE sources SET webhooks = ${columns.webhooks}, destinations = ${columns.destinations}, updated_at = ${now}
+        WHERE id = ${sourceId}
+        RETURNING ${sql.literal(sourceColumns)}`
+      return Option.some(Result.succeed(yield* toSource(rows[0]!)))
+    })
+
+  const changeDestinations = <E>(
+    sourceId: string,
+    now: number,
+    change: (current: ReadonlyArray<Destination>) => Result.Result<ReadonlyArray<Destination>, E>
+  ): Effect.Effect<Option.Option<StoredSource>, StoreError | E> =>
+    sql.withTransaction(rewrite(sourceId, now, change)).pipe(
+      fail("changeDestinations"),
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.succeedNone,
+        onSome: Result.match({ onFailure: Effect.fail, onSuccess: Effect.succeedSome })
+      })),
+      Effect.withSpan("Store.changeDestinations")
+    )
+
+  const deleteDestination = Effect.fn("Store.deleteDestination")(
+    function*(sourceId: string, destinationId: string, now: number, reason: string) {
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const removed = yield* rewrite(
+          sourceId,
+          now,
+          (current) =>
+            current.some((destination) => destination.id === destinationId)
+              ? Result.succeed(current.filter((destination) => destination.id !== destinationId))
+              : Result.fail("absent" as const)
+        )
+        if (Option.isNone(removed) || Result.isFailure(removed.value)) return Option.none<number>()
+        const dead = yield* sql<{ id: string }>`
+          UPDATE jobs SET status = 'dead', finished_at = ${now}, last_error = ${reason}
+          WHERE source_id = ${sourceId} AND destination_id = ${destinationId} AND status = 'pending'
+          RETURNING id`
+        return Option.some(dead.length)
+      }))
+    },
+    fail("deleteDestination")
+  )
+
+  return { changeDestinations, deleteDestination }
 }

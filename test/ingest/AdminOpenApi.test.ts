@@ -187,6 +187,33 @@ describe("admin API: OpenAPI document", () => {
         operation(operationId).answers(yield* send(request))
       }
 
+      // A destination's routes: created (201), replaced (200), listed, rotated, deleted (204), each as documented.
+      const putDestination = operation("destinations.putDestination")
+      const crm = { enabled: true, signing: "standard", endpoints: [{ url: "https://crm.example.com/in" }] }
+      putDestination.acceptsBody(crm)
+      const destination = { sourceId: "docs", destinationId: "crm" }
+      const added = yield* send(putDestination.request(destination), crm)
+      expect(added.status).toBe(201)
+      putDestination.answers(added)
+      const replaced = yield* send(putDestination.request(destination), { ...crm, name: "CRM" })
+      expect(replaced.status).toBe(200)
+      putDestination.answers(replaced)
+      const refused = yield* send(putDestination.request(destination), { ...crm, endpoints: [] })
+      expect(refused.status).toBe(400)
+      putDestination.answers(refused)
+      const rotate = operation("destinations.rotateDestinationSecret")
+      rotate.acceptsBody({ keepOldFor: "1 hour" })
+      rotate.answers(yield* send(rotate.request(destination), { keepOldFor: "1 hour" }))
+      const listDestinations = operation("destinations.listDestinations")
+      const destinations = yield* send(listDestinations.request({ sourceId: "docs" }))
+      listDestinations.answers(destinations)
+      expect(destinations.body.destinations.map(({ id }: { id: string }) => id)).toStrictEqual(["webhooks", "crm"])
+      const deleteDestination = operation("destinations.deleteDestination")
+      const deleted = yield* send(deleteDestination.request(destination))
+      expect(deleted.status).toBe(204)
+      deleteDestination.answers(deleted)
+      deleteDestination.answers(yield* send(deleteDestination.request(destination)))
+
       const remove = operation("sources.deleteSource")
       const removed = yield* send(remove.request({ sourceId: "docs" }))
       expect(removed.status).toBe(204)

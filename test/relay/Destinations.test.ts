@@ -160,7 +160,7 @@ describe.each(storeVariants)("destinations: fan-out on $name (REFERENCE §1a)", 
           }
         })
         const [job] = yield* app.relayMessages.messageJobs("m-2")
-        expect(job).toMatchObject({ destinationId: "crm", status: "dead", lastError: "the destination was deleted" })
+        expect(job).toMatchObject({ destinationId: "crm", status: "dead", lastError: "destination deleted" })
       }),
     30_000
   )

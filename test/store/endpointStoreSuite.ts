@@ -65,18 +65,25 @@ export const endpointStoreSuite = (fresh: () => Layer.Layer<StoreServices, unkno
     )
 
     test(
-      "a disabled URL is kept once and enabled again",
+      "a disabled endpoint (source, destination, URL) is kept once and enabled again; a URL alone takes every one",
       Effect.gen(function*() {
         const endpointRecords = yield* Endpoints
-        yield* endpointRecords.disableEndpoint(A, T0, "HTTP 410 Gone")
-        yield* endpointRecords.disableEndpoint(A, T0 + 5, "again")
-        assert.deepStrictEqual(yield* endpointRecords.disabledEndpoints(), [{
-          url: A,
-          disabledAt: T0,
-          reason: "HTTP 410 Gone"
-        }])
-        assert.strictEqual(yield* endpointRecords.enableEndpoint(A), true)
-        assert.strictEqual(yield* endpointRecords.enableEndpoint(A), false)
+        const web = { sourceId: "web", destinationId: "webhooks", url: A }
+        const crm = { sourceId: "web", destinationId: "crm", url: A }
+        const other = { sourceId: "other", destinationId: "webhooks", url: A }
+        yield* endpointRecords.disableEndpoint(web, T0, "HTTP 410 Gone")
+        yield* endpointRecords.disableEndpoint(web, T0 + 5, "again")
+        yield* endpointRecords.disableEndpoint(crm, T0 + 6, "by hand")
+        yield* endpointRecords.disableEndpoint(other, T0 + 7, "by hand")
+        assert.deepStrictEqual(yield* endpointRecords.disabledEndpoints(), [
+          { ...other, disabledAt: T0 + 7, reason: "by hand" },
+          { ...crm, disabledAt: T0 + 6, reason: "by hand" },
+          { ...web, disabledAt: T0, reason: "HTTP 410 Gone" }
+        ])
+        assert.deepStrictEqual(yield* endpointRecords.enableEndpoints(web), [web])
+        assert.deepStrictEqual(yield* endpointRecords.enableEndpoints(web), [])
+        const rest = yield* endpointRecords.enableEndpoints({ url: A })
+        assert.deepStrictEqual([...rest].sort((a, b) => a.sourceId.localeCompare(b.sourceId)), [other, crm])
         assert.deepStrictEqual(yield* endpointRecords.disabledEndpoints(), [])
       })
     )

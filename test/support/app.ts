@@ -16,7 +16,14 @@ import * as EgressPolicy from "../../src/network/EgressPolicy.js"
 import * as IngestAdmission from "../../src/overload/IngestAdmission.js"
 import * as IngestPressure from "../../src/overload/IngestPressure.js"
 import type { OverloadOptions } from "../../src/overload/OverloadConfig.js"
-import { Relay, RelayAudiences, RelayEndpoints, RelayMessages, RelaySources } from "../../src/relay/Relay.js"
+import {
+  Relay,
+  RelayAudiences,
+  RelayDestinations,
+  RelayEndpoints,
+  RelayMessages,
+  RelaySources
+} from "../../src/relay/Relay.js"
 import * as RelayLive from "../../src/relay/RelayLive.js"
 import { AudienceMembers } from "../../src/store/AudienceMembers.js"
 import { DeadLetters } from "../../src/store/DeadLetters.js"
@@ -97,6 +104,7 @@ export const startApp = (options: AppOptions = {}) =>
       relayMessages: Context.get(context, RelayMessages),
       relayEndpoints: Context.get(context, RelayEndpoints),
       relayAudiences: Context.get(context, RelayAudiences),
+      relayDestinations: Context.get(context, RelayDestinations),
       // The store's services the tests read behind the API.
       outbox: Context.get(context, Outbox),
       sources: Context.get(context, Sources),

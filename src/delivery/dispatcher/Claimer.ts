@@ -1,4 +1,5 @@
 import { Clock, Duration, Effect, Option } from "effect"
+import { destinationDeletedReason } from "../../domain/DestinationErrors.js"
 import { endpointsOf } from "../../domain/Destinations.js"
 import type { Destination } from "../../domain/Settings.js"
 import { webhooksDestinationId } from "../../domain/WebhooksDestination.js"
@@ -58,7 +59,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
           continue
         }
         const endpoints = endpointsOf(source.value.destinations)
-        if (endpoints.length > 0) config.guards.configure(job.sourceId, endpoints.map(({ endpoint }) => endpoint))
+        if (endpoints.length > 0) config.guards.configure(job.sourceId, endpoints)
         bySource.set(job.sourceId, source.value)
       }
       return bySource
@@ -70,7 +71,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
     if (destination === undefined) {
       return job.destinationId === webhooksDestinationId
         ? "the source has no webhook destination"
-        : "the destination was deleted"
+        : destinationDeletedReason
     }
     return destination.enabled ? destination : "the webhook destination is disabled"
   }

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import type { Fiber } from "effect"
+import { type EndpointKey, endpointKeyString } from "../../domain/EndpointKey.js"
 import type { WebhookSettings } from "../../domain/Settings.js"
 import { FifoGate } from "../../runtime/FifoGate.js"
 import type { EndpointGate, EndpointGateFor } from "../Deliver.js"
@@ -20,7 +21,7 @@ export interface Run {
 }
 
 /**
- * One webhook URL: its mailbox, its workers (at most `concurrencyPerEndpoint`) and the gate its attempts pass (the
+ * One endpoint (source, destination, URL: REFERENCE §7b): its mailbox, its workers (at most `concurrencyPerEndpoint`) and the gate its attempts pass (the
  * concurrency limit and the URL's guard: circuit, rate limit, health).
  */
 interface Actor {
@@ -42,9 +43,9 @@ export interface ActorsConfig {
   readonly runJob: (run: Run) => Effect.Effect<void>
 }
 
-/** The actor of a URL not seen before: an empty mailbox, no worker, and its gate. */
-const newActor = (url: string, settings: Settings, guards: EndpointGuardsShape): Actor => ({
-  gate: { permits: new FifoGate(settings.concurrencyPerEndpoint), guard: guards.guardFor(url) },
+/** The actor of an endpoint not seen before: an empty mailbox, no worker, and its gate. */
+const newActor = (key: EndpointKey, settings: Settings, guards: EndpointGuardsShape): Actor => ({
+  gate: { permits: new FifoGate(settings.concurrencyPerEndpoint), guard: guards.guardFor(key) },
   mailbox: [],
   head: 0,
   workers: 0,
@@ -98,7 +99,7 @@ const dropUntouched = (
 }
 
 /**
- * The endpoint actors: each webhook URL has a mailbox of single-URL jobs, up to `concurrencyPerEndpoint` worker fibers
+ * The endpoint actors: each endpoint (a URL of one destination of one source) has a mailbox of single-URL jobs, up to `concurrencyPerEndpoint` worker fibers
  * that take its jobs in turn, and a FIFO gate of as many permits. Workers live as long as their mailbox has work, so a
  * job costs no fiber of its own. Every attempt passes its URL's gate (`gate`), so the mailbox's jobs and the attempts
  * of jobs with several URLs share the endpoint's limit. A slow or failing endpoint holds its own workers only.
@@ -109,17 +110,19 @@ export const makeActors = (config: ActorsConfig) => {
   const actors = new Map<string, Actor>()
   let stopping = false
 
-  const actorFor = (url: string): Actor => {
-    let actor = actors.get(url)
+  const actorFor = (key: EndpointKey): Actor => {
+    const id = endpointKeyString(key)
+    let actor = actors.get(id)
     if (actor === undefined) {
-      actor = newActor(url, settings, config.guards)
-      actors.set(url, actor)
+      actor = newActor(key, settings, config.guards)
+      actors.set(id, actor)
     }
     return actor
   }
 
-  /** The concurrency limit and guard of each URL, around each attempt on it. */
-  const gate: EndpointGateFor = (url) => actorFor(url).gate
+  /** The concurrency limit and guard of each URL of a job's destination, around each attempt on it. */
+  const gateOf = (job: { readonly sourceId: string; readonly destinationId: string }): EndpointGateFor => (url) =>
+    actorFor({ sourceId: job.sourceId, destinationId: job.destinationId, url }).gate
 
   /**
    * The source's mailbox shrank (`SourceMailboxes`): the jobs it holds beyond its bound that no attempt has touched
@@ -171,7 +174,8 @@ export const makeActors = (config: ActorsConfig) => {
   }
 
   const post = (run: Run): void => {
-    const actor = actorFor(run.settings.endpoints[0]!.url)
+    const { destinationId, sourceId } = run.held.job
+    const actor = actorFor({ sourceId, destinationId, url: run.settings.endpoints[0]!.url })
     actor.mailbox.push(run)
     startWorkers(actor)
   }
@@ -184,7 +188,7 @@ export const makeActors = (config: ActorsConfig) => {
   return {
     post,
     shed,
-    gate,
+    gateOf,
     stop,
     get stopping() {
       return stopping

@@ -134,8 +134,17 @@ export const makeJobRuns = (config: JobRunsConfig) => {
   const { concluded, failedWith } = makeConclusions(config, attemptFailed)
 
   // A mailbox's job never sleeps in its worker: a retry comes back as `Deferred` and waits in `waitForRetry`.
-  const mailboxOptions = { recordAttempt, maxInlineDelay: Duration.zero, gate: actors.gate }
-  const raceOptions = { recordAttempt, maxInlineDelay: settings.maxInlineDelay, gate: actors.gate }
+  // The gates are the endpoints of the job's source and destination (REFERENCE §7b).
+  const mailboxOptions = (job: Run["held"]["job"]) => ({
+    recordAttempt,
+    maxInlineDelay: Duration.zero,
+    gate: actors.gateOf(job)
+  })
+  const raceOptions = (job: Run["held"]["job"]) => ({
+    recordAttempt,
+    maxInlineDelay: settings.maxInlineDelay,
+    gate: actors.gateOf(job)
+  })
 
   /**
    * The delivery program for one held job, and its conclusion. Never fails: an interrupted job is forgotten. Built when
@@ -154,7 +163,7 @@ export const makeJobRuns = (config: JobRunsConfig) => {
       firstAttemptAt,
       endpointStates: run.states,
       traceparent: job.traceparent
-    }, single ? mailboxOptions : raceOptions)
+    }, single ? mailboxOptions(job) : raceOptions(job))
     const fresh = single && run.states.length === 0
     return Effect.matchCauseEffect(delivery, {
       // The conclusion is synchronous bookkeeping: run in the fiber's step, not as a step of its own.

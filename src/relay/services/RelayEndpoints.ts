@@ -1,21 +1,31 @@
 import { Context, type Effect } from "effect"
 import type { InvalidAdminRequest } from "../../audiences/AudienceErrors.js"
+import type { UnknownDestination } from "../../domain/DestinationErrors.js"
+import type { EndpointKey, EndpointSelector } from "../../domain/EndpointKey.js"
 import type { UnknownSource } from "../../domain/IngestErrors.js"
 import type { StoreError } from "../../store/StoreError.js"
 import type { EndpointHealth, RecoveryRequest, RecoveryResult } from "../RelayEndpoints.js"
 
 export interface RelayEndpointsShape {
   /**
-   * The health of each URL of a source's destinations: state, failures, last success and failure, last hour and day.
-   * Circuits, rate limits, statistics and disabling are still by URL: destinations sharing a URL share them.
+   * The health of each endpoint (source, destination, URL: REFERENCE §7b) of a source's destinations, or of one of them:
+   * state, failures, last success and failure (circuit, rate limit and disabled state are the endpoint's own), and the
+   * last hour and day of the URL's recorded attempts.
    */
   readonly endpointHealth: (
-    sourceId: string
-  ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | StoreError>
-  /** Enables a disabled URL (in every process) with a fresh health; `false` when it was not disabled. */
-  readonly enableEndpoint: (url: string) => Effect.Effect<boolean, StoreError>
-  /** Disables a URL: its jobs are dead-lettered "endpoint disabled" until it is enabled again. */
-  readonly disableEndpoint: (url: string, reason: string) => Effect.Effect<void, StoreError>
+    sourceId: string,
+    destinationId?: string
+  ) => Effect.Effect<ReadonlyArray<EndpointHealth>, UnknownSource | UnknownDestination | StoreError>
+  /** Enables the disabled endpoints the selector takes (in every process) with a fresh health; the ones it enabled. */
+  readonly enableEndpoint: (selector: EndpointSelector) => Effect.Effect<ReadonlyArray<EndpointKey>, StoreError>
+  /**
+   * Disables an endpoint, or every configured endpoint a URL (and a source) names: its jobs are dead-lettered
+   * "endpoint disabled" until it is enabled again. The endpoints it disabled.
+   */
+  readonly disableEndpoint: (
+    selector: EndpointSelector,
+    reason: string
+  ) => Effect.Effect<ReadonlyArray<EndpointKey>, StoreError>
   /** Replays every dead letter of a source the filter takes (`dryRun`: only counts them). */
   readonly replayDeadLetters: (
     request: RecoveryRequest
@@ -26,7 +36,7 @@ export interface RelayEndpointsShape {
   ) => Effect.Effect<RecoveryResult, InvalidAdminRequest | UnknownSource | StoreError>
 }
 
-/** Endpoint URLs: their health, enabling and disabling them, bulk recovery of their dead letters. */
+/** Endpoints (source, destination, URL): their health, enabling and disabling them, bulk recovery of dead letters. */
 export class RelayEndpoints
   extends Context.Service<RelayEndpoints, RelayEndpointsShape>()("hookrelay/RelayEndpoints")
 {}

@@ -1,5 +1,6 @@
 import { Context, type Effect } from "effect"
 import type { InvalidAdminRequest } from "../../audiences/AudienceErrors.js"
+import type { UnknownDestination } from "../../domain/DestinationErrors.js"
 import type { UnknownSource } from "../../domain/IngestErrors.js"
 import type { Backlog, JobSummary, JobWithAttempts, MessageRecord, MessageSearch, UsageDay } from "../../store/Model.js"
 import type { StoreError } from "../../store/StoreError.js"
@@ -12,8 +13,11 @@ export interface RelayMessagesShape {
     readonly limit: number
     readonly before?: number | undefined
   }) => Effect.Effect<ReadonlyArray<JobSummary>, StoreError>
-  /** Puts a dead letter back in the outbox with a fresh retry window; `false` when the job is not dead. */
-  readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, StoreError>
+  /**
+   * Puts a dead letter back in the outbox with a fresh retry window; `false` when the job is not dead,
+   * `UnknownDestination` when its destination is gone (REFERENCE §1a).
+   */
+  readonly replayDeadLetter: (jobId: string) => Effect.Effect<boolean, UnknownDestination | StoreError>
   readonly backlog: Effect.Effect<Backlog, StoreError>
   /**
    * A source's usage counters (REFERENCE §11) for the last `days` UTC days (1 to 366, default 30),
