@@ -5,7 +5,7 @@
  *   npm run bench                 # all but the abuse runs
  *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, web-sources,
  *                                 # client, client-outage, audiences, decode, signing, soak, connections,
- *                                 # endpoint-health, runtime-parts)
+ *                                 # endpoint-health, runtime-parts, fan-out)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
  * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
@@ -27,7 +27,8 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   soak: ["bench/soak.ts"],
   connections: ["bench/connections.ts"],
   "endpoint-health": ["bench/endpointHealth.ts"],
-  "runtime-parts": ["bench/runtimeParts.ts"]
+  "runtime-parts": ["bench/runtimeParts.ts"],
+  "fan-out": ["bench/fanOut.ts"]
 }
 const onlyWhenNamed = new Set(["soak", "connections"])
 

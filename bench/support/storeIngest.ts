@@ -4,9 +4,11 @@
  * checkpoint worker's answers come in then). Prints messages/s, µs per message, the p50/p99/max of one `enqueue`
  * and the size of the WAL file at the end.
  *
- *   [STORE_CHECKPOINTS=commit] npx tsx bench/support/storeIngest.ts [batches=500] [size=100] [concurrent=1] [pace ms=0]
+ *   [STORE_CHECKPOINTS=commit] [DESTINATIONS=3] npx tsx bench/support/storeIngest.ts [batches=500] [size=100]
+ *     [concurrent=1] [pace ms=0]
  *
- * STORE_CHECKPOINTS=commit measures SQLite's own checkpoints on commit instead of the checkpoint thread.
+ * STORE_CHECKPOINTS=commit measures SQLite's own checkpoints on commit instead of the checkpoint thread. DESTINATIONS=n
+ * gives each message a job for each of n destinations (its body stored once), as a fanned-out source does.
  */
 import { Effect } from "effect"
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs"
@@ -24,6 +26,9 @@ const concurrency = Number(process.argv[4] ?? 1)
 /** With a pace (ms), one batch starts every `pace` ms instead of back to back: the end-to-end bench's steady phase is `2000 10 1 10`. */
 const pace = Number(process.argv[5] ?? 0)
 const checkpoints = process.env.STORE_CHECKPOINTS === "commit" ? false : undefined
+const destinationIds = process.env.DESTINATIONS === undefined
+  ? undefined
+  : Array.from({ length: Number(process.env.DESTINATIONS) }, (_, i) => `destination-${i}`)
 const body = new TextEncoder().encode(JSON.stringify({
   type: "track",
   event: "Order Completed",
@@ -49,7 +54,13 @@ const program = Effect.gen(function*() {
     Effect.gen(function*() {
       const entries = Array.from({ length: size }, () => {
         n++
-        return { messageId: `run-${n}-${Math.random()}`, userId: `user-${n % 1000}`, type: "track", body }
+        return {
+          messageId: `run-${n}-${Math.random()}`,
+          userId: `user-${n % 1000}`,
+          type: "track",
+          body,
+          destinationIds
+        }
       })
       if (pace > 0) {
         const wait = started + b * pace - performance.now()

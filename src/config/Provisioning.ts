@@ -1,9 +1,9 @@
 import { Data, Effect, Result, Schema } from "effect"
 import { readFile } from "node:fs/promises"
 import { decodeWithIssues } from "../domain/Issues.js"
-import { SourceConfig } from "../domain/Settings.js"
+import { SourceConfig, webhooksDestinationId } from "../domain/Settings.js"
 import { BlockedEndpoints, checkSource, currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
-import { RelaySources } from "../relay/Relay.js"
+import { RelaySources, type SavedSource } from "../relay/Relay.js"
 
 /** The `HOOKRELAY_CONFIG` file: sources to create or update at start (REFERENCE §7). */
 export const ProvisioningFile = Schema.Struct({ sources: Schema.Array(SourceConfig) })
@@ -44,7 +44,8 @@ const refused = (path: string, blocked: BlockedEndpoints) =>
 
 /**
  * The SSRF guard's save-time check (REFERENCE §8) of every source of the file, before any is stored: each refused endpoint
- * URL is a problem naming its field (`sources[1].webhooks.endpoints[0].url`).
+ * URL, of the `webhooks` object or of any destination, is a problem naming its field
+ * (`sources[1].webhooks.endpoints[0].url`, `sources[0].destinations[2].endpoints[0].url`).
  */
 export const checkProvisioningFile = (path: string, file: ProvisioningFile): Effect.Effect<void, InvalidConfigFile> =>
   Effect.gen(function*() {
@@ -57,6 +58,17 @@ export const checkProvisioningFile = (path: string, file: ProvisioningFile): Eff
     const errors = checks.flatMap((check) => Result.isFailure(check) ? check.failure.errors : [])
     if (errors.length > 0) return yield* Effect.fail(refused(path, new BlockedEndpoints({ errors })))
   })
+
+/** The ids of the destinations whose Standard Webhooks secret this save generated, `webhooks` first. */
+const generatedSecretsOf = (saved: SavedSource): ReadonlyArray<string> => [
+  ...(saved.generatedSecret === undefined ? [] : [webhooksDestinationId]),
+  ...Object.keys(saved.generatedSecrets ?? {})
+]
+
+const rotatePath = (sourceId: string, destinationId: string) =>
+  destinationId === webhooksDestinationId
+    ? `/admin/sources/${sourceId}/secrets/rotate`
+    : `/admin/sources/${sourceId}/destinations/${destinationId}/secrets/rotate`
 
 /**
  * Upserts every source of the file through the Relay, as the admin API would. A file with a refused endpoint URL
@@ -77,13 +89,14 @@ export const provision = (path: string) =>
             })
           )))
       )
-      // The generated secret itself is never logged: a rotation is how the operator gets one to hand out.
-      if (saved.generatedSecret !== undefined) {
-        yield* Effect.logWarning(
-          `source ${source.id}: a Standard Webhooks signing secret was generated; give signingSecrets in ${path}, ` +
-            `or rotate it (POST /admin/sources/${source.id}/secrets/rotate) to be shown one`
-        )
-      }
+      // The generated secrets themselves are never logged: a rotation is how the operator gets one to hand out.
+      yield* Effect.forEach(generatedSecretsOf(saved), (destinationId) =>
+        Effect.logWarning(
+          `source ${source.id}: a Standard Webhooks signing secret was generated for destination ${destinationId}; ` +
+            `give signingSecrets in ${path}, or rotate it (POST ${
+              rotatePath(source.id, destinationId)
+            }) to be shown one`
+        ))
     }
     yield* Effect.logInfo(`provisioned ${file.sources.length} sources from ${path}`)
   })

@@ -145,24 +145,36 @@ export const currentOrDefault: Effect.Effect<EgressPolicyShape> = Effect.flatMap
 )
 
 /**
- * The save-time check of a source's webhook settings (admin API, `Relay.putSource`, `HOOKRELAY_CONFIG`): every
- * endpoint URL, each refusal naming its field (`webhooks.endpoints[0].url`, under `pathPrefix`).
+ * The save-time check of a source's destinations (admin API, `Relay.putSource`, `HOOKRELAY_CONFIG`): every endpoint
+ * URL of the `webhooks` object and of each listed destination, each refusal naming its field under `pathPrefix`
+ * (`webhooks.endpoints[0].url`, `destinations[1].endpoints[0].url`).
  */
 export const checkSource = (
   policy: EgressPolicyShape,
-  source: Pick<SourceConfig, "webhooks">,
+  source: Pick<SourceConfig, "webhooks" | "destinations">,
   pathPrefix = ""
 ): Effect.Effect<void, BlockedEndpoints> => {
-  const endpoints = source.webhooks?.endpoints ?? []
+  const endpoints = [
+    ...(source.webhooks?.endpoints ?? []).map((endpoint, index) => ({
+      url: endpoint.url,
+      path: `${pathPrefix}webhooks.endpoints[${index}].url`
+    })),
+    ...(source.destinations ?? []).flatMap((destination, at) =>
+      destination.endpoints.map((endpoint, index) => ({
+        url: endpoint.url,
+        path: `${pathPrefix}destinations[${at}].endpoints[${index}].url`
+      }))
+    )
+  ]
   if (endpoints.length === 0) return Effect.void
   return Effect.forEach(
     endpoints,
-    (endpoint, index) =>
+    (endpoint) =>
       Effect.match(policy.checkUrl(endpoint.url), {
         onSuccess: () => Option.none<FieldIssue>(),
         onFailure: (blocked) =>
           Option.some<FieldIssue>({
-            path: `${pathPrefix}webhooks.endpoints[${index}].url`,
+            path: endpoint.path,
             message: blocked.message.replace(/^blocked_address: /, "points at a refused address: ")
           })
       }),

@@ -4,8 +4,7 @@ import { UnknownDestination } from "../domain/DestinationErrors.js"
 import { destinationById } from "../domain/Destinations.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import type { FieldIssue } from "../domain/Issues.js"
-import type { SourceConfig } from "../domain/Settings.js"
-import { BlockedEndpoints, checkSource, type EgressPolicyShape } from "../network/EgressPolicy.js"
+import { checkSource, type EgressPolicyShape } from "../network/EgressPolicy.js"
 import type { DeadLettersShape } from "../store/DeadLetters.js"
 import type { MessageLogShape } from "../store/MessageLog.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
@@ -39,32 +38,6 @@ export const requireSource = (sources: SourceCache) => (sourceId: string) =>
     })
   )
 
-/**
- * The SSRF guard's save-time check (REFERENCE §8) of every destination a body gives: the `webhooks` object's endpoints
- * and each listed destination's, each refusal naming its field (`destinations[1].endpoints[0].url`).
- */
-const checkDestinations = (egress: EgressPolicyShape, source: SourceConfig) =>
-  Effect.forEach(
-    [
-      { path: "webhooks.", webhooks: source.webhooks },
-      ...(source.destinations ?? []).map((webhooks, index) => ({ path: `destinations[${index}].`, webhooks }))
-    ],
-    ({ path, webhooks }) =>
-      checkSource(egress, { ...(webhooks !== undefined && { webhooks }) }).pipe(
-        Effect.map(() => []),
-        Effect.catch((blocked) =>
-          Effect.succeed(
-            blocked.errors.map((issue): FieldIssue => ({ ...issue, path: path + issue.path.slice("webhooks.".length) }))
-          )
-        )
-      )
-  ).pipe(
-    Effect.flatMap((found) => {
-      const errors = found.flat()
-      return errors.length === 0 ? Effect.void : Effect.fail(new BlockedEndpoints({ errors }))
-    })
-  )
-
 /** The sources' admin: write-key authentication and source CRUD, keeping the source cache true. */
 export const makeSourceAdmin = (stored: SourcesShape, sources: SourceCache, egress: EgressPolicyShape) => {
   const authenticate: RelayShape["authenticate"] = (writeKey) =>
@@ -79,7 +52,7 @@ export const makeSourceAdmin = (stored: SourcesShape, sources: SourceCache, egre
   // The SSRF guard's save-time check (REFERENCE §8) first: a refused endpoint URL stores nothing.
   const putSource: RelaySourcesShape["putSource"] = (source) =>
     Effect.andThen(
-      checkDestinations(egress, source),
+      checkSource(egress, source),
       Effect.flatMap(Clock.currentTimeMillis, (now) => saveSource(stored, source, now))
     ).pipe(
       Effect.tap(sources.invalidate())
