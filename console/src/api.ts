@@ -1,8 +1,8 @@
 import { type CallName, calls, type Wires } from "./calls.js"
 import type { PathOf, QueryOf } from "./contract.js"
-import type { FieldIssue, RecoveryFilter, SourceInput } from "./types.js"
+import type { DestinationInput, EndpointKey, FieldIssue, RecoveryFilter, SourceInput } from "./types.js"
 
-// The admin API as the console uses it (REFERENCE §7, §10, §11). Only these routes, only with the
+// The admin API as the console uses it (REFERENCE §1a, §7, §10, §11). Only these routes, only with the
 // operator's bearer token, which lives in sessionStorage and never in a URL.
 
 const tokenKey = "hookrelay.adminToken"
@@ -128,6 +128,14 @@ export const api = {
   deleteSource: (sourceId: string) => call("deleteSource", { path: { sourceId } }),
   rotateSecret: (sourceId: string, keepOldFor: string) =>
     call("rotateSecret", { path: { sourceId }, body: { keepOldFor } }),
+  destinations: (sourceId: string) =>
+    call("listDestinations", { path: { sourceId } }).then((answer) => answer.destinations),
+  putDestination: (sourceId: string, destinationId: string, input: DestinationInput) =>
+    call("putDestination", { path: { sourceId, destinationId }, body: input }),
+  deleteDestination: (sourceId: string, destinationId: string) =>
+    call("deleteDestination", { path: { sourceId, destinationId } }),
+  rotateDestinationSecret: (sourceId: string, destinationId: string, keepOldFor: string) =>
+    call("rotateDestinationSecret", { path: { sourceId, destinationId }, body: { keepOldFor } }),
   message: (messageId: string) => call("getMessage", { path: { messageId } }),
   messagesOfUser: (userId: string, sourceId: string | undefined, limit = 50) =>
     call("searchMessages", { query: { userId, sourceId, limit: String(limit) } }).then((answer) => answer.messages),
@@ -137,9 +145,13 @@ export const api = {
   backlog: () => call("backlog", {}),
   // The contract says only "an object": what the reference page reads of it is OpenAPI's shape.
   openApi: () => call("openApi", {}) as Promise<OpenApiDocument>,
-  usage: (sourceId: string, days: number) => call("sourceUsage", { path: { sourceId }, query: { days: String(days) } }),
-  endpoints: (sourceId: string) => call("listEndpoints", { query: { sourceId } }).then((answer) => answer.endpoints),
-  enableEndpoint: (url: string) => call("enableEndpoint", { body: { url } }),
+  /** A source's usage by day; with a destination, its jobs' counters (delivered, dead, latency) are that one's. */
+  usage: (sourceId: string, days: number, destinationId?: string) =>
+    call("sourceUsage", { path: { sourceId }, query: { days: String(days), destinationId } }),
+  /** The health of a source's endpoints: every destination's, or one destination's. */
+  endpoints: (sourceId: string, destinationId?: string) =>
+    call("listEndpoints", { query: { sourceId, destinationId } }).then((answer) => answer.endpoints),
+  enableEndpoint: (endpoint: EndpointKey) => call("enableEndpoint", { body: endpoint }),
   recover: (action: "replay" | "purge", filter: RecoveryFilter) =>
     call(action === "replay" ? "replayDeadLetters" : "purgeDeadLetters", { body: filter })
 }

@@ -1,3 +1,4 @@
+import type * as Destinations from "../../src/ingest/AdminDestinationSchemas.js"
 import type * as Endpoints from "../../src/ingest/AdminEndpointSchemas.js"
 import type * as S from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
@@ -5,7 +6,7 @@ import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
 import type { CheckedWires, EndpointName, Route } from "./contract.js"
 import type { Json } from "./types.js"
 
-// The admin calls the console makes (REFERENCE §7, §10, §11), each named by its endpoint in the contract.
+// The admin calls the console makes (REFERENCE §1a, §7, §10, §11), each named by its endpoint in the contract.
 // The contract is not imported at run time (it would bundle effect, and its domain
 // modules need node:crypto): the types check each call's group, method and JSON, and
 // test/ingest/ConsoleContract.test.ts its path.
@@ -19,6 +20,16 @@ export type Wires = CheckedWires<{
   }
   readonly deleteSource: { readonly answer: void }
   readonly rotateSecret: {
+    readonly body: Json<typeof Secrets.RotateSecretInput>
+    readonly answer: Json<typeof Secrets.RotatedSecretView>
+  }
+  readonly listDestinations: { readonly answer: Json<typeof Destinations.DestinationList> }
+  readonly putDestination: {
+    readonly body: Json<typeof Destinations.DestinationSettings>
+    readonly answer: Json<typeof Destinations.DestinationReplaced>
+  }
+  readonly deleteDestination: { readonly answer: void }
+  readonly rotateDestinationSecret: {
     readonly body: Json<typeof Secrets.RotateSecretInput>
     readonly answer: Json<typeof Secrets.RotatedSecretView>
   }
@@ -53,6 +64,22 @@ export const calls: { readonly [N in CallName]: Route<N> } = {
   putSource: { group: "sources", method: "PUT", path: "/admin/sources/:sourceId" },
   deleteSource: { group: "sources", method: "DELETE", path: "/admin/sources/:sourceId" },
   rotateSecret: { group: "sources", method: "POST", path: "/admin/sources/:sourceId/secrets/rotate" },
+  listDestinations: { group: "destinations", method: "GET", path: "/admin/sources/:sourceId/destinations" },
+  putDestination: {
+    group: "destinations",
+    method: "PUT",
+    path: "/admin/sources/:sourceId/destinations/:destinationId"
+  },
+  deleteDestination: {
+    group: "destinations",
+    method: "DELETE",
+    path: "/admin/sources/:sourceId/destinations/:destinationId"
+  },
+  rotateDestinationSecret: {
+    group: "destinations",
+    method: "POST",
+    path: "/admin/sources/:sourceId/destinations/:destinationId/secrets/rotate"
+  },
   sourceUsage: { group: "sources", method: "GET", path: "/admin/sources/:sourceId/usage" },
   searchMessages: { group: "messages", method: "GET", path: "/admin/messages" },
   getMessage: { group: "messages", method: "GET", path: "/admin/messages/:messageId" },

@@ -4,6 +4,7 @@ import { session, setUnauthorizedHandler } from "./api.js"
 import { BacklogStrip } from "./components/BacklogStrip.js"
 import { Link } from "./components/ui.js"
 import { ApiReference } from "./pages/ApiReference.js"
+import { DestinationEdit } from "./pages/DestinationEdit.js"
 import { Endpoints } from "./pages/Endpoints.js"
 import { Login } from "./pages/Login.js"
 import { Messages } from "./pages/Messages.js"
@@ -17,6 +18,16 @@ import "./styles.css"
 const Page = (props: { readonly location: Location }) => {
   const path = props.location.path.replace(/\/+$/, "") || "/"
   if (path === "/sources/new") return <SourceEdit sourceId={undefined} />
+  const destination = /^\/sources\/([^/]+)\/destinations\/([^/]+)$/.exec(path)
+  if (destination !== null) {
+    const destinationId = decodeURIComponent(destination[2]!)
+    return (
+      <DestinationEdit
+        sourceId={decodeURIComponent(destination[1]!)}
+        destinationId={destinationId === "new" ? undefined : destinationId}
+      />
+    )
+  }
   const source = /^\/sources\/([^/]+)$/.exec(path)
   if (source !== null) return <SourceEdit sourceId={decodeURIComponent(source[1]!)} />
   if (path === "/sources") return <Sources />

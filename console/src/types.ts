@@ -2,6 +2,7 @@
 // (src/ingest/Admin*Schemas.ts), so a contract change the console does not follow fails to compile.
 // Types only: nothing of them is bundled. No DOM here: the console's pure modules and their tests share it.
 import type { Schema } from "effect"
+import type * as Destinations from "../../src/ingest/AdminDestinationSchemas.js"
 import type * as Endpoints from "../../src/ingest/AdminEndpointSchemas.js"
 import type * as S from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
@@ -23,6 +24,14 @@ export type RotatedSecret = Json<typeof Secrets.RotatedSecretView>
 
 /** The body of a source's PUT. */
 export type SourceInput = Json<typeof Sources.SourceSettings>
+
+/** A destination as the API shows it (REFERENCE §1a), its secrets masked. */
+export type DestinationView = Json<typeof Sources.DestinationView>
+export type SubscribeView = NonNullable<DestinationView["subscribe"]>
+/** The body of a destination's PUT (its id is the path's). */
+export type DestinationInput = Json<typeof Destinations.DestinationSettings>
+/** The answer of a destination's PUT: its view, and the secret the save generated, if any. */
+export type SavedDestination = Json<typeof Destinations.DestinationReplaced>
 
 /** A property value a filter compares with: any JSON value. */
 export type PropertyValue = NonNullable<FilterRule["if"]["properties"]>[string]
@@ -46,6 +55,8 @@ export type UsageDay = Usage["days"][number]
 
 export type EndpointHealthView = Json<typeof Endpoints.EndpointView>
 export type EndpointWindow = EndpointHealthView["lastDay"]
+/** The endpoint to enable or disable: (source, destination, URL), or a URL alone for every endpoint that has it. */
+export type EndpointKey = Json<typeof Endpoints.EndpointUrl>
 
 /** The body of a bulk replay or purge of dead letters. */
 export type RecoveryFilter = Json<typeof Endpoints.RecoveryInput>

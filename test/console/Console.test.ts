@@ -275,6 +275,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
           // --- deep link reload, a token that stops working, logout ------------------------------
           await page.goto(`${base}/console/sources/web`)
           await page.getByRole("heading", { name: "Source web" }).waitFor()
+          // The source page's panels (destinations, activity) finish loading first: the token stops working for the
+          // next action, not under a request already on its way.
+          await page.waitForLoadState("networkidle")
           await page.evaluate("sessionStorage.setItem('hookrelay.adminToken', 'revoked-token')")
           await page.getByRole("link", { name: "Sources" }).click()
           await page.getByText("Wrong token: the server refused it. Log in again.").waitFor()

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { niceTicks, ratesBetween, totalsOf } from "../../console/src/numbers.js"
 import {
+  describeSubscribe,
+  destinationInput,
+  destinationPaths,
+  formFromDestination,
+  newDestinationForm
+} from "../../console/src/pages/destinationForm.js"
+import {
   emptyEndpoint,
   fieldPaths,
   formFromSource,
@@ -9,9 +16,9 @@ import {
   randomSecret,
   toInput
 } from "../../console/src/pages/sourceForm.js"
-import type { SourceView } from "../../console/src/types.js"
+import type { DestinationView, SourceView } from "../../console/src/types.js"
 
-/** The console's pure parts: the source form ↔ admin API body, where issues are shown, the numbers. */
+/** The console's pure parts: the source and destination forms ↔ admin API bodies, where issues are shown, the numbers. */
 
 const stored: SourceView = {
   id: "web",
@@ -170,5 +177,70 @@ describe("console numbers", () => {
     expect(niceTicks(5)).toEqual([0, 2, 4, 6])
     expect(niceTicks(757)).toEqual([0, 200, 400, 600, 800])
     expect(niceTicks(1)).toEqual([0, 0.5, 1])
+  })
+})
+
+describe("destination form", () => {
+  const destination: DestinationView = {
+    id: "crm",
+    name: "CRM",
+    enabled: true,
+    hasSharedSecret: true,
+    sharedSecret: "s3cr…ef",
+    endpoints: [{ url: "https://crm.example/hook", headers: { "X-Api-Key": "abcd…yz" } }],
+    subscribe: { types: ["track", "identify"], events: ["Order Completed"] },
+    retryWindow: "30 minutes",
+    filters: [{ if: { type: ["page"] }, then: "drop" }]
+  }
+
+  it("asks again for what the API shows masked, and sends back the rest as it was", () => {
+    const form = formFromDestination(destination)
+    expect(form.types).toEqual(["track", "identify"])
+    const { issues } = destinationInput(form, false)
+    expect(issues.map((issue) => issue.path)).toEqual(["sharedSecret", "endpoints[0].headers.X-Api-Key"])
+    const filled = {
+      ...form,
+      secret: "the-secret",
+      endpoints: form.endpoints.map((e) => ({ ...e, headers: e.headers.map((h) => ({ ...h, value: "key" })) }))
+    }
+    expect(destinationInput(filled, false)).toEqual({
+      input: {
+        enabled: true,
+        name: "CRM",
+        sharedSecret: "the-secret",
+        endpoints: [{ url: "https://crm.example/hook", headers: { "X-Api-Key": "key" } }],
+        filters: [{ if: { type: ["page"] }, then: "drop" }],
+        subscribe: { types: ["track", "identify"], events: ["Order Completed"] },
+        retryWindow: "30 minutes"
+      },
+      issues: []
+    })
+  })
+
+  it("leaves out what is empty, refuses filters that are not JSON, and needs an id for a new one", () => {
+    const form = { ...newDestinationForm(), secretMode: "none" as const, filters: "[{" }
+    const { input, issues } = destinationInput(form, true)
+    expect(issues.map((issue) => issue.path)).toEqual(["destinationId", "filters"])
+    expect(input).toEqual({ enabled: true, endpoints: [{ url: "" }] })
+  })
+
+  it("places the server's issues at the field they name", () => {
+    const form = formFromDestination(destination)
+    const placed = placeIssues(
+      [
+        { path: "subscribe.events[0]", message: "must be 1 to 1024 characters" },
+        { path: "endpoints[0].url", message: "must be an absolute http: or https: URL" },
+        { path: "filters[0].if.type[0]", message: "unknown type" },
+        { path: "destinationId", message: "must be a slug" }
+      ],
+      destinationPaths(form)
+    )
+    expect([...placed.keys()]).toEqual(["subscribe.events", "endpoints[0].url", "filters", "destinationId"])
+  })
+
+  it("describes a subscription in a line", () => {
+    expect(describeSubscribe(undefined)).toBe("every message")
+    expect(describeSubscribe({ types: ["identify"] })).toBe("identify")
+    expect(describeSubscribe({ events: ["A", "B"] })).toBe("every type; track events A, B")
   })
 })

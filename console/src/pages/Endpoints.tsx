@@ -8,7 +8,7 @@ import type { EndpointHealthView, EndpointWindow, SourceView } from "../types.js
 const rate = (window: EndpointWindow) =>
   window.successRate === null ? "—" : `${(window.successRate * 100).toFixed(1)} % of ${window.attempts}`
 
-/** A source's URLs with their health, an enable button for disabled ones, and bulk recovery of dead letters. */
+/** A source's endpoints (each destination's URLs) with their health, an enable button for disabled ones, and bulk recovery of dead letters. */
 export const Endpoints = (props: { readonly location: Location }) => {
   const sourceId = props.location.query.get("sourceId") ?? ""
   const [sources, setSources] = useState<ReadonlyArray<SourceView> | undefined>(undefined)
@@ -39,7 +39,10 @@ export const Endpoints = (props: { readonly location: Location }) => {
     }
   }, [sourceId, reload])
 
-  const enable = (url: string) => api.enableEndpoint(url).then(() => setReload((n) => n + 1), setError)
+  // The endpoint alone, (source, destination, URL): another destination or source with that URL stays as it is.
+  const enable = (endpoint: EndpointHealthView) =>
+    api.enableEndpoint({ sourceId: endpoint.sourceId, destinationId: endpoint.destinationId, url: endpoint.url })
+      .then(() => setReload((n) => n + 1), setError)
 
   return (
     <section>
@@ -63,6 +66,7 @@ export const Endpoints = (props: { readonly location: Location }) => {
         <table aria-label="Endpoint health">
           <thead>
             <tr>
+              <th>Destination</th>
               <th>URL</th>
               <th>State</th>
               <th>Failures in a row</th>
@@ -76,7 +80,12 @@ export const Endpoints = (props: { readonly location: Location }) => {
           </thead>
           <tbody>
             {endpoints.map((endpoint) => (
-              <tr key={endpoint.url} data-url={endpoint.url}>
+              <tr
+                key={`${endpoint.destinationId} ${endpoint.url}`}
+                data-url={endpoint.url}
+                data-destination={endpoint.destinationId}
+              >
+                <td>{endpoint.destinationId}</td>
                 <td>{endpoint.url}</td>
                 <td>
                   <StatusBadge status={endpoint.state} />
@@ -94,7 +103,7 @@ export const Endpoints = (props: { readonly location: Location }) => {
                 <td>{formatMs(endpoint.lastDay.p50LatencyMs)} / {formatMs(endpoint.lastDay.p99LatencyMs)}</td>
                 <td>
                   {endpoint.state === "disabled" && (
-                    <button type="button" onClick={() => void enable(endpoint.url)}>Enable</button>
+                    <button type="button" onClick={() => void enable(endpoint)}>Enable</button>
                   )}
                 </td>
               </tr>
@@ -102,7 +111,7 @@ export const Endpoints = (props: { readonly location: Location }) => {
           </tbody>
         </table>
       )}
-      {sourceId !== "" && <Recovery sourceId={sourceId} urls={endpoints?.map((e) => e.url) ?? []} />}
+      {sourceId !== "" && <Recovery sourceId={sourceId} urls={[...new Set(endpoints?.map((e) => e.url) ?? [])]} />}
     </section>
   )
 }

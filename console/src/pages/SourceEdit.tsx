@@ -1,19 +1,19 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
 import { api, ApiError } from "../api.js"
+import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
 import type { FieldIssue, SigningScheme, SourceView } from "../types.js"
 import { OnceSecret, SigningPanel } from "./SigningPanel.js"
-import type { EndpointRow, FormState, HeaderRow, PropertyRow, RuleRow, ValueKind } from "./sourceForm.js"
+import { SourceActivity } from "./SourceActivity.js"
+import { SourceDestinations } from "./SourceDestinations.js"
+import type { FormState, PropertyRow, RuleRow, ValueKind } from "./sourceForm.js"
 import {
-  emptyEndpoint,
   emptyEvent,
-  emptyHeader,
   emptyProperty,
   emptyRule,
   fieldPaths,
   formFromSource,
-  maxEndpoints,
   messageTypes,
   newSourceForm,
   placeIssues,
@@ -38,8 +38,8 @@ const withMasksOf = (form: FormState, source: SourceView): FormState => {
   }
 }
 
-/** A DOM id from a form path such as `webhooks.filters[0].if.type`. */
-const domId = (path: string) => `f-${path.replace(/[^A-Za-z0-9_-]/g, "_")}`
+/** Changes with every save of the source: its destinations are read again (the form edits the destination `webhooks`). */
+const storedVersion = (source: SourceView) => Date.parse(source.updatedAt ?? "") || 0
 
 export const SourceEdit = (props: { readonly sourceId: string | undefined }) => {
   const isNew = props.sourceId === undefined
@@ -111,10 +111,6 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
   const described = (path: string) => (invalid(path) ? `${domId(path)}-errors` : undefined)
   const errorsOf = (path: string) => <FieldErrors id={`${domId(path)}-errors`} issues={at(path)} />
 
-  const updateEndpoint = (e: number, f: (endpoint: EndpointRow) => EndpointRow) =>
-    update((s) => ({ ...s, endpoints: replaceAt(s.endpoints, e, f) }))
-  const updateHeader = (e: number, h: number, f: (header: HeaderRow) => HeaderRow) =>
-    updateEndpoint(e, (endpoint) => ({ ...endpoint, headers: replaceAt(endpoint.headers, h, f) }))
   const updateRule = (r: number, f: (rule: RuleRow) => RuleRow) =>
     update((s) => ({ ...s, rules: replaceAt(s.rules, r, f) }))
   const updateProperty = (r: number, p: number, f: (row: PropertyRow) => PropertyRow) =>
@@ -354,111 +350,12 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
                 </div>
               )}
 
-              <div class="group" aria-labelledby="endpoints-title" role="group">
-                <h2 id="endpoints-title">Endpoints ({form.endpoints.length} of at most {maxEndpoints})</h2>
-                {errorsOf("webhooks.endpoints")}
-                {form.endpoints.map((endpoint, e) => {
-                  const path = `webhooks.endpoints[${e}]`
-                  return (
-                    <div class="card endpoint" key={endpoint.key} role="group" aria-label={`Endpoint ${e + 1}`}>
-                      <div class="field">
-                        <label for={domId(`${path}.url`)}>Endpoint {e + 1} URL</label>
-                        <div class="inline">
-                          <input
-                            id={domId(`${path}.url`)}
-                            type="url"
-                            class="mono grow"
-                            value={endpoint.url}
-                            placeholder="https://example.com/hooks/analytics"
-                            spellcheck={false}
-                            aria-invalid={invalid(`${path}.url`)}
-                            aria-describedby={described(`${path}.url`)}
-                            onInput={(ev) => {
-                              const url = ev.currentTarget.value
-                              updateEndpoint(e, (x) => ({ ...x, url }))
-                            }}
-                          />
-                          <button
-                            type="button"
-                            class="danger-text"
-                            disabled={form.endpoints.length <= 1}
-                            onClick={() => update((s) => ({ ...s, endpoints: removeAt(s.endpoints, e) }))}
-                          >
-                            Remove endpoint {e + 1}
-                          </button>
-                        </div>
-                        {errorsOf(`${path}.url`)}
-                        {errorsOf(path)}
-                      </div>
-                      <div class="headers">
-                        <span class="label">Static headers</span>
-                        {errorsOf(`${path}.headers`)}
-                        {endpoint.headers.map((header, h) => {
-                          const headerPath = `${path}.headers.${header.name}`
-                          const id = domId(`${path}.headers[${h}]`)
-                          return (
-                            <div key={header.key}>
-                              <div class="inline">
-                                <label for={`${id}-name`} class="visually-hidden">
-                                  Endpoint {e + 1} header {h + 1} name
-                                </label>
-                                <input
-                                  id={`${id}-name`}
-                                  class="mono"
-                                  placeholder="Header-Name"
-                                  value={header.name}
-                                  spellcheck={false}
-                                  aria-invalid={invalid(headerPath) && header.name !== ""}
-                                  onInput={(ev) => {
-                                    const name = ev.currentTarget.value
-                                    updateHeader(e, h, (x) => ({ ...x, name }))
-                                  }}
-                                />
-                                <label for={`${id}-value`} class="visually-hidden">
-                                  Endpoint {e + 1} header {h + 1} value
-                                </label>
-                                <input
-                                  id={`${id}-value`}
-                                  class="mono grow"
-                                  placeholder={header.masked === undefined ? "value" : `current: ${header.masked}`}
-                                  value={header.value}
-                                  spellcheck={false}
-                                  aria-invalid={invalid(headerPath) && header.name !== ""}
-                                  onInput={(ev) => {
-                                    const value = ev.currentTarget.value
-                                    updateHeader(e, h, (x) => ({ ...x, value }))
-                                  }}
-                                />
-                                <button
-                                  type="button"
-                                  class="danger-text"
-                                  onClick={() => updateEndpoint(e, (x) => ({ ...x, headers: removeAt(x.headers, h) }))}
-                                >
-                                  Remove header
-                                </button>
-                              </div>
-                              {header.name !== "" && errorsOf(headerPath)}
-                            </div>
-                          )
-                        })}
-                        <button
-                          type="button"
-                          onClick={() => updateEndpoint(e, (x) => ({ ...x, headers: [...x.headers, emptyHeader()] }))}
-                        >
-                          Add header to endpoint {e + 1}
-                        </button>
-                      </div>
-                    </div>
-                  )
-                })}
-                <button
-                  type="button"
-                  disabled={form.endpoints.length >= maxEndpoints}
-                  onClick={() => update((s) => ({ ...s, endpoints: [...s.endpoints, emptyEndpoint()] }))}
-                >
-                  Add endpoint
-                </button>
-              </div>
+              <EndpointsEditor
+                at="webhooks.endpoints"
+                endpoints={form.endpoints}
+                marks={{ invalid, described, errorsOf }}
+                onChange={(f) => update((s) => ({ ...s, endpoints: f(s.endpoints) }))}
+              />
 
               <div class="group" role="group" aria-labelledby="filters-title">
                 <h2 id="filters-title">Filters</h2>
@@ -502,6 +399,12 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
       </form>
       <OnceSecret secret={generated} />
       {!isNew && stored !== undefined && <SigningPanel source={stored} onRotated={reloadStored} />}
+      {!isNew && props.sourceId !== undefined && stored !== undefined && (
+        <>
+          <SourceDestinations sourceId={props.sourceId} version={storedVersion(stored)} />
+          <SourceActivity sourceId={props.sourceId} version={storedVersion(stored)} />
+        </>
+      )}
     </section>
   )
 }

@@ -1,4 +1,12 @@
-import type { FieldIssue, FilterRule, PropertyValue, SigningScheme, SourceInput, SourceView } from "../types.js"
+import type {
+  FieldIssue,
+  FilterRule,
+  PropertyValue,
+  SigningScheme,
+  SourceInput,
+  SourceView,
+  WebhooksView
+} from "../types.js"
 
 // The source form's state, its translation to the admin API's body, and the placing of validation
 // issues (the API's `errors[].path`, e.g. `webhooks.filters[1].if.type[0]`) next to the input they
@@ -86,6 +94,49 @@ export const newSourceForm = (): FormState => ({
 // maskSecret (src/domain/Secrets.ts) shows "…" or the first four and last two characters around "…".
 const looksMasked = (value: string) => value === "…" || /^[\s\S]{4}…[\s\S]{2}$/.test(value)
 
+/** A destination's endpoints as form rows (one empty row when it has none); masked header values are asked again. */
+export const endpointRows = (endpoints: WebhooksView["endpoints"]): ReadonlyArray<EndpointRow> =>
+  endpoints.length === 0
+    ? [emptyEndpoint()]
+    : endpoints.map((endpoint) => ({
+      key: key(),
+      url: endpoint.url,
+      headers: Object.entries(endpoint.headers ?? {}).map(([name, value]) =>
+        looksMasked(value) ? { key: key(), name, value: "", masked: value } : { key: key(), name, value }
+      )
+    }))
+
+/**
+ * The endpoints of a body from form rows; a masked header value not entered again is an issue at
+ * `{at}[e].headers.{name}` (`at` is where the list is in the body, such as `webhooks.endpoints`).
+ */
+export const endpointsInput = (
+  rows: ReadonlyArray<EndpointRow>,
+  at: string,
+  issues: Array<FieldIssue>
+): Array<{ readonly url: string; readonly headers?: Record<string, string> }> =>
+  rows.map((endpoint, e) => {
+    const headers: Record<string, string> = {}
+    for (const header of endpoint.headers) {
+      if (header.name === "" && header.value === "") continue
+      if (header.masked !== undefined && header.value === "") {
+        issues.push({
+          path: `${at}[${e}].headers.${header.name}`,
+          message: `enter this value again (the API shows it masked as ${header.masked})`
+        })
+      }
+      headers[header.name] = header.value
+    }
+    return { url: endpoint.url.trim(), ...(Object.keys(headers).length > 0 && { headers }) }
+  })
+
+/** The form paths of endpoint rows whose list is at `at` in the body. */
+export const endpointPaths = (rows: ReadonlyArray<EndpointRow>, at: string): Array<string> =>
+  rows.flatMap((endpoint, e) => {
+    const row = `${at}[${e}]`
+    return [row, `${row}.url`, `${row}.headers`, ...endpoint.headers.map((header) => `${row}.headers.${header.name}`)]
+  })
+
 const kindOf = (value: PropertyValue): ValueKind =>
   value === null
     ? "null"
@@ -111,15 +162,7 @@ export const formFromSource = (source: SourceView): FormState => {
     secretMode: webhooks === undefined || webhooks.hasSharedSecret ? "set" : "none",
     secret: "",
     ...(webhooks?.sharedSecret !== undefined && { secretMasked: webhooks.sharedSecret }),
-    endpoints: webhooks === undefined || webhooks.endpoints.length === 0
-      ? [emptyEndpoint()]
-      : webhooks.endpoints.map((endpoint) => ({
-        key: key(),
-        url: endpoint.url,
-        headers: Object.entries(endpoint.headers ?? {}).map(([name, value]) =>
-          looksMasked(value) ? { key: key(), name, value: "", masked: value } : { key: key(), name, value }
-        )
-      })),
+    endpoints: endpointRows(webhooks?.endpoints ?? []),
     ...(webhooks?.signing !== undefined && { signing: webhooks.signing }),
     ...(webhooks?.asymmetric !== undefined && { asymmetric: webhooks.asymmetric }),
     rules: (webhooks?.filters ?? []).map((rule) => ({
@@ -190,20 +233,7 @@ export const toInput = (
         : "enter the current secret again to keep it, or a new one to rotate it (the API never shows it in full)"
     })
   }
-  const endpoints = form.endpoints.map((endpoint, e) => {
-    const headers: Record<string, string> = {}
-    for (const header of endpoint.headers) {
-      if (header.name === "" && header.value === "") continue
-      if (header.masked !== undefined && header.value === "") {
-        issues.push({
-          path: `webhooks.endpoints[${e}].headers.${header.name}`,
-          message: `enter this value again (the API shows it masked as ${header.masked})`
-        })
-      }
-      headers[header.name] = header.value
-    }
-    return { url: endpoint.url.trim(), ...(Object.keys(headers).length > 0 && { headers }) }
-  })
+  const endpoints = endpointsInput(form.endpoints, "webhooks.endpoints", issues)
   const filters: Array<FilterRule> = form.rules.map((rule, r) => {
     const types = splitList(rule.types)
     const events = rule.events.map((event) => event.name)
@@ -254,11 +284,7 @@ export const fieldPaths = (form: FormState): Array<string> => {
     "webhooks.asymmetric",
     "webhooks.endpoints"
   ]
-  form.endpoints.forEach((endpoint, e) => {
-    const at = `webhooks.endpoints[${e}]`
-    paths.push(at, `${at}.url`, `${at}.headers`)
-    for (const header of endpoint.headers) paths.push(`${at}.headers.${header.name}`)
-  })
+  paths.push(...endpointPaths(form.endpoints, "webhooks.endpoints"))
   paths.push("webhooks.filters")
   form.rules.forEach((rule, r) => {
     const at = `webhooks.filters[${r}]`
