@@ -1,6 +1,7 @@
 import { Clock, Effect, Exit, Option, Result } from "effect"
 import { UnknownSource } from "../domain/IngestErrors.js"
 import { uuidv7 } from "../domain/MessageId.js"
+import { identifyDestinations } from "../domain/Routing.js"
 import type { AudienceMembersShape } from "../store/AudienceMembers.js"
 import type { AudienceRef, StoredSource } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
@@ -51,7 +52,9 @@ export const defaultLeaseMillis = 60_000
  */
 export const yieldToEventLoop: Effect.Effect<void> = Effect.yieldNow
 
-export const destinationEnabled = (source: StoredSource): boolean => source.webhooks?.enabled === true
+/** Where a sync's identifies go: the enabled destinations subscribed to identifies (REFERENCE §6). */
+export const identifyDestinationIds = (source: StoredSource): ReadonlyArray<string> =>
+  identifyDestinations(source.destinations).map((destination) => destination.id)
 
 /** The source, fresh from the store (a sync is rare; the ingest cache's 2 s staleness is not wanted here). */
 export const sourceOf = (
@@ -92,7 +95,8 @@ export const sourceOf = (
  *   the audience row, taken at the start, renewed by every chunk's transaction (which also locks
  *   the row on PostgreSQL), released at the end. A second sync meanwhile is refused
  *   (`AudienceSyncInProgress`); a crashed sync's lease lapses after `leaseMillis`.
- * - Destination disabled (or none): memberships are still updated and counted, nothing is sent.
+ * - Identifies go to each enabled destination subscribed to them, one job each. With none (all disabled, none
+ *   subscribed): memberships are still updated and counted, nothing is sent.
  */
 /** The store's services an audience sync uses. */
 export interface AudienceStores {
@@ -123,7 +127,7 @@ export const makeAudienceSync = (stores: AudienceStores, signal: OutboxSignalSha
       }
       const { property } = name.success
       const source = yield* sourceOf(stores.sources, sourceId)
-      const enabled = destinationEnabled(source)
+      const destinationIds = identifyDestinationIds(source)
       // Sorted: each chunk's rows land in neighbouring primary-key pages (and duplicates collapse).
       const members = sortedUnique(ids.success)
       const incoming = new Set(members)
@@ -149,7 +153,7 @@ export const makeAudienceSync = (stores: AudienceStores, signal: OutboxSignalSha
             leaseUntil: now + leaseMillis,
             change,
             userIds,
-            identify: enabled ? identifyJobs(property, now) : undefined
+            identify: { build: identifyJobs(property, now), destinationIds }
           })
           if (result._tag === "LeaseLost") return yield* new AudienceSyncInterrupted(ref)
           // Committed: wake the dispatcher now, so delivery starts while the sync goes on.

@@ -5,7 +5,13 @@ import type { SourcesShape } from "../store/Sources.js"
 import type { StoreError } from "../store/StoreError.js"
 import type { TraitValuesShape } from "../store/TraitValues.js"
 import { InvalidAdminRequest } from "./AudienceErrors.js"
-import { defaultChunkSize, destinationEnabled, sourceOf, type SyncOptions, yieldToEventLoop } from "./AudienceSync.js"
+import {
+  defaultChunkSize,
+  identifyDestinationIds,
+  sourceOf,
+  type SyncOptions,
+  yieldToEventLoop
+} from "./AudienceSync.js"
 import { chunks } from "./Chunks.js"
 import { identifyJobs } from "./Identify.js"
 import { type TraitValue, validateName, validateTraitValues } from "./Input.js"
@@ -60,7 +66,7 @@ export const makeComputedTraits = (stores: TraitStores, signal: OutboxSignalShap
       }
       const { property } = name.success
       const source = yield* sourceOf(stores.sources, sourceId)
-      const enabled = destinationEnabled(source)
+      const destinationIds = identifyDestinationIds(source)
       let changed = 0
       let cleared = 0
       for (const chunk of chunks(values.success, chunkSize)) {
@@ -70,7 +76,7 @@ export const makeComputedTraits = (stores: TraitStores, signal: OutboxSignalShap
           trait: property,
           now,
           values: chunk,
-          identify: enabled ? identifyJobs(property, now) : undefined
+          identify: { build: identifyJobs(property, now), destinationIds }
         })
         changed += result.changed
         cleared += result.cleared

@@ -1,6 +1,7 @@
 import { Clock, Effect, Option, Result } from "effect"
 import { deleteNotificationBody, encodeBody } from "../domain/DeliveredBody.js"
 import { uuidv7 } from "../domain/MessageId.js"
+import { deleteNoticeDestinations } from "../domain/Routing.js"
 import type { DeletionRequestsShape } from "../store/DeletionRequests.js"
 import type { JobStatus, StoredDeletion, StoredSource } from "../store/Model.js"
 import type { OutboxSignalShape } from "../store/OutboxSignal.js"
@@ -19,8 +20,10 @@ export interface DeletionRequest {
   readonly createdAt: number
   /** The user's jobs removed before delivery (pending or dead). */
   readonly jobsRemoved: number
-  /** One delete notification job per covered source whose webhook destination was enabled. */
-  readonly notifications: ReadonlyArray<{ readonly sourceId: string; readonly jobId: string }>
+  /** One delete notification job per enabled destination of each covered source, in the source's order. */
+  readonly notifications: ReadonlyArray<
+    { readonly sourceId: string; readonly destinationId: string; readonly jobId: string }
+  >
 }
 
 /** A notification's delivery status; `purged`: the job was finished and retention has removed it since. */
@@ -30,6 +33,7 @@ export type NotificationStatus = JobStatus | "purged"
 export interface DeletionStatus extends Omit<DeletionRequest, "notifications"> {
   readonly notifications: ReadonlyArray<{
     readonly sourceId: string
+    readonly destinationId: string
     readonly jobId: string
     readonly status: NotificationStatus
     readonly attempts: number
@@ -37,9 +41,6 @@ export interface DeletionStatus extends Omit<DeletionRequest, "notifications"> {
     readonly finishedAt: number | null
   }>
 }
-
-/** Sources with a webhook destination that is on: the only ones notified (REFERENCE §5). */
-const notified = (source: StoredSource): boolean => source.webhooks?.enabled === true
 
 const statusView = (stored: StoredDeletion): DeletionStatus => ({
   id: stored.id,
@@ -51,6 +52,7 @@ const statusView = (stored: StoredDeletion): DeletionStatus => ({
     Option.match(notification.job, {
       onNone: () => ({
         sourceId: notification.sourceId,
+        destinationId: notification.destinationId,
         jobId: notification.jobId,
         status: "purged" as const,
         attempts: 0,
@@ -58,6 +60,7 @@ const statusView = (stored: StoredDeletion): DeletionStatus => ({
       }),
       onSome: (job) => ({
         sourceId: notification.sourceId,
+        destinationId: notification.destinationId,
         jobId: notification.jobId,
         status: job.status,
         attempts: job.attemptCount,
@@ -72,7 +75,7 @@ const statusView = (stored: StoredDeletion): DeletionStatus => ({
  *
  * `deleteUser` is one store transaction: it records the request, inserts one delete
  * notification job (kind `delete`, body exactly `{"type":"delete","userId","timestamp"}`) per
- * covered source whose destination is enabled, and removes the user's jobs not delivered yet —
+ * enabled destination of each covered source, whatever the destination subscribes to, and removes the user's jobs not delivered yet —
  * status `pending` or `dead`, with their attempts — from every covered source, enabled or not
  * (a disabled destination may be turned on again; the user's data must not be waiting for it).
  * Jobs in status `delivering` are left alone: a dispatcher holds their lease and is sending them
@@ -125,7 +128,14 @@ export const makeDeletions = (stores: DeletionStores, signal: OutboxSignalShape)
         userId: userId.success,
         sourceIds: covered.map((source) => source.id),
         everySource: named.success === undefined,
-        notifications: covered.filter(notified).map((source) => ({ sourceId: source.id, messageId: id, body }))
+        notifications: covered.flatMap((source) =>
+          deleteNoticeDestinations(source.destinations).map((destination) => ({
+            sourceId: source.id,
+            destinationId: destination.id,
+            messageId: id,
+            body
+          }))
+        )
       }, now)
       if (recorded.notifications.length > 0) yield* signal.notify
       return {

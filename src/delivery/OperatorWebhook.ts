@@ -109,12 +109,18 @@ export const make = (
       }
     })))
 
+    // An endpoint is (source, destination, URL) (REFERENCE §7b): its events name all three.
     return GuardEventSink.of({
       publish: (event) =>
         Effect.asVoid(Queue.offer(queue, {
           type: event.type,
           at: event.at,
-          data: { url: event.url, sourceIds: event.sourceIds, reason: event.reason }
+          data: {
+            url: event.url,
+            sourceIds: event.sourceIds,
+            ...(event.destinationId !== undefined && { destinationId: event.destinationId }),
+            reason: event.reason
+          }
         }))
     })
   })

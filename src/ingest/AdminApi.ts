@@ -126,8 +126,11 @@ const usage = Effect.gen(function*() {
   const relayMessages = yield* RelayMessages
   const sourceId = yield* param("sourceId")
   const params = yield* HttpServerRequest.ParsedSearchParams
-  const days = yield* relayMessages.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays))
-  return answer<typeof S.UsageView.Type>(usageView(sourceId, days))
+  const destinationId = typeof params.destinationId === "string" && params.destinationId !== ""
+    ? params.destinationId
+    : undefined
+  const days = yield* relayMessages.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays), destinationId)
+  return answer<typeof S.UsageView.Type>(usageView(sourceId, days, destinationId))
 })
 
 const searchMessages = Effect.gen(function*() {

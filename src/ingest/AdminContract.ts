@@ -71,7 +71,10 @@ const sources = HttpApiGroup.make("sources")
     HttpApiEndpoint.get("sourceUsage", "/admin/sources/:sourceId/usage", {
       params: SourcePath,
       query: {
-        days: Schema.optional(S.QueryValue.annotate({ description: "a whole number of days; default 30" }))
+        days: Schema.optional(S.QueryValue.annotate({ description: "a whole number of days; default 30" })),
+        destinationId: Schema.optional(
+          S.QueryValue.annotate({ description: "delivered, dead and latency of this destination's jobs only" })
+        )
       },
       success: S.UsageView,
       error: errors(S.InvalidRequest, S.NotFound)

@@ -69,6 +69,7 @@ const JobStatus = Schema.Literals(["pending", "delivering", "delivered", "dead"]
 export const JobView = Schema.Struct({
   id: Schema.String,
   sourceId: Schema.String,
+  destinationId: Schema.String,
   messageId: Schema.String,
   userId: Schema.NullOr(Schema.String),
   kind: Schema.Literals(["message", "delete", "audience"]),
@@ -116,6 +117,8 @@ export const Replayed = Schema.Struct({
 
 export const UsageView = Schema.Struct({
   sourceId: Schema.String,
+  /** Present when the jobs' counters are one destination's. */
+  destinationId: Schema.optional(Schema.String),
   days: Schema.Array(Schema.Struct({
     day: Schema.String,
     apiCalls: Schema.Number,
@@ -149,6 +152,7 @@ export const DeletionView = Schema.Struct({
   jobsRemoved: Schema.Number,
   notifications: Schema.Array(Schema.Struct({
     sourceId: Schema.String,
+    destinationId: Schema.String,
     jobId: Schema.String,
     status: Schema.Literals(["pending", "delivering", "delivered", "dead", "purged"]),
     attempts: Schema.Number,

@@ -80,6 +80,7 @@ export const sourceView = (source: StoredSource | SavedSource): typeof Src.Sourc
 export const jobView = (job: JobSummary): typeof S.JobView.Type => ({
   id: job.id,
   sourceId: job.sourceId,
+  destinationId: job.destinationId,
   messageId: job.messageId,
   userId: job.userId,
   kind: job.kind,
@@ -119,8 +120,13 @@ export const messageView = (message: MessageRecord): typeof S.MessageView.Type =
   jobs: message.jobs.map(jobWithAttemptsView)
 })
 
-export const usageView = (sourceId: string, days: ReadonlyArray<UsageDay>): typeof S.UsageView.Type => ({
+export const usageView = (
+  sourceId: string,
+  days: ReadonlyArray<UsageDay>,
+  destinationId?: string
+): typeof S.UsageView.Type => ({
   sourceId,
+  ...(destinationId !== undefined && { destinationId }),
   days: days.map((day) => ({
     day: day.day,
     apiCalls: day.apiCalls,

@@ -115,6 +115,7 @@ const deletionView = (deletion: DeletionStatus) => ({
   jobsRemoved: deletion.jobsRemoved,
   notifications: deletion.notifications.map((notification) => ({
     sourceId: notification.sourceId,
+    destinationId: notification.destinationId,
     jobId: notification.jobId,
     status: notification.status,
     attempts: notification.attempts,

@@ -82,7 +82,7 @@ export const makeQueries = (
   messages: MessageLogShape,
   sourceById: ReturnType<typeof requireSource>
 ) => {
-  const usage: RelayMessagesShape["usage"] = (sourceId, days = defaultUsageDays) =>
+  const usage: RelayMessagesShape["usage"] = (sourceId, days = defaultUsageDays, destinationId) =>
     Effect.gen(function*() {
       if (!Number.isInteger(days) || days < 1 || days > maxUsageDays) {
         return yield* new InvalidAdminRequest({
@@ -90,7 +90,10 @@ export const makeQueries = (
         })
       }
       const source = yield* sourceById(sourceId)
-      return yield* counts.usage(source.id, yield* Clock.currentTimeMillis, days)
+      if (destinationId !== undefined && destinationById(source.destinations, destinationId) === undefined) {
+        return yield* new UnknownDestination({ sourceId: source.id, destinationId })
+      }
+      return yield* counts.usage(source.id, yield* Clock.currentTimeMillis, days, destinationId)
     })
 
   const searchMessages: RelayMessagesShape["searchMessages"] = (search) =>

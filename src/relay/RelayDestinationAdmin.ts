@@ -1,5 +1,6 @@
 import { Clock, Effect, Option, Result } from "effect"
 import { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
+import type { DeliveryOutcomesShape } from "../delivery/Outcomes.js"
 import { destinationDeletedReason, UnknownDestination } from "../domain/DestinationErrors.js"
 import { destinationById, settingsOf } from "../domain/Destinations.js"
 import { UnknownSource } from "../domain/IngestErrors.js"
@@ -34,7 +35,8 @@ export const makeDestinationAdmin = (
   stored: SourcesShape,
   cache: ReturnType<typeof makeSourceCache>,
   usage: UsageShape,
-  egress: EgressPolicyShape
+  egress: EgressPolicyShape,
+  outcomes: DeliveryOutcomesShape
 ): RelayDestinationsShape => {
   const sourceOf = (sourceId: string) =>
     Effect.flatMap(
@@ -81,8 +83,19 @@ export const makeDestinationAdmin = (
         return yield* new UnknownDestination({ sourceId, destinationId })
       }
       yield* cache.invalidate()
-      // The usage counters (REFERENCE §11) count these dead letters as the dispatcher counts its own.
-      if (deleted.value > 0) yield* usage.addUsage(sourceId, now, { dead: deleted.value })
+      // These dead letters are counted (REFERENCE §11) and reported on `Relay.outcomes` as the dispatcher's own are.
+      const dead = deleted.value
+      if (dead.length === 0) return
+      yield* usage.addUsage(sourceId, now, { dead: dead.length }, destinationId)
+      yield* outcomes.publishAll(dead.map((job) => ({
+        jobId: job.jobId,
+        sourceId,
+        messageId: job.messageId,
+        kind: job.kind,
+        status: "dead" as const,
+        at: now,
+        error: destinationDeletedReason
+      })))
     })
 
   const rotateSecret: RelayDestinationsShape["rotateSecret"] = (sourceId, destinationId, keepOldFor) =>

@@ -120,13 +120,12 @@ export const makeEndpointAdmin = (
       const listed = destinationId === undefined ? all : all.filter((entry) => entry.destinationId === destinationId)
       return yield* Effect.forEach(listed, ({ destinationId, endpoint, index }) =>
         Effect.gen(function*() {
-          const key = endpointKeyString({ sourceId: source.id, destinationId, url: endpoint.url })
-          const snapshot = Option.isSome(guards)
-            ? guards.value.snapshot({ sourceId: source.id, destinationId, url: endpoint.url })
-            : undefined
-          const last = yield* records.endpointLastAttempts(endpoint.url)
-          const hour = yield* records.endpointStats(endpoint.url, now - hourMillis)
-          const day = yield* records.endpointStats(endpoint.url, now - 24 * hourMillis)
+          const endpointKey = { sourceId: source.id, destinationId, url: endpoint.url }
+          const key = endpointKeyString(endpointKey)
+          const snapshot = Option.isSome(guards) ? guards.value.snapshot(endpointKey) : undefined
+          const last = yield* records.endpointLastAttempts(endpointKey)
+          const hour = yield* records.endpointStats(endpointKey, now - hourMillis)
+          const day = yield* records.endpointStats(endpointKey, now - 24 * hourMillis)
           const health: EndpointHealth = {
             sourceId: source.id,
             destinationId,

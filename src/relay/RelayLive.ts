@@ -96,7 +96,7 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
         syncComputedTrait: audiences.syncComputedTrait
       }),
       Context.add(RelayEndpoints, endpoints),
-      Context.add(RelayDestinations, makeDestinationAdmin(stored, sources, counts, egress))
+      Context.add(RelayDestinations, makeDestinationAdmin(stored, sources, counts, egress, deliveryOutcomes))
     )
   })
 

@@ -1,6 +1,6 @@
 import { Context, Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
-import type { AudienceChunk, AudienceChunkResult, AudienceRef, AudienceSyncStart, IdentifyJobBuilder } from "./Model.js"
+import type { AudienceChunk, AudienceChunkResult, AudienceRef, AudienceSyncStart, IdentifyJobs } from "./Model.js"
 import { num } from "./Rows.js"
 import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
@@ -50,46 +50,83 @@ export class AudienceMembers
 {}
 
 /**
- * Inserts the identify jobs of the users a chunk changed, in the chunk's transaction, as ONE
- * statement whose rows travel as one parameter (a JSON array on SQLite, text[]s on PostgreSQL)
+ * Inserts the identify jobs of the users a chunk changed, one per user and destination (REFERENCE §6), in the chunk's
+ * transaction, as ONE statement whose rows travel as one parameter (a JSON array on SQLite, text[]s on PostgreSQL)
  * with each body as its JSON text, turned into its UTF-8 bytes by the database (`CAST(… AS
  * BLOB)`, `convert_to(…, 'UTF8')`): the same bytes `encodeBody` makes. Multi-row INSERTs of
  * thousands of parameters cost far more garbage and time to compile and bind (`bench/audiences.ts`).
+ * With several destinations a user's body is stored once, as ingest stores a message's (`message_bodies`, migration
+ * 13): under the id of the user's first job, which each of the user's jobs names.
  */
 export const insertIdentifyJobs = (
   { newJobIds, noteLogged, sql }: StoreKit,
   sourceId: string,
   changes: ReadonlyArray<readonly [userId: string, value: unknown]>,
-  identify: IdentifyJobBuilder | undefined,
+  identify: IdentifyJobs | undefined,
   now: number
 ) =>
   Effect.gen(function*() {
-    if (identify === undefined || changes.length === 0) return 0
-    const ids = newJobIds(now, changes.length)
-    const messageIds = new Array<string>(changes.length)
-    const userIds = new Array<string>(changes.length)
-    const bodies = new Array<string>(changes.length)
+    const destinations = identify?.destinationIds ?? []
+    if (identify === undefined || destinations.length === 0 || changes.length === 0) return 0
+    const shared = destinations.length > 1
+    const ids = newJobIds(now, changes.length * destinations.length)
+    const jobDestinations = new Array<string>(ids.length)
+    const messageIds = new Array<string>(ids.length)
+    const userIds = new Array<string>(ids.length)
+    // Per job: its body (one destination), or the id of its user's body (several).
+    const bodies = new Array<string>(ids.length)
+    const sharedIds = new Array<string>(shared ? changes.length : 0)
+    const sharedBodies = new Array<string>(shared ? changes.length : 0)
     for (let i = 0; i < changes.length; i++) {
       const [userId, value] = changes[i]!
-      const job = identify(userId, value)
-      messageIds[i] = job.messageId
-      userIds[i] = userId
-      bodies[i] = job.bodyText
+      const job = identify.build(userId, value)
+      const first = i * destinations.length
+      if (shared) {
+        sharedIds[i] = ids[first]!
+        sharedBodies[i] = job.bodyText
+      }
+      destinations.forEach((destinationId, d) => {
+        jobDestinations[first + d] = destinationId
+        messageIds[first + d] = job.messageId
+        userIds[first + d] = userId
+        bodies[first + d] = shared ? ids[first]! : job.bodyText
+      })
     }
+    // The last column is the body, or with several destinations the id of the body stored once.
+    const [body, bodyId] = shared
+      ? [sql.onDialectOrElse({ pg: () => sql.literal("''::bytea"), orElse: () => sql.literal("X''") }), sql`b`]
+      : [sql.onDialectOrElse({ pg: () => sql`convert_to(b, 'UTF8')`, orElse: () => sql`CAST(b AS BLOB)` }), sql`NULL`]
     yield* sql.onDialectOrElse({
       pg: () =>
         sql`
-          INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at)
-          SELECT id, ${sourceId}, mid, uid, 'audience', convert_to(body, 'UTF8'), 'pending', ${now}, ${now}
-          FROM unnest(${ids}::text[], ${messageIds}::text[], ${userIds}::text[], ${bodies}::text[])
-            AS t(id, mid, uid, body)`,
+          INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status,
+            created_at, next_due_at)
+          SELECT id, ${sourceId}, did, mid, uid, 'audience', ${body}, ${bodyId}, 'pending', ${now}, ${now}
+          FROM unnest(${ids}::text[], ${jobDestinations}::text[], ${messageIds}::text[], ${userIds}::text[],
+            ${bodies}::text[]) AS t(id, did, mid, uid, b)`,
       orElse: () =>
         sql`
-          INSERT INTO jobs (id, source_id, message_id, user_id, kind, body, status, created_at, next_due_at)
-          SELECT value ->> 0, ${sourceId}, value ->> 1, value ->> 2, 'audience', CAST(value ->> 3 AS BLOB),
-            'pending', ${now}, ${now}
-          FROM json_each(${JSON.stringify(ids.map((id, i) => [id, messageIds[i], userIds[i], bodies[i]]))})`
+          INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status,
+            created_at, next_due_at)
+          SELECT id, ${sourceId}, did, mid, uid, 'audience', ${body}, ${bodyId}, 'pending', ${now}, ${now}
+          FROM (SELECT value ->> 0 AS id, value ->> 1 AS did, value ->> 2 AS mid, value ->> 3 AS uid, value ->> 4 AS b
+            FROM json_each(${
+          JSON.stringify(ids.map((id, i) => [id, jobDestinations[i], messageIds[i], userIds[i], bodies[i]]))
+        }))`
     })
+    if (shared) {
+      yield* sql.onDialectOrElse({
+        pg: () =>
+          sql`
+            INSERT INTO message_bodies (id, body)
+            SELECT id, convert_to(body, 'UTF8') FROM unnest(${sharedIds}::text[], ${sharedBodies}::text[]) AS t(id, body)`,
+        orElse: () =>
+          sql`
+            INSERT INTO message_bodies (id, body)
+            SELECT value ->> 0, CAST(value ->> 1 AS BLOB)
+            FROM json_each(${JSON.stringify(sharedIds.map((id, i) => [id, sharedBodies[i]]))})`
+      })
+    }
     yield* noteLogged
     return ids.length
   })

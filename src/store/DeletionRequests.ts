@@ -74,6 +74,7 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): DeletionRequests
           deletion.notifications.map((notification, i) => ({
             id: jobIds[i]!,
             source_id: notification.sourceId,
+            destination_id: notification.destinationId,
             message_id: notification.messageId,
             user_id: userId,
             kind: "delete",
@@ -91,11 +92,17 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): DeletionRequests
           VALUES (${deletion.id}, ${userId}, ${JSON.stringify(sources)}, ${now}, ${jobsRemoved})`
         const notifications = deletion.notifications.map((notification, i) => ({
           sourceId: notification.sourceId,
+          destinationId: notification.destinationId,
           jobId: jobIds[i]!
         }))
         for (const chunk of Arr.chunksOf(notifications, insertChunk)) {
           yield* sql`INSERT INTO deletion_notifications ${
-            sql.insert(Arr.map(chunk, (n) => ({ deletion_id: deletion.id, source_id: n.sourceId, job_id: n.jobId })))
+            sql.insert(Arr.map(chunk, (n) => ({
+              deletion_id: deletion.id,
+              source_id: n.sourceId,
+              destination_id: n.destinationId,
+              job_id: n.jobId
+            })))
           }`
         }
         const result: DeletionRecorded = { jobsRemoved, notifications }
@@ -116,8 +123,9 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): DeletionRequests
       }>`SELECT id, user_id, source_ids, created_at, jobs_removed FROM deletion_requests WHERE id = ${id}`
       const request = requests[0]
       if (request === undefined) return Option.none<StoredDeletion>()
-      const notifications = yield* sql<{ source_id: string; job_id: string }>`
-        SELECT source_id, job_id FROM deletion_notifications WHERE deletion_id = ${id} ORDER BY source_id`
+      const notifications = yield* sql<{ source_id: string; destination_id: string; job_id: string }>`
+        SELECT source_id, destination_id, job_id FROM deletion_notifications WHERE deletion_id = ${id}
+        ORDER BY source_id, job_id`
       const jobs = notifications.length === 0 ? [] : yield* sql<SummaryRow>`
         SELECT ${summary} FROM jobs WHERE ${sql.in("id", notifications.map((n) => n.job_id))}`
       const byId = new Map(jobs.map((row) => [row.id, toSummary(row)]))
@@ -129,6 +137,7 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): DeletionRequests
         jobsRemoved: num(request.jobs_removed),
         notifications: notifications.map((n) => ({
           sourceId: n.source_id,
+          destinationId: n.destination_id,
           jobId: n.job_id,
           job: Option.fromNullishOr(byId.get(n.job_id))
         }))

@@ -9,7 +9,7 @@ export interface DisabledEndpoint {
   readonly reason: string
 }
 
-/** One URL's recorded attempts since a time (the health page's hour and day). */
+/** One endpoint's recorded attempts since a time (the health page's hour and day). */
 export interface EndpointStats {
   readonly attempts: number
   readonly successes: number
@@ -18,7 +18,7 @@ export interface EndpointStats {
   readonly p99LatencyMs: number | null
 }
 
-/** The last success and the last failure ever recorded for a URL (within retention). */
+/** The last success and the last failure ever recorded for an endpoint (within retention). */
 export interface EndpointLastAttempts {
   readonly lastSuccessAt: number | null
   readonly lastFailureAt: number | null

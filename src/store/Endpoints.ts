@@ -12,9 +12,9 @@ export interface EndpointsShape {
   readonly disableEndpoint: (endpoint: EndpointKey, at: number, reason: string) => Effect.Effect<void, StoreError>
   /** Enables every disabled endpoint the selector takes; the ones it enabled (none: nothing was disabled). */
   readonly enableEndpoints: (selector: EndpointSelector) => Effect.Effect<ReadonlyArray<EndpointKey>, StoreError>
-  /** The URL's attempts started at or after `since`: counts and latency percentiles. */
-  readonly endpointStats: (url: string, since: number) => Effect.Effect<EndpointStats, StoreError>
-  readonly endpointLastAttempts: (url: string) => Effect.Effect<EndpointLastAttempts, StoreError>
+  /** The endpoint's attempts (its URL's, of its source's and destination's jobs) since `since`: counts, latencies. */
+  readonly endpointStats: (endpoint: EndpointKey, since: number) => Effect.Effect<EndpointStats, StoreError>
+  readonly endpointLastAttempts: (endpoint: EndpointKey) => Effect.Effect<EndpointLastAttempts, StoreError>
   /** Replays every dead letter the filter takes (as `replayDeadLetter`); `dryRun` only counts them. */
   readonly replayDeadLetters: (
     filter: DeadLetterFilter,
@@ -25,7 +25,7 @@ export interface EndpointsShape {
   readonly purgeDeadLettersMatching: (filter: DeadLetterFilter, dryRun: boolean) => Effect.Effect<number, StoreError>
 }
 
-/** Endpoint records: disabled URLs, health from attempts, bulk recovery of their dead letters. */
+/** Endpoint records: disabled endpoints, health from attempts, bulk recovery of their dead letters. */
 export class Endpoints extends Context.Service<Endpoints, EndpointsShape>()("hookrelay/store/Endpoints") {}
 
 /** Does the job's stored per-URL progress (the dispatcher's JSON, opaque elsewhere) name `url`? */
@@ -89,28 +89,36 @@ const makeDisabled = ({ sql }: StoreKit) => {
   return { disabledEndpoints, disableEndpoint, enableEndpoints }
 }
 
-/** Endpoint health from the attempts already recorded: counts, latency percentiles, last success and failure. */
+/**
+ * Endpoint health from the attempts already recorded: counts, latency percentiles, last success and failure. An
+ * endpoint's attempts are its URL's (index attempts_url_started) of the jobs of its source and destination (each
+ * attempt's job by its key): two sources or destinations posting to one URL are counted apart (REFERENCE §7b).
+ */
 const makeHealth = ({ reads }: StoreKit) => {
-  // A percentile by rank: the attempts of the window in latency order (index attempts_url_started).
-  const percentile = (url: string, since: number, count: number, fraction: number) =>
+  const ofEndpoint = (endpoint: EndpointKey) =>
+    reads`attempts AS a JOIN jobs AS j ON j.id = a.job_id
+      WHERE a.url = ${endpoint.url} AND j.source_id = ${endpoint.sourceId} AND j.destination_id = ${endpoint.destinationId}`
+
+  // A percentile by rank: the attempts of the window in latency order.
+  const percentile = (endpoint: EndpointKey, since: number, count: number, fraction: number) =>
     Effect.map(
       reads<{ duration_ms: number | string }>`
-        SELECT duration_ms FROM attempts WHERE url = ${url} AND started_at >= ${since}
-        ORDER BY duration_ms LIMIT 1 OFFSET ${Math.min(count - 1, Math.floor(count * fraction))}`,
+        SELECT a.duration_ms AS duration_ms FROM ${ofEndpoint(endpoint)} AND a.started_at >= ${since}
+        ORDER BY a.duration_ms LIMIT 1 OFFSET ${Math.min(count - 1, Math.floor(count * fraction))}`,
       (rows) => rows.length === 0 ? null : Number(rows[0]!.duration_ms)
     )
 
   const endpointStats = Effect.fn("Store.endpointStats")(
-    function*(url: string, since: number) {
+    function*(endpoint: EndpointKey, since: number) {
       const [row] = yield* reads<{ attempts: number | string; successes: number | string | null }>`
-        SELECT count(*) AS attempts, sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS successes
-        FROM attempts WHERE url = ${url} AND started_at >= ${since}`
+        SELECT count(*) AS attempts, sum(CASE WHEN a.outcome = 'success' THEN 1 ELSE 0 END) AS successes
+        FROM ${ofEndpoint(endpoint)} AND a.started_at >= ${since}`
       const attempts = Number(row?.attempts ?? 0)
       const stats: EndpointStats = {
         attempts,
         successes: Number(row?.successes ?? 0),
-        p50LatencyMs: attempts === 0 ? null : yield* percentile(url, since, attempts, 0.5),
-        p99LatencyMs: attempts === 0 ? null : yield* percentile(url, since, attempts, 0.99)
+        p50LatencyMs: attempts === 0 ? null : yield* percentile(endpoint, since, attempts, 0.5),
+        p99LatencyMs: attempts === 0 ? null : yield* percentile(endpoint, since, attempts, 0.99)
       }
       return stats
     },
@@ -118,14 +126,14 @@ const makeHealth = ({ reads }: StoreKit) => {
   )
 
   const endpointLastAttempts = Effect.fn("Store.endpointLastAttempts")(
-    function*(url: string) {
+    function*(endpoint: EndpointKey) {
       const success = yield* reads<{ started_at: number | string }>`
-        SELECT started_at FROM attempts WHERE url = ${url} AND outcome = 'success'
-        ORDER BY started_at DESC LIMIT 1`
+        SELECT a.started_at AS started_at FROM ${ofEndpoint(endpoint)} AND a.outcome = 'success'
+        ORDER BY a.started_at DESC LIMIT 1`
       const failure = yield* reads<{ started_at: number | string; error: string | null; status_code: number | null }>`
-        SELECT started_at, error, status_code FROM attempts
-        WHERE url = ${url} AND outcome IN ('retryable', 'permanent')
-        ORDER BY started_at DESC LIMIT 1`
+        SELECT a.started_at AS started_at, a.error AS error, a.status_code AS status_code
+        FROM ${ofEndpoint(endpoint)} AND a.outcome IN ('retryable', 'permanent')
+        ORDER BY a.started_at DESC LIMIT 1`
       const last = failure[0]
       const answer: EndpointLastAttempts = {
         lastSuccessAt: success.length === 0 ? null : Number(success[0]!.started_at),

@@ -3,6 +3,7 @@ import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
 import { destinations } from "./MigrationsDestinations.js"
 import { endpointKeys } from "./MigrationsEndpointKeys.js"
+import { perDestination } from "./MigrationsPerDestination.js"
 
 /**
  * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:
@@ -384,7 +385,8 @@ export const migrations = {
   "11_job_trace_context": jobTraceContext,
   "12_endpoint_health": endpointHealth,
   "13_destinations": destinations,
-  "14_endpoint_keys": endpointKeys
+  "14_endpoint_keys": endpointKeys,
+  "15_per_destination": perDestination
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

@@ -127,10 +127,12 @@ export type Completion =
     readonly firstAttemptAt?: number | undefined
     readonly endpointState?: unknown
     /**
-     * The job's source and creation time, as its claim gave them (both or neither): the delivery's usage is counted
-     * from them instead of reading the job back (the SQLite store; PostgreSQL reads them in the same statement).
+     * The job's source, destination and creation time, as its claim gave them (all or none): the delivery's usage is
+     * counted from them instead of reading the job back (the SQLite store; PostgreSQL reads them in the same
+     * statement).
      */
     readonly sourceId?: string | undefined
+    readonly destinationId?: string | undefined
     readonly createdAt?: number | undefined
   }
   | {
@@ -235,8 +237,10 @@ export interface MessageRecord {
 }
 
 /** A delete notification to insert with a deletion request: one per source whose destination is enabled. */
+/** One delete notice: a job of one destination of one source. */
 export interface DeletionNotificationJob {
   readonly sourceId: string
+  readonly destinationId: string
   readonly messageId: string
   /** The exact REFERENCE §3 delete body. */
   readonly body: Uint8Array
@@ -258,12 +262,15 @@ export interface NewDeletion {
 export interface DeletionRecorded {
   /** Jobs of the user removed before delivery (pending or dead), with their attempts. */
   readonly jobsRemoved: number
-  readonly notifications: ReadonlyArray<{ readonly sourceId: string; readonly jobId: string }>
+  readonly notifications: ReadonlyArray<
+    { readonly sourceId: string; readonly destinationId: string; readonly jobId: string }
+  >
 }
 
 /** A delete notification as `getDeletion` shows it. `job` is absent once retention purged the job. */
 export interface DeletionNotification {
   readonly sourceId: string
+  readonly destinationId: string
   readonly jobId: string
   readonly job: Option.Option<JobSummary>
 }
@@ -310,6 +317,12 @@ export type IdentifyJobBuilder = (
   readonly bodyText: string
 }
 
+/** The identify of each user a chunk changed, sent to each of these destinations (one job each). */
+export interface IdentifyJobs {
+  readonly build: IdentifyJobBuilder
+  readonly destinationIds: ReadonlyArray<string>
+}
+
 /** One chunk of an audience sync, applied in one transaction while `owner` holds the audience's sync lease. */
 export interface AudienceChunk {
   readonly ref: AudienceRef
@@ -320,8 +333,8 @@ export interface AudienceChunk {
   /** `add`: insert these members (the ones already present are unchanged); `remove`: delete them. */
   readonly change: "add" | "remove"
   readonly userIds: ReadonlyArray<string>
-  /** Absent: memberships change and nothing is sent (the destination is disabled). */
-  readonly identify?: IdentifyJobBuilder | undefined
+  /** Absent (or no destination): memberships change and nothing is sent. */
+  readonly identify?: IdentifyJobs | undefined
 }
 
 /** `LeaseLost`: another sync took the audience over (ours outlived its lease); nothing was applied. */
@@ -336,7 +349,7 @@ export interface TraitChunk {
   readonly trait: string
   readonly now: number
   readonly values: ReadonlyArray<readonly [userId: string, value: string | null]>
-  readonly identify?: IdentifyJobBuilder | undefined
+  readonly identify?: IdentifyJobs | undefined
 }
 
 export interface TraitChunkResult {

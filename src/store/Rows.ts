@@ -264,7 +264,7 @@ export const countPerJob = (records: ReadonlyArray<AttemptRecord>): Map<string, 
 
 /**
  * A delivery with nothing else to keep (its own, narrower statement): the job, when, its first attempt, the attempts to
- * add, and its source and creation time when the caller gave them (`null`: read from the job).
+ * add, and its source, creation time and destination when the caller gave them (`null`: read from the job).
  */
 export type PlainDelivery = readonly [
   id: string,
@@ -272,7 +272,8 @@ export type PlainDelivery = readonly [
   first: number | null,
   inc: number,
   sourceId: string | null,
-  createdAt: number | null
+  createdAt: number | null,
+  destinationId: string | null
 ]
 
 /** The rows of one completion batch: the last completion of a job wins (an UPDATE … FROM applies one row per job). */
@@ -291,9 +292,17 @@ export const completionRows = (
     row.inc = increments.get(row.id) ?? 0
     rows.push(row)
     if (completion._tag === "Delivered" && row.state === null) {
-      const { createdAt, sourceId } = completion
-      const known = sourceId !== undefined && createdAt !== undefined
-      plain.push([row.id, completion.at, row.first, row.inc, known ? sourceId : null, known ? createdAt : null])
+      const { createdAt, destinationId, sourceId } = completion
+      const known = sourceId !== undefined && createdAt !== undefined && destinationId !== undefined
+      plain.push([
+        row.id,
+        completion.at,
+        row.first,
+        row.inc,
+        known ? sourceId : null,
+        known ? createdAt : null,
+        known ? destinationId : null
+      ])
     } else {
       other.push(row)
     }
@@ -318,6 +327,8 @@ export const attemptRow = (record: AttemptRecord) => [
 
 export type UsageRow = {
   readonly source_id: string
+  /** `''` for the source's own counters (calls, messages, filtered); a destination's id for its jobs' (migration 15). */
+  readonly destination_id: string
   readonly day: number
   readonly api_calls: number
   readonly messages: number
@@ -328,8 +339,17 @@ export type UsageRow = {
   readonly latency_jobs: number
 }
 
-export const usageRow = (sourceId: string, now: number, delta: UsageDelta): UsageRow => ({
+/** The destination id of a source's own usage row (REFERENCE §11: calls and messages are counted before routing). */
+export const sourceUsageRow = ""
+
+export const usageRow = (
+  sourceId: string,
+  now: number,
+  delta: UsageDelta,
+  destinationId = sourceUsageRow
+): UsageRow => ({
   source_id: sourceId,
+  destination_id: destinationId,
   day: utcDay(now),
   api_calls: delta.apiCalls ?? 0,
   messages: delta.messages ?? 0,
@@ -340,22 +360,28 @@ export const usageRow = (sourceId: string, now: number, delta: UsageDelta): Usag
   latency_jobs: 0
 })
 
-export type CompletedRow = { id: string; source_id: string; finished_at: unknown; created_at: unknown }
+export type CompletedRow = {
+  id: string
+  source_id: string
+  destination_id: string
+  finished_at: unknown
+  created_at: unknown
+}
 
 /** The jobs a completion batch applied, and the usage rows (delivered, dead, latency) they add up to. */
 export const makeTally = () => {
   const applied: Array<string> = []
-  // One accumulator per (day, source), added to in place: a batch has hundreds of rows and one or two keys.
+  // One accumulator per (day, source, destination), added to in place: a batch has hundreds of rows and a few keys.
   const usage = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>()
   const count = (row: CompletedRow, status: string) => {
     applied.push(row.id)
     if (status !== "delivered" && status !== "dead") return
     const finishedAt = num(row.finished_at)
     const day = utcDay(finishedAt)
-    const key = `${day}:${row.source_id}`
+    const key = `${day}\u0000${row.source_id}\u0000${row.destination_id}`
     let current = usage.get(key)
     if (current === undefined) {
-      current = usageRow(row.source_id, day * dayMs, {})
+      current = usageRow(row.source_id, day * dayMs, {}, row.destination_id)
       usage.set(key, current)
     }
     if (status === "dead") {
@@ -384,12 +410,24 @@ const usageSums = `
     latency_ms = usage_daily.latency_ms + excluded.latency_ms,
     latency_jobs = usage_daily.latency_jobs + excluded.latency_jobs`
 
-/** What a usage upsert adds to an existing (source, day) row. */
-export const usageOnConflict = `ON CONFLICT (source_id, day) DO UPDATE SET ${usageSums}`
+/** What a usage upsert adds to an existing (source, day, destination) row. */
+export const usageOnConflict = `ON CONFLICT (source_id, day, destination_id) DO UPDATE SET ${usageSums}`
 
 /** PostgreSQL's usage rows are sharded (`usageShards` in `Migrations.ts`): what an upsert adds to its shard's row. */
-export const usageOnShardConflict = `ON CONFLICT (source_id, day, shard) DO UPDATE SET ${usageSums}`
+export const usageOnShardConflict = `ON CONFLICT (source_id, day, destination_id, shard) DO UPDATE SET ${usageSums}`
 
-/** The order usage rows are written in, so that transactions lock them in the same order. */
-export const byUsageKey = (a: { source_id: string; day: number }, b: { source_id: string; day: number }) =>
-  a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : a.day - b.day
+type UsageKey = { readonly source_id: string; readonly day: number; readonly destination_id: string }
+
+/** The order usage rows are written in (their key's), so that transactions lock them in the same order. */
+export const byUsageKey = (a: UsageKey, b: UsageKey) =>
+  a.source_id < b.source_id
+    ? -1
+    : a.source_id > b.source_id
+    ? 1
+    : a.day !== b.day
+    ? a.day - b.day
+    : a.destination_id < b.destination_id
+    ? -1
+    : a.destination_id > b.destination_id
+    ? 1
+    : 0

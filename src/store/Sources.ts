@@ -2,7 +2,7 @@ import { Context, Effect, Option, Result, Schema } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { applySourceConfig, webhooksDestination, webhooksOf } from "../domain/Destinations.js"
 import { Destination, type SourceConfig, webhooksDestinationId, WebhookSettings } from "../domain/Settings.js"
-import type { StoredSource } from "./Model.js"
+import type { JobKind, StoredSource } from "./Model.js"
 import { num } from "./Rows.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
@@ -28,15 +28,23 @@ export interface SourcesShape {
     change: (current: ReadonlyArray<Destination>) => Result.Result<ReadonlyArray<Destination>, E>
   ) => Effect.Effect<Option.Option<StoredSource>, StoreError | E>
   /**
-   * Removes a destination and dead-letters its pending jobs with `reason`, in one transaction: how many it
-   * dead-lettered, or none when the source has no such destination. Jobs being delivered finish their run.
+   * Removes a destination and dead-letters its pending jobs with `reason`, in one transaction: the jobs it
+   * dead-lettered (for the outcomes stream and the usage counters), or none when the source has no such destination.
+   * Jobs being delivered finish their run.
    */
   readonly deleteDestination: (
     sourceId: string,
     destinationId: string,
     now: number,
     reason: string
-  ) => Effect.Effect<Option.Option<number>, StoreError>
+  ) => Effect.Effect<Option.Option<ReadonlyArray<DeadLettered>>, StoreError>
+}
+
+/** A job a destination's deletion dead-lettered. */
+export interface DeadLettered {
+  readonly jobId: string
+  readonly messageId: string
+  readonly kind: JobKind
 }
 
 /** Sources: their write keys (looked up by hash, compared in constant time) and destinations. */
@@ -228,12 +236,14 @@ const makeDestinationWrites = (sql: StoreKit["sql"]) => {
               ? Result.succeed(current.filter((destination) => destination.id !== destinationId))
               : Result.fail("absent" as const)
         )
-        if (Option.isNone(removed) || Result.isFailure(removed.value)) return Option.none<number>()
-        const dead = yield* sql<{ id: string }>`
+        if (Option.isNone(removed) || Result.isFailure(removed.value)) return Option.none<ReadonlyArray<DeadLettered>>()
+        const dead = yield* sql<{ id: string; message_id: string; kind: string }>`
           UPDATE jobs SET status = 'dead', finished_at = ${now}, last_error = ${reason}
           WHERE source_id = ${sourceId} AND destination_id = ${destinationId} AND status = 'pending'
-          RETURNING id`
-        return Option.some(dead.length)
+          RETURNING id, message_id, kind`
+        return Option.some(
+          dead.map((row): DeadLettered => ({ jobId: row.id, messageId: row.message_id, kind: row.kind as JobKind }))
+        )
       }))
     },
     fail("deleteDestination")

@@ -15,12 +15,29 @@ import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit } from "./StoreKit.js"
 
 export interface UsageShape {
-  readonly addUsage: (sourceId: string, now: number, delta: UsageDelta) => Effect.Effect<void, StoreError>
-  /** `days` UTC days ending with the day of `now`, oldest first, zeros included. */
-  readonly usage: (sourceId: string, now: number, days: number) => Effect.Effect<ReadonlyArray<UsageDay>, StoreError>
+  /** Adds to the source's counters; with `destinationId`, `delivered` and `dead` are that destination's jobs. */
+  readonly addUsage: (
+    sourceId: string,
+    now: number,
+    delta: UsageDelta,
+    destinationId?: string
+  ) => Effect.Effect<void, StoreError>
+  /**
+   * `days` UTC days ending with the day of `now`, oldest first, zeros included. With `destinationId`, `delivered`,
+   * `dead` and the latency are that destination's jobs; the calls and messages stay the source's (REFERENCE §11).
+   */
+  readonly usage: (
+    sourceId: string,
+    now: number,
+    days: number,
+    destinationId?: string
+  ) => Effect.Effect<ReadonlyArray<UsageDay>, StoreError>
 }
 
-/** Usage counters per source and UTC day: what ingest and completions add, and the days an admin reads. */
+/**
+ * Usage counters per source and UTC day, the jobs' per destination too (migration 15): what ingest and completions
+ * add, and the days an admin reads.
+ */
 export class Usage extends Context.Service<Usage, UsageShape>()("hookrelay/store/Usage") {}
 
 const formatDay = (day: number): string => DateTime.formatIsoDateUtc(DateTime.makeUnsafe(day * dayMs))
@@ -51,20 +68,26 @@ export type UsageWriter = ReturnType<typeof makeWrites>
 
 export const make = (kit: StoreKit, writes: UsageWriter): UsageShape => {
   const addUsage = Effect.fn("Store.addUsage")(
-    function*(sourceId: string, now: number, delta: UsageDelta) {
-      yield* writes.bumpUsage([usageRow(sourceId, now, delta)])
+    function*(sourceId: string, now: number, delta: UsageDelta, destinationId?: string) {
+      yield* writes.bumpUsage([usageRow(sourceId, now, delta, destinationId)])
     },
     fail("addUsage")
   )
 
   const usage = Effect.fn("Store.usage")(
-    function*(sourceId: string, now: number, days: number) {
+    function*(sourceId: string, now: number, days: number, destinationId?: string) {
       const last = utcDay(now)
       const first = last - Math.max(1, Math.floor(days)) + 1
+      const sql = kit.reads
+      // The jobs' counters of every row (the source), or of the destination's rows only.
+      const jobs = (column: string) =>
+        destinationId === undefined
+          ? sql`sum(${sql(column)})`
+          : sql`sum(CASE WHEN destination_id = ${destinationId} THEN ${sql(column)} ELSE 0 END)`
       const rows = yield* kit.reads<Record<string, unknown>>`
         SELECT day, sum(api_calls) AS api_calls, sum(messages) AS messages, sum(filtered) AS filtered,
-          sum(delivered) AS delivered, sum(dead) AS dead, sum(latency_ms) AS latency_ms,
-          sum(latency_jobs) AS latency_jobs
+          ${jobs("delivered")} AS delivered, ${jobs("dead")} AS dead, ${jobs("latency_ms")} AS latency_ms,
+          ${jobs("latency_jobs")} AS latency_jobs
         FROM usage_daily
         WHERE source_id = ${sourceId} AND day >= ${first} AND day <= ${last}
         GROUP BY day`

@@ -47,7 +47,7 @@ const dead = (sourceId: string, i: number) => ({
 })
 
 describe("operator webhook (TestClock)", () => {
-  it.effect("each endpoint event is sent once, signed with Standard Webhooks headers", () =>
+  it.effect("each endpoint event is sent once, naming its endpoint, signed with Standard Webhooks headers", () =>
     Effect.gen(function*() {
       const { events, sent, sink } = yield* setup()
       yield* sink.publish({
@@ -55,13 +55,19 @@ describe("operator webhook (TestClock)", () => {
         url: "https://a.example/hook",
         at: 5_000,
         reason: "10 consecutive failures",
-        sourceIds: ["web"]
+        sourceIds: ["web"],
+        destinationId: "crm"
       })
       yield* TestClock.adjust("10 millis")
       expect(events()).toStrictEqual([{
         type: "endpoint.circuit_opened",
         timestamp: "1970-01-01T00:00:05.000Z",
-        data: { url: "https://a.example/hook", sourceIds: ["web"], reason: "10 consecutive failures" }
+        data: {
+          url: "https://a.example/hook",
+          sourceIds: ["web"],
+          destinationId: "crm",
+          reason: "10 consecutive failures"
+        }
       }])
       const request = sent[0]!
       expect(`${request.origin}${request.path}`).toBe("https://ops.example/events")

@@ -88,7 +88,12 @@ describe("message search", () => {
             jobs: (yield* call(app.baseUrl, "GET", "/admin/messages/a1")).body.jobs
           })
           expect(a1.jobs).toHaveLength(1)
-          expect(a1.jobs[0]).toMatchObject({ status: "delivered", attemptCount: 1, kind: "message" })
+          expect(a1.jobs[0]).toMatchObject({
+            status: "delivered",
+            attemptCount: 1,
+            kind: "message",
+            destinationId: "webhooks"
+          })
           expect(a1.jobs[0].attempts).toStrictEqual([{
             url: `${receiver.url ?? ""}/web`,
             attempt: 1,
@@ -130,6 +135,26 @@ describe("message search", () => {
         })
     )
   }
+
+  it.live("a message with several destinations lists one job per destination, each naming it", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp({ dispatch: false })
+      const destination = (id: string) => ({ id, enabled: true, endpoints: [{ url: `https://${id}.example.com` }] })
+      const put = yield* call(app.baseUrl, "PUT", "/admin/sources/multi", {
+        body: { writeKey: "wk_search_multi_0123", destinations: [destination("webhooks"), destination("crm")] }
+      })
+      expect(put.status).toBe(200)
+      yield* app.relay.ingest("multi", [{ type: "track", userId: "dora", event: "Went", messageId: "d1" }])
+      const answer = yield* call(app.baseUrl, "GET", "/admin/messages?userId=dora")
+      expect(answer.body.messages).toHaveLength(1)
+      const jobs = answer.body.messages[0].jobs as ReadonlyArray<{ sourceId: string; destinationId: string }>
+      expect(jobs.map((job) => [job.sourceId, job.destinationId]).sort()).toStrictEqual([
+        ["multi", "crm"],
+        ["multi", "webhooks"]
+      ])
+      const byId = (yield* call(app.baseUrl, "GET", "/admin/messages/d1")).body.jobs as typeof jobs
+      expect(byId.map((job) => job.destinationId).sort()).toStrictEqual(["crm", "webhooks"])
+    }))
 
   it.live("validation: userId or sourceId required, limit 1..500, 404 for an unknown source's list", () =>
     Effect.gen(function*() {

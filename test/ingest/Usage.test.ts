@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { InvalidAdminRequest } from "../../src/audiences/AudienceErrors.js"
+import { UnknownDestination } from "../../src/domain/DestinationErrors.js"
 import { UnknownSource } from "../../src/domain/IngestErrors.js"
 import { layerSqlite } from "../../src/store/index.js"
 import { startServer } from "../delivery/support.js"
@@ -162,6 +163,114 @@ describe("usage counts what a run actually did", () => {
             averageLatencyMs: latency
           })
           expect(yield* app.relayMessages.backlog).toMatchObject({ pending: 0, delivering: 0, delivered: 7, dead: 1 })
+        })
+    )
+  }
+})
+
+describe("usage per destination", () => {
+  for (const variant of storeVariants) {
+    it.live.skipIf(variant.skip !== undefined)(
+      `${variant.name}: each destination's deliveries and dead letters; the source's calls and messages`,
+      () =>
+        Effect.gen(function*() {
+          const receiver = yield* startServer((request, response) => {
+            response.writeHead(request.url === "/gone" ? 410 : 200).end()
+          })
+          const app = yield* startApp({ store: variant.store() })
+          const destination = (id: string, path: string, subscribe?: unknown) => ({
+            id,
+            enabled: true,
+            endpoints: [{ url: `${receiver.url}${path}` }],
+            ...(subscribe !== undefined && { subscribe })
+          })
+          const put = yield* call(app.baseUrl, "PUT", "/admin/sources/web", {
+            body: {
+              writeKey,
+              destinations: [
+                destination("webhooks", "/in"),
+                destination("crm", "/crm", { types: ["track"] }),
+                destination("warehouse", "/gone")
+              ]
+            }
+          })
+          expect(put.status).toBe(200)
+          expect(
+            yield* postBatch(app.baseUrl, writeKey, [
+              { type: "track", userId: "u", event: "A" },
+              { type: "track", userId: "u", event: "B" },
+              { type: "identify", userId: "u" }
+            ])
+          ).toBe(200)
+
+          const today = (query = "") =>
+            Effect.map(
+              call(app.baseUrl, "GET", `/admin/sources/web/usage?days=1${query}`),
+              (answer) => answer.body as { destinationId?: string; days: ReadonlyArray<Record<string, unknown>> }
+            )
+          const source = yield* pollUntil(
+            Effect.map(today(), (body) => body.days[0]!),
+            (day) => day.delivered === 5 && day.dead === 3,
+            "5 deliveries and 3 dead letters counted"
+          )
+          expect(source).toMatchObject({ apiCalls: 1, messages: 3, filtered: 0 })
+          const counts = (body: { days: ReadonlyArray<Record<string, unknown>> }) => {
+            const { apiCalls, dead, delivered, messages } = body.days[0]!
+            return { apiCalls, messages, delivered, dead }
+          }
+          const webhooks = yield* today("&destinationId=webhooks")
+          expect(webhooks.destinationId).toBe("webhooks")
+          expect(counts(webhooks)).toStrictEqual({ apiCalls: 1, messages: 3, delivered: 3, dead: 0 })
+          expect(counts(yield* today("&destinationId=crm"))).toStrictEqual({
+            apiCalls: 1,
+            messages: 3,
+            delivered: 2,
+            dead: 0
+          })
+          const warehouse = yield* today("&destinationId=warehouse")
+          expect(counts(warehouse)).toStrictEqual({ apiCalls: 1, messages: 3, delivered: 0, dead: 3 })
+          expect(warehouse.days[0]!.averageLatencyMs).toBeNull()
+          expect((yield* app.relayMessages.usage("web", 1, "crm"))[0]).toMatchObject({ delivered: 2, dead: 0 })
+
+          const unknown = yield* call(app.baseUrl, "GET", "/admin/sources/web/usage?destinationId=nope")
+          expect(unknown.status).toBe(404)
+          expect(unknown.body).toMatchObject({
+            success: false,
+            code: "not_found",
+            message: expect.stringContaining("nope")
+          })
+          expect(yield* Effect.flip(app.relayMessages.usage("web", 1, "nope"))).toStrictEqual(
+            new UnknownDestination({ sourceId: "web", destinationId: "nope" })
+          )
+        })
+    )
+
+    it.live.skipIf(variant.skip !== undefined)(
+      `${variant.name}: the jobs a destination's deletion dead-letters are counted and reported on the outcomes`,
+      () =>
+        Effect.gen(function*() {
+          const app = yield* startApp({ dispatch: false, store: variant.store() })
+          const destination = (id: string) => ({ id, enabled: true, endpoints: [{ url: `https://${id}.example.com` }] })
+          const put = yield* call(app.baseUrl, "PUT", "/admin/sources/web", {
+            body: { writeKey, destinations: [destination("webhooks"), destination("crm")] }
+          })
+          expect(put.status).toBe(200)
+          const outcomes = yield* Stream.runCollect(Stream.take(app.relay.outcomes, 2)).pipe(Effect.forkChild)
+          yield* Effect.sleep("10 millis")
+          yield* app.relay.ingest("web", [
+            { type: "track", userId: "u", event: "A", messageId: "m1" },
+            { type: "track", userId: "u", event: "B", messageId: "m2" }
+          ])
+          expect((yield* call(app.baseUrl, "DELETE", "/admin/sources/web/destinations/crm")).status).toBe(204)
+
+          const reported = yield* Fiber.join(outcomes).pipe(Effect.timeout("5 seconds"))
+          expect(reported.map((o) => [o.messageId, o.status, o.error]).sort()).toStrictEqual([
+            ["m1", "dead", "destination deleted"],
+            ["m2", "dead", "destination deleted"]
+          ])
+          const [day] = yield* app.relayMessages.usage("web", 1)
+          expect(day).toMatchObject({ messages: 2, delivered: 0, dead: 2 })
+          expect((yield* app.relayMessages.usage("web", 1, "webhooks"))[0]).toMatchObject({ delivered: 0, dead: 0 })
         })
     )
   }

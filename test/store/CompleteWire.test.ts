@@ -18,6 +18,7 @@ describe("CompleteWire", () => {
           at: 1_700_000_000_123,
           firstAttemptAt: 1_700_000_000_001,
           sourceId: "src_ünïcode",
+          destinationId: "crm_ü",
           createdAt: 1_699_999_999_999
         },
         { _tag: "Delivered", jobId: "j2", at: 1_700_000_000_200 },
@@ -69,6 +70,7 @@ describe("CompleteWire", () => {
         firstAttemptAt: 1_700_000_000_001,
         endpointState: undefined,
         sourceId: "src_ünïcode",
+        destinationId: "crm_ü",
         createdAt: 1_699_999_999_999
       },
       {
@@ -78,6 +80,7 @@ describe("CompleteWire", () => {
         firstAttemptAt: undefined,
         endpointState: undefined,
         sourceId: undefined,
+        destinationId: undefined,
         createdAt: undefined
       },
       {
@@ -87,6 +90,7 @@ describe("CompleteWire", () => {
         firstAttemptAt: 4,
         endpointState: { "https://a.test/": "delivered" },
         sourceId: undefined,
+        destinationId: undefined,
         createdAt: undefined
       },
       request.completions[3],

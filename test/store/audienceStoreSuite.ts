@@ -118,7 +118,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
           leaseUntil: lease,
           change: "add",
           userIds: ["u1", "u2", "u3"],
-          identify: adds.build
+          identify: { build: adds.build, destinationIds: ["webhooks"] }
         })
         assert.deepStrictEqual(added, { _tag: "Applied", changed: 3, jobsCreated: 3 })
         const again = recordingBuilder()
@@ -129,7 +129,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
           leaseUntil: lease,
           change: "add",
           userIds: ["u2", "u3", "u4"],
-          identify: again.build
+          identify: { build: again.build, destinationIds: ["webhooks"] }
         })
         assert.deepStrictEqual(overlapping, { _tag: "Applied", changed: 1, jobsCreated: 1 })
         assert.deepStrictEqual(again.calls, [["u4", true]])
@@ -141,11 +141,11 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
           leaseUntil: lease,
           change: "remove",
           userIds: ["u1", "nobody"],
-          identify: removes.build
+          identify: { build: removes.build, destinationIds: ["webhooks"] }
         })
         assert.deepStrictEqual(removed, { _tag: "Applied", changed: 1, jobsCreated: 1 })
         assert.deepStrictEqual(removes.calls, [["u1", false]])
-        // Without a builder (destination disabled) memberships change and no job is made.
+        // Without identifies (no destination takes them) memberships change and no job is made.
         const silent = yield* audienceMembers.applyAudienceChunk({
           ref: vip,
           owner: "o",
@@ -168,6 +168,48 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(Buffer.from(claimed!.body), Buffer.from(expected))
         assert.strictEqual(decoder.decode(claimed!.body), JSON.stringify({ userId: "u1", value: false, text: tricky }))
         assert.strictEqual((yield* outbox.backlog()).pending + (yield* outbox.backlog()).delivering, 5)
+      })
+    )
+
+    test(
+      "an identify goes to each destination given, one job each, its body stored once and read by every job",
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const messageLog = yield* MessageLog
+        const audienceMembers = yield* AudienceMembers
+        const lease = T0 + 60 * second
+        yield* audienceMembers.startAudienceSync(vip, "vip", "o", T0, lease)
+        const adds = recordingBuilder()
+        const added = yield* audienceMembers.applyAudienceChunk({
+          ref: vip,
+          owner: "o",
+          now: T0,
+          leaseUntil: lease,
+          change: "add",
+          userIds: ["u1", "u2"],
+          identify: { build: adds.build, destinationIds: ["webhooks", "crm"] }
+        })
+        assert.deepStrictEqual(added, { _tag: "Applied", changed: 2, jobsCreated: 4 })
+        // One body per user, built once for both of its jobs.
+        assert.deepStrictEqual(adds.calls, [["u1", true], ["u2", true]])
+        const jobs = yield* messageLog.jobsForMessage("id-u1-true")
+        assert.deepStrictEqual(jobs.map((job) => [job.destinationId, job.userId, job.kind]), [
+          ["webhooks", "u1", "audience"],
+          ["crm", "u1", "audience"]
+        ])
+        const claimed = yield* outbox.claimDue("w", T0 + 10, 10, 1000)
+        assert.strictEqual(claimed.length, 4)
+        for (const job of claimed) {
+          assert.strictEqual(
+            decoder.decode(job.body),
+            JSON.stringify({ userId: job.userId, value: true, text: tricky }),
+            `${job.messageId} ${job.destinationId}`
+          )
+        }
+        assert.deepStrictEqual(
+          claimed.map((job) => `${job.messageId} ${job.destinationId}`).sort(),
+          ["id-u1-true crm", "id-u1-true webhooks", "id-u2-true crm", "id-u2-true webhooks"]
+        )
       })
     )
 
@@ -221,7 +263,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
           trait: "plan",
           now: T0,
           values: [["u1", "\"gold\""], ["u2", "3"], ["u3", "true"]],
-          identify: first.build
+          identify: { build: first.build, destinationIds: ["webhooks"] }
         })
         assert.deepStrictEqual(one, { changed: 3, cleared: 0, jobsCreated: 3 })
         assert.deepStrictEqual(first.calls.sort(), [["u1", "gold"], ["u2", 3], ["u3", true]])
@@ -232,7 +274,7 @@ export const audienceStoreSuite = (fresh: FreshStore) => {
           trait: "plan",
           now: T0 + 1,
           values: [["u1", "\"gold\""], ["u2", "4"], ["u3", null], ["u4", null], ["u5", "\"new\""]],
-          identify: next.build
+          identify: { build: next.build, destinationIds: ["webhooks"] }
         })
         assert.deepStrictEqual(two, { changed: 2, cleared: 1, jobsCreated: 3 })
         assert.deepStrictEqual(next.calls.sort(), [["u2", 4], ["u3", null], ["u5", "new"]])

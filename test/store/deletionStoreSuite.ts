@@ -47,11 +47,18 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
           userId: "u1",
           sourceIds: ["web"],
           everySource: false,
-          notifications: [{ sourceId: "web", messageId: "del-1", body: body("{\"type\":\"delete\"}") }]
+          notifications: ["webhooks", "crm"].map((destinationId) => ({
+            sourceId: "web",
+            destinationId,
+            messageId: "del-1",
+            body: body("{\"type\":\"delete\"}")
+          }))
         }, T0 + 100)
         assert.strictEqual(recorded.jobsRemoved, 3)
-        assert.strictEqual(recorded.notifications.length, 1)
-        assert.strictEqual(recorded.notifications[0]!.sourceId, "web")
+        assert.deepStrictEqual(
+          recorded.notifications.map((n) => [n.sourceId, n.destinationId]),
+          [["web", "webhooks"], ["web", "crm"]]
+        )
 
         for (const gone of ["p1", "p2", "d1"]) assert.deepStrictEqual(yield* messageLog.jobsForMessage(gone), [], gone)
         const status = (messageId: string) =>
@@ -63,22 +70,37 @@ export const deletionStoreSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(yield* status("a1"), ["pending"])
         assert.strictEqual(Option.getOrThrow(yield* messageLog.getJob(earlier!)).status, "pending")
 
-        const notification = Option.getOrThrow(yield* messageLog.getJob(recorded.notifications[0]!.jobId))
-        assert.deepStrictEqual(
-          [notification.kind, notification.status, notification.userId, notification.messageId, notification.nextDueAt],
-          ["delete", "pending", "u1", "del-1", T0 + 100]
-        )
+        for (const [i, destinationId] of ["webhooks", "crm"].entries()) {
+          const notification = Option.getOrThrow(yield* messageLog.getJob(recorded.notifications[i]!.jobId))
+          assert.deepStrictEqual(
+            [
+              notification.kind,
+              notification.status,
+              notification.userId,
+              notification.messageId,
+              notification.destinationId,
+              notification.nextDueAt
+            ],
+            ["delete", "pending", "u1", "del-1", destinationId, T0 + 100]
+          )
+        }
 
         const stored = Option.getOrThrow(yield* deletionRequests.getDeletion("del-1"))
         assert.deepStrictEqual(
-          { ...stored, notifications: stored.notifications.map((n) => [n.sourceId, n.jobId, Option.isSome(n.job)]) },
+          {
+            ...stored,
+            notifications: stored.notifications.map((n) => [n.sourceId, n.destinationId, n.jobId, Option.isSome(n.job)])
+          },
           {
             id: "del-1",
             userId: "u1",
             sourceIds: ["web"],
             createdAt: T0 + 100,
             jobsRemoved: 3,
-            notifications: [["web", recorded.notifications[0]!.jobId, true]]
+            notifications: [
+              ["web", "webhooks", recorded.notifications[0]!.jobId, true],
+              ["web", "crm", recorded.notifications[1]!.jobId, true]
+            ]
           }
         )
         assert.isTrue(Option.isNone(yield* deletionRequests.getDeletion("nope")))

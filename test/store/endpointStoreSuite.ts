@@ -30,37 +30,69 @@ export const endpointStoreSuite = (fresh: () => Layer.Layer<StoreServices, unkno
 
   describe("endpoints: health, disabled URLs, bulk recovery", () => {
     test(
-      "statistics and last success/failure come from the recorded attempts of the URL",
+      "statistics and last success/failure come from the attempts of the endpoint: its URL, source and destination",
       Effect.gen(function*() {
         const attempts = yield* Attempts
         const endpointRecords = yield* Endpoints
+        const outbox = yield* Outbox
+        // One URL, three endpoints: the attempts of each are its jobs'.
+        const job = (sourceId: string, destinationId: string) =>
+          Effect.map(
+            outbox.insertJobs([{ sourceId, destinationId, messageId: "m", kind: "audience", body: body("{}") }], T0),
+            (ids) => ids[0]!
+          )
+        const web = yield* job("web", "webhooks")
+        const crm = yield* job("web", "crm")
+        const other = yield* job("other", "webhooks")
         const durations = [10, 20, 30, 40, 1000]
         yield* attempts.recordAttempts([
           ...durations.map((durationMs, i) => ({
-            jobId: `j${i}`,
+            jobId: web,
             url: A,
-            attempt: 1,
+            attempt: i + 1,
             startedAt: T0 + i,
             durationMs,
             outcome: i === 4 ? "retryable" as const : "success" as const,
             error: i === 4 ? "connection refused" : null
           })),
-          { jobId: "old", url: A, attempt: 1, startedAt: T0 - 10_000, durationMs: 5, outcome: "success" },
-          { jobId: "b", url: B, attempt: 1, startedAt: T0, durationMs: 5, outcome: "success" }
+          { jobId: web, url: A, attempt: 1, startedAt: T0 - 10_000, durationMs: 5, outcome: "success" },
+          { jobId: web, url: B, attempt: 1, startedAt: T0, durationMs: 5, outcome: "success" },
+          { jobId: crm, url: A, attempt: 1, startedAt: T0 + 50, durationMs: 7, outcome: "permanent", statusCode: 400 },
+          { jobId: other, url: A, attempt: 1, startedAt: T0 + 60, durationMs: 9, outcome: "success" }
         ])
-        const stats = yield* endpointRecords.endpointStats(A, T0)
+        const webA = { sourceId: "web", destinationId: "webhooks", url: A }
+        const crmA = { sourceId: "web", destinationId: "crm", url: A }
+        const otherA = { sourceId: "other", destinationId: "webhooks", url: A }
+        const stats = yield* endpointRecords.endpointStats(webA, T0)
         assert.deepStrictEqual(stats, { attempts: 5, successes: 4, p50LatencyMs: 30, p99LatencyMs: 1000 })
-        assert.deepStrictEqual(yield* endpointRecords.endpointStats(A, T0 + 100), {
+        assert.deepStrictEqual(yield* endpointRecords.endpointStats(webA, T0 + 100), {
           attempts: 0,
           successes: 0,
           p50LatencyMs: null,
           p99LatencyMs: null
         })
-        assert.deepStrictEqual(yield* endpointRecords.endpointLastAttempts(A), {
+        assert.deepStrictEqual(yield* endpointRecords.endpointLastAttempts(webA), {
           lastSuccessAt: T0 + 3,
           lastFailureAt: T0 + 4,
           lastFailure: "connection refused"
         })
+        assert.deepStrictEqual(yield* endpointRecords.endpointStats(crmA, T0), {
+          attempts: 1,
+          successes: 0,
+          p50LatencyMs: 7,
+          p99LatencyMs: 7
+        })
+        assert.deepStrictEqual(yield* endpointRecords.endpointLastAttempts(crmA), {
+          lastSuccessAt: null,
+          lastFailureAt: T0 + 50,
+          lastFailure: "HTTP 400"
+        })
+        assert.deepStrictEqual(yield* endpointRecords.endpointLastAttempts(otherA), {
+          lastSuccessAt: T0 + 60,
+          lastFailureAt: null,
+          lastFailure: null
+        })
+        assert.strictEqual((yield* endpointRecords.endpointStats({ ...webA, url: B }, T0)).attempts, 1)
       })
     )
 

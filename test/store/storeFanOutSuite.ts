@@ -4,6 +4,7 @@ import { DeadLetters } from "../../src/store/DeadLetters.js"
 import { MessageLog } from "../../src/store/MessageLog.js"
 import { Outbox } from "../../src/store/Outbox.js"
 import { Purge } from "../../src/store/Purge.js"
+import { Usage } from "../../src/store/Usage.js"
 import { entry, type FreshStore, second, storeTest, T0, text } from "./storeFixtures.js"
 
 /** The store's behaviour: a message with a job per destination (REFERENCE §1a; see `storeSuite`). */
@@ -71,6 +72,45 @@ export const fanOutSuite = (fresh: FreshStore) => {
           { id: replayed?.id, destinationId: replayed?.destinationId, body: text(replayed!.body) },
           { id: byDestination.get("warehouse"), destinationId: "warehouse", body: text(entry("m1").body!) }
         )
+      })
+    )
+
+    test(
+      "a job's delivery or dead letter counts for its destination, the messages for the source (REFERENCE §11)",
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const usage = yield* Usage
+        yield* outbox.enqueue("web", [fanOut("m1", ["webhooks", "crm", "warehouse"]), fanOut("m2", ["crm"])], T0)
+        const jobs = yield* outbox.claimDue("w", T0, 10, 60 * second)
+        const job = (messageId: string, destinationId: string) =>
+          jobs.find((j) => j.messageId === messageId && j.destinationId === destinationId)!
+        const crm = job("m1", "crm")
+        yield* outbox.completeMany("w", [
+          // As the dispatcher sends it (what its claim read), and bare (the store reads the job back).
+          {
+            _tag: "Delivered",
+            jobId: crm.id,
+            at: T0 + 100,
+            sourceId: "web",
+            destinationId: "crm",
+            createdAt: crm.createdAt
+          },
+          { _tag: "Delivered", jobId: job("m2", "crm").id, at: T0 + 300 },
+          { _tag: "Delivered", jobId: job("m1", "webhooks").id, at: T0 + 50, endpointState: [] },
+          { _tag: "Dead", jobId: job("m1", "warehouse").id, at: T0 + second, lastError: "HTTP 400" }
+        ])
+        const day = (destinationId?: string) =>
+          Effect.map(usage.usage("web", T0 + second, 1, destinationId), ([today]) => [
+            today!.messages,
+            today!.delivered,
+            today!.dead,
+            today!.averageLatencyMs
+          ])
+        assert.deepStrictEqual(yield* day(), [2, 3, 1, 150])
+        assert.deepStrictEqual(yield* day("crm"), [2, 2, 0, 200])
+        assert.deepStrictEqual(yield* day("webhooks"), [2, 1, 0, 50])
+        assert.deepStrictEqual(yield* day("warehouse"), [2, 0, 1, null])
+        assert.deepStrictEqual(yield* day("nowhere"), [2, 0, 0, null])
       })
     )
   })

@@ -60,7 +60,15 @@ export const makeBooking = (batch: CompletionBatch) => {
   const delivered = (job: ClaimedJob, at: number, firstAttemptAt: number, url: string): void => {
     batch.latencies.push(Math.max(0, at - job.createdAt) / 1000)
     book(
-      { _tag: "Delivered", jobId: job.id, at, firstAttemptAt, sourceId: job.sourceId, createdAt: job.createdAt },
+      {
+        _tag: "Delivered",
+        jobId: job.id,
+        at,
+        firstAttemptAt,
+        sourceId: job.sourceId,
+        destinationId: job.destinationId,
+        createdAt: job.createdAt
+      },
       {
         jobId: job.id,
         sourceId: job.sourceId,

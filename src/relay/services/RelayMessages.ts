@@ -21,12 +21,14 @@ export interface RelayMessagesShape {
   readonly backlog: Effect.Effect<Backlog, StoreError>
   /**
    * A source's usage counters (REFERENCE §11) for the last `days` UTC days (1 to 366, default 30),
-   * today (by `Clock`) last, oldest first, days without traffic as zeros.
+   * today (by `Clock`) last, oldest first, days without traffic as zeros. With `destinationId`, `delivered`, `dead`
+   * and the latency are that destination's jobs (`UnknownDestination` when the source has none with that id).
    */
   readonly usage: (
     sourceId: string,
-    days?: number
-  ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | StoreError>
+    days?: number,
+    destinationId?: string
+  ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | UnknownDestination | StoreError>
   /**
    * The message log (REFERENCE §12): a user's messages (of one source when `sourceId` is given too), or
    * a source's recent messages, newest first, each with its jobs and their attempts. `userId` or

@@ -12,7 +12,14 @@ const emptyBlob = "''::bytea"
 // guard (delivering, owned by the caller) is in the WHERE clause, so a job whose lease was taken
 // over is left alone and reported as refused.
 const completeStatement = (sql: SqlClient.SqlClient, owner: string, rows: ReadonlyArray<CompletionRow>) =>
-  sql<{ id: string; source_id: string; status: string; finished_at: unknown; created_at: unknown }>`
+  sql<{
+    id: string
+    source_id: string
+    destination_id: string
+    status: string
+    finished_at: unknown
+    created_at: unknown
+  }>`
     UPDATE jobs AS j SET
       status = v.status,
       finished_at = v.at,
@@ -27,13 +34,13 @@ const completeStatement = (sql: SqlClient.SqlClient, owner: string, rows: Readon
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
       AS v(id text, status text, at bigint, due bigint, first bigint, state text, err text, inc integer)
     WHERE j.id = v.id AND j.status = 'delivering' AND j.lease_owner = ${owner}
-    RETURNING j.id, j.source_id, j.status, j.finished_at, j.created_at`
+    RETURNING j.id, j.source_id, j.destination_id, j.status, j.finished_at, j.created_at`
 
 // The common completion, a delivery with nothing else to keep, in a statement of its own that writes only what a
 // delivery changes: fewer columns per row, and next_due_at untouched (no jobs_due work). Rows are
 // `[id, at, first, inc]` arrays.
 const completeDeliveredStatement = (sql: SqlClient.SqlClient, owner: string, json: string) =>
-  sql<{ id: string; source_id: string; finished_at: unknown; created_at: unknown }>`
+  sql<{ id: string; source_id: string; destination_id: string; finished_at: unknown; created_at: unknown }>`
     UPDATE jobs AS j SET
       status = 'delivered',
       finished_at = (v ->> 1)::bigint,
@@ -44,7 +51,7 @@ const completeDeliveredStatement = (sql: SqlClient.SqlClient, owner: string, jso
       lease_expires_at = NULL
     FROM jsonb_array_elements(${json}::jsonb) AS v
     WHERE j.id = v ->> 0 AND j.status = 'delivering' AND j.lease_owner = ${owner}
-    RETURNING j.id, j.source_id, j.finished_at, j.created_at`
+    RETURNING j.id, j.source_id, j.destination_id, j.finished_at, j.created_at`
 
 /** PostgreSQL's completion batch: attempts, lease-guarded updates and usage in one transaction. */
 export const makeComplete = ({ sql }: StoreKit, attemptWrites: AttemptWriter, usageWrites: UsageWriter) => {

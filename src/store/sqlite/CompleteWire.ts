@@ -18,9 +18,9 @@ export interface CompleteWire {
 }
 
 // Per completion: kind, time (delivered or dead at, or next due), first attempt, a delivered job's creation time; job id,
-// last error, endpoint state, a delivered job's source.
+// last error, endpoint state, a delivered job's source and destination.
 const completionNumbers = 4
-const completionTexts = 4
+const completionTexts = 5
 // Per attempt: attempt number, started at, duration, status code; job id, URL, error, outcome, response snippet.
 const attemptNumbers = 4
 const attemptTexts = 5
@@ -73,6 +73,7 @@ export const encodeComplete = (request: CompleteRequest): CompleteWire => {
     }
     texts[t++] = encodeState(completion.endpointState)
     texts[t++] = completion._tag === "Delivered" ? completion.sourceId ?? null : null
+    texts[t++] = completion._tag === "Delivered" ? completion.destinationId ?? null : null
   }
   for (const record of attempts) {
     numbers[n++] = record.attempt
@@ -104,6 +105,7 @@ export const decodeComplete = (wire: CompleteWire): CompleteRequest => {
     const lastError = texts[t++] ?? null
     const endpointState = decodeState(texts[t++] ?? null)
     const sourceId = texts[t++] ?? undefined
+    const destinationId = texts[t++] ?? undefined
     completions[i] = kind === delivered
       ? {
         _tag: "Delivered",
@@ -112,6 +114,7 @@ export const decodeComplete = (wire: CompleteWire): CompleteRequest => {
         firstAttemptAt: numberOrUndefined(first),
         endpointState,
         sourceId,
+        destinationId,
         createdAt
       }
       : kind === retry

@@ -31,14 +31,15 @@ const sqliteComplete = `
     FROM json_each(?)
   ) AS v
   WHERE jobs.id = v.id AND jobs.status = 'delivering' AND jobs.lease_owner = ?
-  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.status AS status,
+  RETURNING jobs.id AS id, jobs.source_id AS source_id, jobs.destination_id AS destination_id, jobs.status AS status,
     jobs.finished_at AS finished_at, jobs.created_at AS created_at`
 
 /** Prepares the completion of a batch on `db`: its attempts, the lease-guarded updates, the usage counts. */
 export const prepareComplete = (db: Database) => {
   const usage = db.prepare(`
-    INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
+    INSERT INTO usage_daily (source_id, destination_id, day, api_calls, messages, filtered, delivered, dead,
+      latency_ms, latency_jobs)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
   // One prepared INSERT per attempt, not one JSON parameter as through `SqlClient` (`Attempts`): on this thread there
   // is no round trip to save, and binding nine values costs less than building and walking the JSON.
   const insertAttempt = db.prepare(`
@@ -60,20 +61,24 @@ export const prepareComplete = (db: Database) => {
       lease_owner = NULL,
       lease_expires_at = NULL
     WHERE id = ? AND status = 'delivering' AND lease_owner = ?`)
-  const deliveredJob = db.prepare(`SELECT source_id, created_at FROM jobs WHERE id = ?`).raw(true)
+  const deliveredJob = db.prepare(`SELECT source_id, created_at, destination_id FROM jobs WHERE id = ?`).raw(true)
   const general = db.prepare(sqliteComplete)
   const increment = db.prepare(`UPDATE jobs SET attempts = attempts + ? WHERE id = ?`)
   const complete = db.transaction(({ attempts, completions, owner }: CompleteRequest): CompleteResult => {
     const { increments, other, plain, rows } = completionRows(completions, attempts)
     for (const record of attempts) insertAttempt.run(...attemptRow(record))
     const tally = makeTally()
-    for (const [id, at, first, inc, knownSourceId, knownCreatedAt] of plain) {
+    for (const [id, at, first, inc, knownSourceId, knownCreatedAt, knownDestinationId] of plain) {
       if (delivered.run(at, inc, first, id, owner).changes === 0) continue
       // The dispatcher sends what its claim read: no need to read it back.
-      const [sourceId, createdAt] = knownSourceId !== null && knownCreatedAt !== null
-        ? [knownSourceId, knownCreatedAt]
-        : deliveredJob.get(id) as [string, number]
-      tally.count({ id, source_id: sourceId, finished_at: at, created_at: createdAt }, "delivered")
+      const [sourceId, createdAt, destinationId] = knownSourceId !== null && knownCreatedAt !== null &&
+          knownDestinationId !== null
+        ? [knownSourceId, knownCreatedAt, knownDestinationId]
+        : deliveredJob.get(id) as [string, number, string]
+      tally.count(
+        { id, source_id: sourceId, destination_id: destinationId, finished_at: at, created_at: createdAt },
+        "delivered"
+      )
     }
     for (const chunk of chunksOf(other, idChunk)) {
       for (const row of general.all(JSON.stringify(chunk), owner) as Array<CompletedRow & { status: string }>) {
@@ -83,6 +88,7 @@ export const prepareComplete = (db: Database) => {
     for (const row of tally.usage.values()) {
       usage.run(
         row.source_id,
+        row.destination_id,
         row.day,
         row.api_calls,
         row.messages,
