@@ -7,7 +7,7 @@ import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from ".
 import * as Server from "./ingest/Server.js"
 import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
 import { overloadConfig } from "./overload/OverloadConfig.js"
-import { layerEngine } from "./relay/RelayLayer.js"
+import { layerEngine, settingsVersionFromConfig } from "./relay/RelayLayer.js"
 import * as Store from "./store/Store.js"
 import { retentionConfig } from "./store/StoreConfig.js"
 import { logLevelConfig } from "./telemetry/LogLevel.js"
@@ -43,7 +43,8 @@ const Engine = Layer.unwrap(
         retention,
         overload,
         allowPrivateNetworks,
-        operatorWebhook: Option.getOrUndefined(operatorWebhook)
+        operatorWebhook: Option.getOrUndefined(operatorWebhook),
+        settingsVersion: settingsVersionFromConfig
       })
   )
 )

@@ -92,7 +92,7 @@ export const make = (options: DispatcherOptions = {}) =>
     return {
       owner,
       claimer,
-      renewer: leases.renewer,
+      renewer: leases.renewWith(completions.unwritten),
       flusher: completions.flusher,
       flush: completions.flush,
       held: leases.held,

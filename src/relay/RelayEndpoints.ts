@@ -106,7 +106,9 @@ export const makeEndpointAdmin = (
   guards: Option.Option<EndpointGuardsShape>,
   signal: OutboxSignalShape,
   sourceById: (sourceId: string) => Effect.Effect<StoredSource, UnknownSource | StoreError>,
-  listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>
+  listSources: Effect.Effect<ReadonlyArray<StoredSource>, StoreError>,
+  /** After an endpoint was enabled or disabled: the other processes are told (`SettingsVersion`). */
+  settingsChanged: Effect.Effect<void>
 ) => {
   const endpointHealth = (sourceId: string, destinationId?: string) =>
     Effect.gen(function*() {
@@ -147,7 +149,10 @@ export const makeEndpointAdmin = (
     })
 
   const enableEndpoint = (selector: EndpointSelector): Effect.Effect<ReadonlyArray<EndpointKey>, StoreError> =>
-    Option.isSome(guards) ? guards.value.enable(selector) : records.enableEndpoints(selector)
+    Effect.tap(
+      Option.isSome(guards) ? guards.value.enable(selector) : records.enableEndpoints(selector),
+      settingsChanged
+    )
 
   /** The endpoints a selector names: the triple itself when whole, else every configured endpoint it takes. */
   const selected = (selector: EndpointSelector) =>
@@ -174,6 +179,7 @@ export const makeEndpointAdmin = (
       const now = yield* Clock.currentTimeMillis
       yield* Effect.forEach(keys, (key) =>
         Option.isSome(guards) ? guards.value.disable(key, reason) : records.disableEndpoint(key, now, reason))
+      yield* settingsChanged
       return keys
     })
 

@@ -1,4 +1,4 @@
-import { type Duration, Layer } from "effect"
+import { type Duration, Effect, Layer, Option, type Redacted } from "effect"
 import * as Dispatcher from "../delivery/Dispatcher.js"
 import * as EndpointGuards from "../delivery/EndpointGuards.js"
 import * as OperatorWebhook from "../delivery/OperatorWebhook.js"
@@ -11,9 +11,10 @@ import * as IngestPressure from "../overload/IngestPressure.js"
 import type { OverloadOptions } from "../overload/OverloadConfig.js"
 import * as OutboxSignal from "../store/OutboxSignal.js"
 import { layerRetention } from "../store/Retention.js"
+import * as SettingsVersion from "../store/SettingsVersion.js"
 import type { StoreServices } from "../store/Store.js"
 import * as StoreLayers from "../store/Store.js"
-import { defaultRetention } from "../store/StoreConfig.js"
+import { defaultRetention, postgresUrlConfig } from "../store/StoreConfig.js"
 import type { StoreError } from "../store/StoreError.js"
 import * as StoreHealth from "../store/StoreHealth.js"
 import type { RelayServices } from "./Relay.js"
@@ -36,13 +37,34 @@ export interface EngineOptions {
   readonly overload?: OverloadOptions | undefined
   /** Where endpoint events and rolled-up dead letters go, signed (`HOOKRELAY_OPERATOR_WEBHOOK`). Default: logs only. */
   readonly operatorWebhook?: OperatorWebhook.OperatorWebhookOptions | undefined
+  /**
+   * How an admin write reaches the other processes' settings (`SettingsVersion`): `layerPg` shares it through the
+   * database; with `Store.layerFromConfig`, pass `settingsVersionFromConfig`. Default: in memory (one process).
+   */
+  readonly settingsVersion?: Layer.Layer<SettingsVersion.SettingsVersion, StoreError> | undefined
 }
+
+/** The settings version that goes with the store `Store.layerFromConfig` picks: shared on PostgreSQL. */
+export const settingsVersionFromConfig: Layer.Layer<SettingsVersion.SettingsVersion, StoreError> = Layer.unwrap(
+  Effect.map(
+    Effect.orElseSucceed(
+      Effect.gen(function*() {
+        return yield* postgresUrlConfig
+      }),
+      () => Option.none<Redacted.Redacted>()
+    ),
+    Option.match({
+      onNone: () => SettingsVersion.layerLocal,
+      onSome: (url) => SettingsVersion.layerPg({ url })
+    })
+  )
+)
 
 /** The whole engine over a store layer: the `Relay` services, the dispatcher, retention and the backlog gauge. */
 export const layerEngine = <E, R>(
   store: Layer.Layer<StoreServices, E, R>,
   options: EngineOptions = {}
-): Layer.Layer<RelayServices, E, R> => {
+): Layer.Layer<RelayServices, E | StoreError, R> => {
   const background = Layer.mergeAll(
     options.dispatcher === false ? Layer.empty : Dispatcher.layer(options.dispatcher),
     layerRetention({ retention: options.retention ?? defaultRetention }),
@@ -52,8 +74,11 @@ export const layerEngine = <E, R>(
   const egress = EgressPolicy.layer({
     allowPrivateNetworks: options.allowPrivateNetworks ?? options.transport?.allowPrivateNetworks
   })
+  // Built after the store (its migrations made the version row), shared by ingest, the admin and the dispatcher.
+  const settingsVersion = options.settingsVersion ?? SettingsVersion.layerLocal
   const services = Layer.mergeAll(
     Transport.layerWithPolicy(options.transport),
+    settingsVersion,
     OutboxSignal.layer,
     Outcomes.layer,
     IngestPressure.layer()
@@ -78,4 +103,7 @@ export const layerSqlite = (
 
 /** The engine on PostgreSQL: several processes may share the database and its jobs. */
 export const layerPg = (options: StoreLayers.PgOptions & EngineOptions): Layer.Layer<RelayServices, StoreError> =>
-  layerEngine(StoreLayers.layerPg(options), options)
+  layerEngine(StoreLayers.layerPg(options), {
+    ...options,
+    settingsVersion: options.settingsVersion ?? SettingsVersion.layerPg({ url: options.url, schema: options.schema })
+  })

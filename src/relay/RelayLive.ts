@@ -10,6 +10,7 @@ import { Endpoints } from "../store/Endpoints.js"
 import { MessageLog } from "../store/MessageLog.js"
 import { Outbox } from "../store/Outbox.js"
 import { OutboxSignal } from "../store/OutboxSignal.js"
+import { SettingsVersion } from "../store/SettingsVersion.js"
 import { makeSourceCache } from "../store/SourceCache.js"
 import { Sources } from "../store/Sources.js"
 import * as StoreHealth from "../store/StoreHealth.js"
@@ -52,7 +53,8 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
       onNone: () => <A, E, R>(commit: Effect.Effect<A, E, R>) => commit,
       onSome: (pressure) => pressure.ingesting
     })
-    const sources = makeSourceCache(stored)
+    // Shared with the dispatcher through the settings version: an admin write here applies to its next claim.
+    const sources = makeSourceCache(stored, Option.getOrUndefined(yield* Effect.serviceOption(SettingsVersion)))
     const clock = yield* Clock.Clock
     const context = yield* Effect.context<never>()
 
@@ -65,7 +67,8 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
       yield* Effect.serviceOption(EndpointGuards),
       signal,
       sourceById,
-      stored.listSources()
+      stored.listSources(),
+      sources.invalidate()
     )
 
     return Context.make(Relay, {

@@ -4,6 +4,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import { destinations } from "./MigrationsDestinations.js"
 import { endpointKeys } from "./MigrationsEndpointKeys.js"
 import { perDestination } from "./MigrationsPerDestination.js"
+import { settingsVersion } from "./MigrationsSettingsVersion.js"
 
 /**
  * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:
@@ -386,7 +387,8 @@ export const migrations = {
   "12_endpoint_health": endpointHealth,
   "13_destinations": destinations,
   "14_endpoint_keys": endpointKeys,
-  "15_per_destination": perDestination
+  "15_per_destination": perDestination,
+  "16_settings_version": settingsVersion
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

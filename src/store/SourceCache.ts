@@ -1,14 +1,17 @@
 import { Deferred, Effect, Exit, Option } from "effect"
 import type { StoredSource } from "./Model.js"
+import type { SettingsVersionShape } from "./SettingsVersion.js"
 import type { SourcesShape } from "./Sources.js"
 import type { StoreError } from "./StoreError.js"
 
-/** How long a source read from the store is trusted. Other processes' admin changes show within it. */
+/** How long a source read from the store is trusted at most: the bound when no settings change is heard. */
 export const sourceCacheTtlMillis = 2_000
 
 interface Entry {
   readonly source: Deferred.Deferred<Option.Option<StoredSource>, StoreError>
   readonly expiresAt: number
+  /** The settings generation it was read in: a later admin write (here or elsewhere) makes it stale. */
+  readonly generation: number
   /** The read's result once it has come: a hit then costs no fiber suspension. */
   settled: Exit.Exit<Option.Option<StoredSource>, StoreError> | undefined
 }
@@ -16,10 +19,14 @@ interface Entry {
 /**
  * Sources by id and by write key, kept for a short time so that ingest and the dispatcher do not
  * read the store for every request or job. Concurrent callers of one key share one read: a claim
- * of 256 jobs of one source is one query, not 256 queued on the pool. A change made through this
- * process invalidates at once; a failed read is not kept.
+ * of 256 jobs of one source is one query, not 256 queued on the pool. A failed read is not kept.
+ *
+ * With the settings version (`SettingsVersion`), every cache of the process drops its entries when any admin write is
+ * known, made through this process (`invalidate`) or announced by another; without it only this cache's own
+ * `invalidate` does, and the time limit bounds the rest.
  */
-export const makeSourceCache = (store: SourcesShape) => {
+export const makeSourceCache = (store: SourcesShape, versions?: SettingsVersionShape) => {
+  const generation = versions === undefined ? () => 0 : versions.generation
   const byId = new Map<string, Entry>()
   const byWriteKey = new Map<string, Entry>()
 
@@ -33,7 +40,9 @@ export const makeSourceCache = (store: SourcesShape) => {
     Effect.clockWith((clock) => {
       const now = clock.currentTimeMillisUnsafe()
       const hit = map.get(key)
-      if (hit !== undefined && hit.expiresAt > now) return hit.settled ?? Deferred.await(hit.source)
+      if (hit !== undefined && hit.expiresAt > now && hit.generation === generation()) {
+        return hit.settled ?? Deferred.await(hit.source)
+      }
       return read(map, key, now, load)
     })
 
@@ -45,7 +54,12 @@ export const makeSourceCache = (store: SourcesShape) => {
   ): Effect.Effect<Option.Option<StoredSource>, StoreError> =>
     Effect.gen(function*() {
       const source = yield* Deferred.make<Option.Option<StoredSource>, StoreError>()
-      const entry: Entry = { source, expiresAt: now + sourceCacheTtlMillis, settled: undefined }
+      const entry: Entry = {
+        source,
+        expiresAt: now + sourceCacheTtlMillis,
+        generation: generation(),
+        settled: undefined
+      }
       if (map.size > 10_000) map.clear()
       map.set(key, entry)
       // Uninterruptible: the callers waiting on this read must get an answer even if the first caller goes away.
@@ -64,10 +78,14 @@ export const makeSourceCache = (store: SourcesShape) => {
     byId: (id: string) => cached(byId, id, () => store.getSource(id)),
     // The store compares the key in constant time; the map lookup only happens for keys that were valid or asked before.
     byWriteKey: (writeKey: string) => cached(byWriteKey, writeKey, () => store.findSourceByWriteKey(writeKey)),
+    /** After an admin write was stored: this cache, and with the settings version every other one, drop. */
     invalidate: () =>
-      Effect.sync(() => {
-        byId.clear()
-        byWriteKey.clear()
-      })
+      Effect.andThen(
+        Effect.sync(() => {
+          byId.clear()
+          byWriteKey.clear()
+        }),
+        versions === undefined ? Effect.void : versions.changed
+      )
   }
 }

@@ -8,7 +8,7 @@
  * Configuration (environment):
  *   DISPATCHER_STORE          "pg" (DATABASE_URL, DISPATCHER_PG_SCHEMA) or "sqlite" (DISPATCHER_SQLITE_FILE)
  *   DISPATCHER_OWNER          lease owner id (default: a random UUID, the dispatcher's own default)
- *   DISPATCHER_LEASE_MS       lease duration (default: the dispatcher's, 60 s)
+ *   DISPATCHER_LEASE_MS       lease duration (default: the dispatcher's, 10 s)
  *   DISPATCHER_MAILBOX, DISPATCHER_MAX_JOBS, DISPATCHER_CLAIM_BATCH, DISPATCHER_IDLE_POLL_MS   DispatcherOptions
  *   DISPATCHER_SAMPLE_MS      how often heapUsed and RSS are sampled (default 20 ms)
  *   DISPATCHER_GC_EVERY_MS    also force a full GC this often and sample the heap right after it: the live set,

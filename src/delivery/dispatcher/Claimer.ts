@@ -6,6 +6,7 @@ import { webhooksDestinationId } from "../../domain/WebhooksDestination.js"
 import type { ClaimedJob, StoredSource } from "../../store/Model.js"
 import type { OutboxShape } from "../../store/Outbox.js"
 import type { OutboxSignalShape } from "../../store/OutboxSignal.js"
+import { SettingsVersion } from "../../store/SettingsVersion.js"
 import { makeSourceCache } from "../../store/SourceCache.js"
 import type { SourcesShape } from "../../store/Sources.js"
 import type { EndpointGuardsShape } from "../EndpointGuards.js"
@@ -16,7 +17,10 @@ import type { Settings } from "./Options.js"
 export interface ClaimerConfig {
   readonly owner: string
   readonly outbox: OutboxShape
-  /** Where the claimed jobs' sources and destinations are read (through a short-lived cache). */
+  /**
+   * Where the claimed jobs' sources and destinations are read, through a cache that the settings version in context
+   * (`SettingsVersion`, when the engine has one) drops at every admin write.
+   */
   readonly sources: SourcesShape
   readonly signal: OutboxSignalShape
   readonly settings: Settings
@@ -36,14 +40,13 @@ export interface ClaimerConfig {
 export const makeClaimer = (config: ClaimerConfig) => {
   const { leases, outbox, owner, runs, settings, signal } = config
   const { held, mailboxes } = leases
-  const sources = makeSourceCache(config.sources)
   const idlePollMillis = Duration.toMillis(settings.idlePoll)
 
   /**
    * The source of each job of a claim, read once per source (through the short-lived cache): the source, why its jobs
    * cannot be delivered (deleted), or undefined when it could not be read. Its endpoints are told to the guards.
    */
-  const sourcesOf = (claimed: ReadonlyArray<ClaimedJob>) =>
+  const sourcesOf = (sources: ReturnType<typeof makeSourceCache>, claimed: ReadonlyArray<ClaimedJob>) =>
     Effect.gen(function*() {
       const bySource = new Map<string, StoredSource | string>()
       for (const job of claimed) {
@@ -100,6 +103,8 @@ export const makeClaimer = (config: ClaimerConfig) => {
 
   return Effect.gen(function*() {
     const clock = yield* Clock.Clock
+    const versions = yield* Effect.serviceOption(SettingsVersion)
+    const sources = makeSourceCache(config.sources, Option.getOrUndefined(versions))
     while (true) {
       // The doorbell is reset before looking, so a ring that comes while we claim is not lost.
       yield* signal.reset
@@ -142,7 +147,7 @@ export const makeClaimer = (config: ClaimerConfig) => {
       if (exclusionKey !== undefined) {
         emptyExclusion = claimed.length === 0 ? { key: exclusionKey, until: now + idlePollMillis } : undefined
       }
-      const claimedSources = claimed.length === 0 ? undefined : yield* sourcesOf(claimed)
+      const claimedSources = claimed.length === 0 ? undefined : yield* sourcesOf(sources, claimed)
       // One claim can bring more of a source than its mailbox holds: the excess goes straight back.
       const overflow: Array<string> = []
       for (const job of claimed) {

@@ -8,6 +8,8 @@ import type { DeliveryOutcome } from "../Outcomes.js"
 /** What finished since the last flush, waiting for the next one; and the flusher's state across flushes. */
 export interface CompletionBatch {
   completions: Array<Completion>
+  /** The completions of the write in progress (back in `completions` if it fails). */
+  writing: ReadonlyArray<Completion>
   attempts: Array<AttemptRecord>
   finished: Array<DeliveryOutcome>
   latencies: Array<number>
@@ -27,6 +29,7 @@ export const makeCompletionBatch = (flushSize: number) =>
   Effect.gen(function*() {
     const batch: CompletionBatch = {
       completions: [],
+      writing: [],
       attempts: [],
       finished: [],
       latencies: [],

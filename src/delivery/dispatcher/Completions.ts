@@ -71,6 +71,7 @@ const makeFlush = (batch: CompletionBatch, config: CompletionsConfig, context: C
     const { attempts: records, completions, finished: done, latencies: latency } = batch
     if (completions.length === 0 && records.length === 0 && done.length === 0) return Effect.void
     batch.completions = []
+    batch.writing = completions
     batch.attempts = []
     batch.finished = []
     batch.latencies = []
@@ -85,7 +86,10 @@ const makeFlush = (batch: CompletionBatch, config: CompletionsConfig, context: C
           )
         ),
         Effect.tap(() => written),
-        Effect.catch((error) => putBack(batch, completions, records, error))
+        Effect.catch((error) => putBack(batch, completions, records, error)),
+        Effect.ensuring(Effect.sync(() => {
+          batch.writing = []
+        }))
       )
     return Effect.andThen(write, report(outcomes, context, done, latency))
   }))
@@ -123,7 +127,14 @@ export const makeCompletions = (config: CompletionsConfig) =>
     const { attempt, deadLetter, deferred, delivered, failed } = makeBooking(batch)
     const flush = makeFlush(batch, config, context)
     const flusher = makeFlusher(batch, flush, config.flushDelay)
-    return { attempt, delivered, deadLetter, failed, deferred, flush, flusher }
+    // Finished jobs not yet written keep their leases renewed: a slow or failing store must not let them be taken over.
+    const unwritten = (): Array<string> => {
+      const ids: Array<string> = []
+      for (const completion of batch.completions) ids.push(completion.jobId)
+      for (const completion of batch.writing) ids.push(completion.jobId)
+      return ids
+    }
+    return { attempt, delivered, deadLetter, failed, deferred, flush, flusher, unwritten }
   })
 
 export type Completions = Effect.Success<ReturnType<typeof makeCompletions>>

@@ -52,33 +52,36 @@ export const makeLeases = (config: LeasesConfig) => {
       Effect.catch((error) => Effect.logError(`could not hand ${what} back to the outbox`, error))
     )
 
-  const renewer = Effect.gen(function*() {
-    while (true) {
-      yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(settings.leaseMillis / 3))))
-      if (held.size === 0) continue
-      const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-      const asked = held.keys()
-      const kept = yield* outbox.renewLeases(owner, asked, now + settings.leaseMillis).pipe(
-        Effect.catch((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
-      )
-      if (kept === undefined) continue
-      // A lease that lapsed and was taken over: that dispatcher delivers the job now, so stop ours (its request is
-      // aborted and recorded) rather than deliver it twice and have our outcome refused.
-      const stillHeld = new Set(kept)
-      let lost = 0
-      for (const id of asked) {
-        const entry = held.get(id)
-        if (entry === undefined || stillHeld.has(id)) continue
-        lost += 1
-        entry.lost = true
-        // Running: its fiber stops (and the job is forgotten); queued: dropped when its turn comes.
-        if (entry.fiber !== undefined) yield* Effect.forkDetach(Fiber.interrupt(entry.fiber))
+  /** Renews the leases of the jobs held, and of those `unwritten` names (finished, their outcome not yet written). */
+  const renewWith = (unwritten: () => ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      while (true) {
+        yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(settings.leaseMillis / 3))))
+        const finished = unwritten()
+        if (held.size === 0 && finished.length === 0) continue
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const asked = finished.length === 0 ? held.keys() : [...held.keys(), ...finished]
+        const kept = yield* outbox.renewLeases(owner, asked, now + settings.leaseMillis).pipe(
+          Effect.catch((error) => Effect.as(Effect.logError("could not renew leases", error), undefined))
+        )
+        if (kept === undefined) continue
+        // A lease that lapsed and was taken over: that dispatcher delivers the job now, so stop ours (its request is
+        // aborted and recorded) rather than deliver it twice and have our outcome refused.
+        const stillHeld = new Set(kept)
+        let lost = 0
+        for (const id of asked) {
+          const entry = held.get(id)
+          if (entry === undefined || stillHeld.has(id)) continue
+          lost += 1
+          entry.lost = true
+          // Running: its fiber stops (and the job is forgotten); queued: dropped when its turn comes.
+          if (entry.fiber !== undefined) yield* Effect.forkDetach(Fiber.interrupt(entry.fiber))
+        }
+        if (lost > 0) yield* Effect.logWarning(`${lost} jobs were taken over by another dispatcher`)
       }
-      if (lost > 0) yield* Effect.logWarning(`${lost} jobs were taken over by another dispatcher`)
-    }
-  })
+    })
 
-  return { held, mailboxes, hold, release, giveBack, renewer }
+  return { held, mailboxes, hold, release, giveBack, renewWith }
 }
 
 export type Leases = ReturnType<typeof makeLeases>
