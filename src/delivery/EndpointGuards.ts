@@ -4,6 +4,7 @@ import { type EndpointKey, endpointKeyString, type EndpointSelector, selects } f
 import type { Endpoint } from "../domain/Settings.js"
 import { setEndpointGauges } from "../metrics/EndpointGauges.js"
 import { Endpoints } from "../store/Endpoints.js"
+import { SettingsVersion } from "../store/SettingsVersion.js"
 import type { StoreError } from "../store/StoreError.js"
 import { EndpointGuard } from "./EndpointGuard.js"
 import type { GuardEvent, GuardSnapshot } from "./EndpointGuard.js"
@@ -37,7 +38,8 @@ export interface EndpointGuardsShape {
 /**
  * The guards of every endpoint (source, destination, URL: REFERENCE §7b) this process delivers to: circuit breakers
  * and rate limits are per process (each process of a PostgreSQL deployment keeps its own), disabled endpoints are in
- * the store, read again every `refresh` so that one disabled or enabled elsewhere is seen here. Events are logged at
+ * the store, read again every `refreshEvery` and when the settings version moves, so that one disabled or enabled
+ * elsewhere is seen here. Events are logged at
  * warn and handed to the `GuardEventSink`.
  */
 export class EndpointGuards extends Context.Service<EndpointGuards, EndpointGuardsShape>()(
@@ -45,10 +47,13 @@ export class EndpointGuards extends Context.Service<EndpointGuards, EndpointGuar
 ) {}
 
 const refreshEvery = Duration.seconds(2)
+// How often the settings version is looked at: an endpoint disabled on another replica is seen within it.
+const versionCheckMillis = 200
 
 export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.Scope> = Effect.gen(function*() {
   const endpoints = yield* Endpoints
   const clock = yield* Clock.Clock
+  const versions = yield* Effect.serviceOption(SettingsVersion)
   const sink = yield* Effect.serviceOption(GuardEventSink)
   const guards = new Map<string, { readonly key: EndpointKey; readonly guard: EndpointGuard }>()
   // Each source's endpoints in settings order: the gauges' labels.
@@ -130,7 +135,22 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
   yield* refresh
   // Interruptible again: the dispatcher builds these inside its uninterruptible acquisition.
   yield* Effect.forkScoped(Effect.interruptible(drain))
-  yield* Effect.forkScoped(Effect.interruptible(Effect.forever(Effect.andThen(Effect.sleep(refreshEvery), refresh))))
+  // Every `refreshEvery`, and as soon as the settings version moves (an admin write here or on another replica).
+  const generation = Option.match(versions, { onNone: () => () => 0, onSome: (version) => version.generation })
+  let seen = generation()
+  let refreshedAt = clock.currentTimeMillisUnsafe()
+  const refreshWhenDue = Effect.suspend(() => {
+    const now = clock.currentTimeMillisUnsafe()
+    const current = generation()
+    if (current === seen && now - refreshedAt < Duration.toMillis(refreshEvery)) return Effect.void
+    seen = current
+    refreshedAt = now
+    return refresh
+  })
+  const checkEvery = Option.isSome(versions) ? Duration.millis(versionCheckMillis) : refreshEvery
+  yield* Effect.forkScoped(
+    Effect.interruptible(Effect.forever(Effect.andThen(Effect.sleep(checkEvery), refreshWhenDue)))
+  )
 
   return {
     guardFor,

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { connectSql, databaseUrl, postgresUnavailable, type SqlConnection } from "../support/postgres.js"
 import {
+  admin,
   type Delivery,
   putSource,
   type Receiver,
@@ -125,6 +126,43 @@ describe.skipIf(skipPg)("one deployment of replicas on PostgreSQL", () => {
     console.log(`settings lag on the other replica: ${lag} ms (${stale.length} of ${afterAnswer.length} stale)`)
     expect(afterAnswer.length).toBeGreaterThan(50)
     expect(lag).toBeLessThan(1000)
+  }, 60_000)
+
+  it("an endpoint disabled on A gets nothing from either replica from 1 s after the answer on", async () => {
+    const { url } = await freshSchema("disable")
+    const receiver = await receiverWith()
+    const a = await replica({ databaseUrl: url })
+    await putSource(a, receiver.url)
+    const b = await replica({ databaseUrl: url })
+    await delivered(b, receiver, "b-warm")
+    let sending = true
+    let sent = 0
+    const load = (async () => {
+      while (sending) {
+        await track(sent % 2 === 0 ? a : b, `disable-load-${sent}`)
+        sent += 1
+        await sleep(20)
+      }
+    })()
+    await sleep(1500)
+    const disabled = await admin(a, "POST", "/admin/endpoints/disable", {
+      sourceId: "shop",
+      destinationId: "webhooks",
+      url: receiver.url
+    })
+    const answeredAt = Date.now()
+    expect(disabled.status).toBe(200)
+    await sleep(3000)
+    sending = false
+    await load
+    const before = receiver.deliveries.filter((delivery) => delivery.at < answeredAt)
+    const late = receiver.deliveries.filter((delivery) => delivery.at >= answeredAt + 1000)
+    console.log(
+      `deliveries after the disable: ${receiver.deliveries.length - before.length}, from 1 s on: ${late.length}`
+    )
+    // Both replicas were delivering up to the disable, and neither sends it anything from 1 s on.
+    expect(before.length).toBeGreaterThan(20)
+    expect(late).toEqual([])
   }, 60_000)
 
   it(
