@@ -1,12 +1,13 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
 import { api, ApiError } from "../api.js"
 import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
+import { SigningFields } from "../components/SigningFields.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
-import type { FieldIssue, SigningScheme } from "../types.js"
+import type { FieldIssue } from "../types.js"
 import type { DestinationForm, MessageType } from "./destinationForm.js"
 import { destinationInput, destinationPaths, formFromDestination, newDestinationForm } from "./destinationForm.js"
-import { messageTypes, placeIssues, randomSecret } from "./sourceForm.js"
+import { messageTypes, placeIssues } from "./sourceForm.js"
 
 /**
  * What the last save said, carried to the source's page: a Standard Webhooks secret it generated is shown there once,
@@ -242,89 +243,14 @@ export const DestinationEdit = (props: { readonly sourceId: string; readonly des
 
         <fieldset>
           <legend>Signing</legend>
-          <div class="field">
-            <span class="label" id="destination-secret-label">
-              Shared secret (signs every request with X-Signature)
-            </span>
-            <div class="radios" role="radiogroup" aria-labelledby="destination-secret-label">
-              <label>
-                <input
-                  type="radio"
-                  name="secretMode"
-                  checked={form.secretMode === "set"}
-                  onChange={() => update((s) => ({ ...s, secretMode: "set" }))}
-                />{" "}
-                Sign requests
-              </label>
-              <label>
-                <input
-                  type="radio"
-                  name="secretMode"
-                  checked={form.secretMode === "none"}
-                  onChange={() => update((s) => ({ ...s, secretMode: "none", secret: "" }))}
-                />{" "}
-                No signature
-              </label>
-            </div>
-            {form.secretMode === "set" && (
-              <div class="inline">
-                <label for={domId("sharedSecret")} class="visually-hidden">Shared secret</label>
-                <input
-                  id={domId("sharedSecret")}
-                  class="mono grow"
-                  value={form.secret}
-                  autoComplete="off"
-                  spellcheck={false}
-                  placeholder={form.secretMasked === undefined ? "" : `current: ${form.secretMasked}`}
-                  aria-invalid={invalid("sharedSecret")}
-                  aria-describedby={described("sharedSecret")}
-                  onInput={(e) => {
-                    const secret = e.currentTarget.value
-                    update((s) => ({ ...s, secret }))
-                  }}
-                />
-                <button type="button" onClick={() => update((s) => ({ ...s, secret: randomSecret() }))}>
-                  {form.secretMasked === undefined ? "Generate" : "Generate new (rotate)"}
-                </button>
-              </div>
-            )}
-            {errorsOf("sharedSecret")}
-          </div>
-          <div class="field">
-            <label for={domId("signing")}>Signature scheme</label>
-            <select
-              id={domId("signing")}
-              value={form.signing ?? "segment"}
-              aria-invalid={invalid("signing")}
-              aria-describedby={described("signing")}
-              onChange={(e) => {
-                const signing = e.currentTarget.value as SigningScheme
-                update((s) => ({ ...s, signing }))
-              }}
-            >
-              <option value="segment">X-Signature (HMAC-SHA1, Segment-compatible)</option>
-              <option value="standard">Standard Webhooks (webhook-id, -timestamp, -signature)</option>
-              <option value="both">Both</option>
-            </select>
-            {errorsOf("signing")}
-          </div>
-          {form.signing !== undefined && form.signing !== "segment" && (
-            <div class="field">
-              <input
-                type="checkbox"
-                id={domId("asymmetric")}
-                checked={form.asymmetric === true}
-                aria-invalid={invalid("asymmetric")}
-                aria-describedby={described("asymmetric")}
-                onChange={(e) => {
-                  const asymmetric = e.currentTarget.checked
-                  update((s) => ({ ...s, asymmetric }))
-                }}
-              />{" "}
-              <label for={domId("asymmetric")}>Asymmetric signatures too (v1a, ed25519)</label>
-              {errorsOf("asymmetric")}
-            </div>
-          )}
+          <SigningFields
+            state={form}
+            idOf={(field) => field === "secretLabel" ? "destination-secret-label" : domId(field)}
+            pathOf={(field) => field}
+            marks={{ invalid, described, errorsOf }}
+            asymmetricLabel="Asymmetric signatures too (v1a, ed25519)"
+            update={(change) => update((s) => ({ ...s, ...change }))}
+          />
         </fieldset>
 
         <div class="actions">

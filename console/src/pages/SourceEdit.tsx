@@ -1,9 +1,10 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
 import { api, ApiError } from "../api.js"
 import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
+import { SigningFields } from "../components/SigningFields.js"
 import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
 import { navigate } from "../router.js"
-import type { FieldIssue, SigningScheme, SourceView } from "../types.js"
+import type { FieldIssue, SourceView } from "../types.js"
 import { OnceSecret, SigningPanel } from "./SigningPanel.js"
 import { SourceActivity } from "./SourceActivity.js"
 import { SourceDestinations } from "./SourceDestinations.js"
@@ -40,6 +41,14 @@ const withMasksOf = (form: FormState, source: SourceView): FormState => {
 
 /** Changes with every save of the source: its destinations are read again (the form edits the destination `webhooks`). */
 const storedVersion = (source: SourceView) => Date.parse(source.updatedAt ?? "") || 0
+
+/** The DOM ids of the `webhooks` signing fields (the page's tests and labels use them). */
+const signingIds = {
+  secretLabel: "secret-label",
+  sharedSecret: "shared-secret",
+  signing: "signing",
+  asymmetric: "asymmetric"
+}
 
 export const SourceEdit = (props: { readonly sourceId: string | undefined }) => {
   const isNew = props.sourceId === undefined
@@ -271,84 +280,14 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
                 {errorsOf("webhooks.enabled")}
               </div>
 
-              <div class="field">
-                <span class="label" id="secret-label">Shared secret (signs every request with X-Signature)</span>
-                <div class="radios" role="radiogroup" aria-labelledby="secret-label">
-                  <label>
-                    <input
-                      type="radio"
-                      name="secretMode"
-                      checked={form.secretMode === "set"}
-                      onChange={() => update((s) => ({ ...s, secretMode: "set" }))}
-                    />{" "}
-                    Sign requests
-                  </label>
-                  <label>
-                    <input
-                      type="radio"
-                      name="secretMode"
-                      checked={form.secretMode === "none"}
-                      onChange={() => update((s) => ({ ...s, secretMode: "none", secret: "" }))}
-                    />{" "}
-                    No signature
-                  </label>
-                </div>
-                {form.secretMode === "set" && (
-                  <div class="inline">
-                    <label for="shared-secret" class="visually-hidden">Shared secret</label>
-                    <input
-                      id="shared-secret"
-                      name="sharedSecret"
-                      class="mono grow"
-                      value={form.secret}
-                      autoComplete="off"
-                      spellcheck={false}
-                      placeholder={form.secretMasked === undefined ? "" : `current: ${form.secretMasked}`}
-                      aria-invalid={invalid("webhooks.sharedSecret")}
-                      aria-describedby={described("webhooks.sharedSecret")}
-                      onInput={(e) => update((s) => ({ ...s, secret: e.currentTarget.value }))}
-                    />
-                    <button type="button" onClick={() => update((s) => ({ ...s, secret: randomSecret() }))}>
-                      {form.secretMasked === undefined ? "Generate" : "Generate new (rotate)"}
-                    </button>
-                  </div>
-                )}
-                {errorsOf("webhooks.sharedSecret")}
-              </div>
-
-              <div class="field">
-                <label for="signing">Signature scheme</label>
-                <select
-                  id="signing"
-                  name="signing"
-                  value={form.signing ?? "segment"}
-                  aria-invalid={invalid("webhooks.signing")}
-                  aria-describedby={described("webhooks.signing")}
-                  onChange={(e) => update((s) => ({ ...s, signing: e.currentTarget.value as SigningScheme }))}
-                >
-                  <option value="segment">X-Signature (HMAC-SHA1, Segment-compatible)</option>
-                  <option value="standard">Standard Webhooks (webhook-id, -timestamp, -signature)</option>
-                  <option value="both">Both</option>
-                </select>
-                {errorsOf("webhooks.signing")}
-              </div>
-
-              {form.signing !== undefined && form.signing !== "segment" && (
-                <div class="field">
-                  <input
-                    type="checkbox"
-                    id="asymmetric"
-                    checked={form.asymmetric === true}
-                    aria-invalid={invalid("webhooks.asymmetric")}
-                    aria-describedby={described("webhooks.asymmetric")}
-                    onChange={(e) => update((s) => ({ ...s, asymmetric: e.currentTarget.checked }))}
-                  />{" "}
-                  <label for="asymmetric">
-                    Asymmetric signatures too (v1a, ed25519: receivers need only a public key)
-                  </label>
-                  {errorsOf("webhooks.asymmetric")}
-                </div>
-              )}
+              <SigningFields
+                state={form}
+                idOf={(field) => signingIds[field]}
+                pathOf={(field) => `webhooks.${field}`}
+                marks={{ invalid, described, errorsOf }}
+                asymmetricLabel="Asymmetric signatures too (v1a, ed25519: receivers need only a public key)"
+                update={(change) => update((s) => ({ ...s, ...change }))}
+              />
 
               <EndpointsEditor
                 at="webhooks.endpoints"
