@@ -1,19 +1,15 @@
-import { NodeFileSystem } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
-import { createHash, randomBytes } from "node:crypto"
-import * as Path from "node:path"
+import { createHash } from "node:crypto"
 import { DeadLetters } from "../../src/store/DeadLetters.js"
 import { migrations, migrationsTable } from "../../src/store/Migrations.js"
 import { Outbox } from "../../src/store/Outbox.js"
 import { Purge } from "../../src/store/Purge.js"
 import { Sources } from "../../src/store/Sources.js"
-import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
-import { layerPg, layerSqlite, type StoreServices } from "../../src/store/Store.js"
-import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
+import { onPg, onSqlite, type Upgrade } from "./upgradeSupport.js"
 
 /**
  * Destinations in the store on both databases. A store as the build before destinations left it (migrations up to 12, written with its own statements) is migrated
@@ -110,7 +106,7 @@ const storedOnce = Effect.gen(function*() {
   assert.strictEqual(yield* bodies(), 0, "dropped with its last job")
 })
 
-const run = (old: Layer.Layer<SqlClient.SqlClient, unknown>, store: Layer.Layer<StoreServices, unknown>) =>
+const run: Upgrade = (old, store) =>
   Effect.gen(function*() {
     yield* Effect.scoped(Effect.provide(writeAsTheOldBuild, old))
     yield* Effect.scoped(Effect.provide(openedByThisBuild, store))
@@ -121,33 +117,10 @@ const run = (old: Layer.Layer<SqlClient.SqlClient, unknown>, store: Layer.Layer<
 const pgSkip = skipUnlessCi("the PostgreSQL migration test", await postgresUnavailable())
 
 describe("destinations in the store: migration 13, bodies stored once", () => {
-  it.live("SQLite: an older build's store migrates and delivers; a fanned-out body is stored once", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const filename = Path.join(yield* fs.makeTempDirectoryScoped(), "hookrelay.db")
-      yield* run(
-        SqliteConnection.layer(filename),
-        layerSqlite({ filename, checkpoints: false, reader: false })
-      )
-    }).pipe(Effect.provide(NodeFileSystem.layer)))
+  it.live("SQLite: an older build's store migrates and delivers; a fanned-out body is stored once", () => onSqlite(run))
 
   it.live.skipIf(pgSkip)(
     "PostgreSQL: an older build's store migrates and delivers; a fanned-out body is stored once",
-    () =>
-      Effect.gen(function*() {
-        const schema = `hookrelay_test_${randomBytes(6).toString("hex")}`
-        const admin = PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })
-        const inSchema = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
-          Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(admin), Effect.scoped, Effect.orDie)
-        yield* inSchema((sql) => sql`CREATE SCHEMA ${sql(schema)}`)
-        const old = PgClient.layer({
-          url: Redacted.make(databaseUrl),
-          maxConnections: 1,
-          startupParameters: { search_path: schema }
-        })
-        yield* run(old, layerPg({ url: databaseUrl, schema, maxConnections: 2 })).pipe(
-          Effect.ensuring(inSchema((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))
-        )
-      })
+    () => onPg(run)
   )
 })

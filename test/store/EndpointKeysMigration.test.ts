@@ -1,16 +1,11 @@
-import { NodeFileSystem } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Redacted } from "effect"
+import { Effect } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
-import { randomBytes } from "node:crypto"
-import * as Path from "node:path"
 import { Endpoints } from "../../src/store/Endpoints.js"
 import { migrations, migrationsTable } from "../../src/store/Migrations.js"
-import * as SqliteConnection from "../../src/store/sqlite/SqliteConnection.js"
-import { layerPg, layerSqlite, type StoreServices } from "../../src/store/Store.js"
-import { databaseUrl, postgresUnavailable } from "../support/postgres.js"
+import { postgresUnavailable } from "../support/postgres.js"
 import { skipUnlessCi } from "../support/services.js"
+import { onPg, onSqlite, type Upgrade } from "./upgradeSupport.js"
 
 /**
  * Migration 14 (REFERENCE §7b): a URL disabled when the disabled state was kept by URL is disabled at every endpoint
@@ -58,7 +53,7 @@ const openedByThisBuild = Effect.gen(function*() {
   assert.deepStrictEqual(disabled, [row("app", "crm"), row("web", "crm"), row("web", "webhooks")])
 })
 
-const run = (old: Layer.Layer<SqlClient.SqlClient, unknown>, store: Layer.Layer<StoreServices, unknown>) =>
+const run: Upgrade = (old, store) =>
   Effect.gen(function*() {
     yield* Effect.scoped(Effect.provide(writeAsTheOldBuild, old))
     yield* Effect.scoped(Effect.provide(openedByThisBuild, store))
@@ -67,27 +62,7 @@ const run = (old: Layer.Layer<SqlClient.SqlClient, unknown>, store: Layer.Layer<
 const pgSkip = skipUnlessCi("the PostgreSQL migration test", await postgresUnavailable())
 
 describe("migration 14: disabled endpoints by (source, destination, URL)", () => {
-  it.live("SQLite", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const filename = Path.join(yield* fs.makeTempDirectoryScoped(), "hookrelay.db")
-      yield* run(SqliteConnection.layer(filename), layerSqlite({ filename, checkpoints: false, reader: false }))
-    }).pipe(Effect.provide(NodeFileSystem.layer)))
+  it.live("SQLite", () => onSqlite(run))
 
-  it.live.skipIf(pgSkip)("PostgreSQL", () =>
-    Effect.gen(function*() {
-      const schema = `hookrelay_test_${randomBytes(6).toString("hex")}`
-      const admin = PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })
-      const inSchema = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
-        Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(admin), Effect.scoped, Effect.orDie)
-      yield* inSchema((sql) => sql`CREATE SCHEMA ${sql(schema)}`)
-      const old = PgClient.layer({
-        url: Redacted.make(databaseUrl),
-        maxConnections: 1,
-        startupParameters: { search_path: schema }
-      })
-      yield* run(old, layerPg({ url: databaseUrl, schema, maxConnections: 2 })).pipe(
-        Effect.ensuring(inSchema((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))
-      )
-    }))
+  it.live.skipIf(pgSkip)("PostgreSQL", () => onPg(run))
 })
