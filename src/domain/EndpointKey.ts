@@ -8,9 +8,12 @@ export interface EndpointKey {
   readonly url: string
 }
 
-/** The key as one string, for maps and sets: the three parts cannot run into each other. */
+/**
+ * The key as one string, for maps and sets (looked up for every job): the two ids are slugs, which hold no NUL, so the
+ * first two NULs end them whatever the URL holds.
+ */
 export const endpointKeyString = (key: EndpointKey): string =>
-  JSON.stringify([key.sourceId, key.destinationId, key.url])
+  `${key.sourceId}\u0000${key.destinationId}\u0000${key.url}`
 
 /** Which endpoints an operator names: a URL, optionally narrowed to a source and one of its destinations. */
 export interface EndpointSelector {

@@ -1,18 +1,10 @@
 import { Array as Arr, Context, DateTime, Effect } from "effect"
 import { usageShards } from "./Migrations.js"
 import type { UsageDay, UsageDelta } from "./Model.js"
-import {
-  byUsageKey,
-  dayMs,
-  num,
-  usageOnConflict,
-  usageOnShardConflict,
-  type UsageRow,
-  usageRow,
-  utcDay
-} from "./Rows.js"
+import { dayMs, num, utcDay } from "./Rows.js"
 import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit } from "./StoreKit.js"
+import { byUsageKey, usageOnConflict, usageOnShardConflict, type UsageRow, usageRow } from "./UsageRows.js"
 
 export interface UsageShape {
   /** Adds to the source's counters; with `destinationId`, `delivered` and `dead` are that destination's jobs. */

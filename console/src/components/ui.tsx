@@ -64,3 +64,23 @@ export const FieldErrors = (props: { readonly id: string; readonly issues: Reado
   )
 
 export const Empty = (props: { readonly children: ComponentChildren }) => <p class="empty">{props.children}</p>
+
+/** A form's refusal: how many problems (shown at their fields), and those that belong to no field. */
+export const NotSaved = (props: {
+  readonly what: string
+  readonly issues: ReadonlyArray<FieldIssue>
+  readonly formIssues: ReadonlyArray<FieldIssue>
+}) =>
+  props.issues.length === 0 ? null : (
+    <div class="banner banner-error" role="alert">
+      <strong>{props.what} not saved.</strong>{" "}
+      {props.issues.length === 1 ? "One problem" : `${props.issues.length} problems`} shown next to the fields.
+      {props.formIssues.length > 0 && (
+        <ul>
+          {props.formIssues.map((issue, i) => (
+            <li key={i}>{issue.path === "" ? "" : `${issue.path}: `}{issue.message}</li>
+          ))}
+        </ul>
+      )}
+    </div>
+  )

@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/ho
 import { api, ApiError } from "../api.js"
 import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
 import { SigningFields } from "../components/SigningFields.js"
-import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
+import { ErrorBanner, FieldErrors, Link, NotSaved } from "../components/ui.js"
 import { navigate } from "../router.js"
 import type { FieldIssue } from "../types.js"
 import type { DestinationForm, MessageType } from "./destinationForm.js"
@@ -115,19 +115,7 @@ export const DestinationEdit = (props: { readonly sourceId: string; readonly des
     <section>
       <h1>{title}</h1>
       <ErrorBanner error={saveError} />
-      {issues.length > 0 && (
-        <div class="banner banner-error" role="alert">
-          <strong>The destination was not saved.</strong>{" "}
-          {issues.length === 1 ? "One problem" : `${issues.length} problems`} shown next to the fields.
-          {formIssues.length > 0 && (
-            <ul>
-              {formIssues.map((issue, i) => (
-                <li key={i}>{issue.path === "" ? "" : `${issue.path}: `}{issue.message}</li>
-              ))}
-            </ul>
-          )}
-        </div>
-      )}
+      <NotSaved what="The destination was" issues={issues} formIssues={formIssues} />
       <form ref={formRef} onSubmit={(event) => void submit(event)} noValidate class="source-form">
         <fieldset>
           <legend>Destination</legend>

@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/ho
 import { api, ApiError } from "../api.js"
 import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
 import { SigningFields } from "../components/SigningFields.js"
-import { ErrorBanner, FieldErrors, Link } from "../components/ui.js"
+import { ErrorBanner, FieldErrors, Link, NotSaved } from "../components/ui.js"
 import { navigate } from "../router.js"
 import type { FieldIssue, SourceView } from "../types.js"
 import { OnceSecret, SigningPanel } from "./SigningPanel.js"
@@ -191,19 +191,7 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
       )}
       {saved !== undefined && <div class="banner banner-ok" role="status">{saved}</div>}
       <ErrorBanner error={saveError} />
-      {issues.length > 0 && (
-        <div class="banner banner-error" role="alert">
-          <strong>The settings were not saved.</strong>{" "}
-          {issues.length === 1 ? "One problem" : `${issues.length} problems`} shown next to the fields.
-          {formIssues.length > 0 && (
-            <ul>
-              {formIssues.map((issue, i) => (
-                <li key={i}>{issue.path === "" ? "" : `${issue.path}: `}{issue.message}</li>
-              ))}
-            </ul>
-          )}
-        </div>
-      )}
+      <NotSaved what="The settings were" issues={issues} formIssues={formIssues} />
       <form ref={formRef} onSubmit={(event) => void submit(event)} noValidate class="source-form">
         <fieldset>
           <legend>Source</legend>

@@ -2,9 +2,10 @@ import { Array as Arr, Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { AttemptWriter } from "../Attempts.js"
 import type { AttemptRecord, CompleteResult, Completion } from "../Model.js"
-import { type CompletionRow, completionRows, idChunk, jsonChunk, makeTally } from "../Rows.js"
+import { type CompletionRow, completionRows, idChunk, jsonChunk } from "../Rows.js"
 import { fail, type StoreKit, untraced } from "../StoreKit.js"
 import type { UsageWriter } from "../Usage.js"
+import { makeTally } from "../UsageRows.js"
 
 const emptyBlob = "''::bytea"
 

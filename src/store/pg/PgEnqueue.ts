@@ -2,9 +2,10 @@ import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Effect } from "effect"
 import type { EnqueueEntry, EnqueueOptions, EnqueueResult } from "../Model.js"
 import { dedupeWindowMs } from "../Model.js"
-import { destinationsOf, firstOfEachMessageId, usageOnShardConflict, utcDay } from "../Rows.js"
+import { destinationsOf, firstOfEachMessageId, utcDay } from "../Rows.js"
 import { fail, type StoreKit, untraced } from "../StoreKit.js"
 import type { UsageWriter } from "../Usage.js"
+import { usageOnShardConflict } from "../UsageRows.js"
 
 /** The driver infers an array's type from its elements: a column that may hold only NULLs is typed here. */
 const typedArray = (values: ReadonlyArray<unknown>, elementOid: number) =>

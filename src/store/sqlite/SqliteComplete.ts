@@ -1,13 +1,6 @@
 import type { CompleteResult } from "../Model.js"
-import {
-  attemptRow,
-  chunksOf,
-  type CompletedRow,
-  completionRows,
-  idChunk,
-  makeTally,
-  usageOnConflict
-} from "../Rows.js"
+import { attemptRow, chunksOf, completionRows, idChunk } from "../Rows.js"
+import { type CompletedRow, makeTally, usageOnConflict } from "../UsageRows.js"
 import type { Database } from "./SqliteDriver.js"
 import { boundLimit, type CompleteRequest, type PurgeRequest } from "./SqliteRequests.js"
 

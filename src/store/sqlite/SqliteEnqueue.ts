@@ -1,14 +1,7 @@
 import { dedupeWindowMs } from "../Model.js"
 import type { EnqueueResult } from "../Model.js"
-import {
-  destinationsOf,
-  firstOfEachMessageId,
-  jobCount,
-  type makeJobIds,
-  sortOutSeen,
-  usageOnConflict,
-  utcDay
-} from "../Rows.js"
+import { destinationsOf, firstOfEachMessageId, jobCount, type makeJobIds, sortOutSeen, utcDay } from "../Rows.js"
+import { usageOnConflict } from "../UsageRows.js"
 import type { RecentMessageIds } from "./RecentMessageIds.js"
 import type { Database } from "./SqliteDriver.js"
 import type { EnqueueRequest } from "./SqliteRequests.js"
