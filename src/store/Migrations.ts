@@ -1,8 +1,10 @@
 import { Effect } from "effect"
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
+import { apiKeys } from "./MigrationsApiKeys.js"
 import { destinations } from "./MigrationsDestinations.js"
 import { endpointKeys } from "./MigrationsEndpointKeys.js"
+import { endpointShare } from "./MigrationsEndpointShare.js"
 import { perDestination } from "./MigrationsPerDestination.js"
 import { settingsVersion } from "./MigrationsSettingsVersion.js"
 
@@ -388,7 +390,9 @@ export const migrations = {
   "13_destinations": destinations,
   "14_endpoint_keys": endpointKeys,
   "15_per_destination": perDestination,
-  "16_settings_version": settingsVersion
+  "16_settings_version": settingsVersion,
+  "17_api_keys": apiKeys,
+  "18_endpoint_share": endpointShare
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
