@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `hookrelay` command (the package's `bin`, and what `npm start` runs): `hookrelay [serve]` runs
- * the server of `main.ts` with the environment it reads; `--help` and `--version` answer without
+ * the server of `main.ts` with the environment it reads; `hookrelay rekey` seals the stored secrets again with the
+ * first key (`rekey.ts`) and exits; `--help` and `--version` answer without
  * starting anything. Nothing here runs before the arguments are read, so a wrong argument or a
  * missing SQLite driver is a clear message and exit code, not a stack trace.
  */
@@ -21,10 +22,12 @@ const help =
 
 Usage:
   hookrelay [serve]     run the server (the default command)
+  hookrelay rekey       seal every stored secret again with the first key of HOOKRELAY_SECRET_KEYS
+                        (or the SQLite key file), then exit; on SQLite, with the server stopped
   hookrelay --version   print the version
   hookrelay --help      print this help
 
-Environment (all optional):
+Environment (all optional; HOOKRELAY_SECRET_KEYS is required with DATABASE_URL):
 ${helpText()}
 
 SIGTERM or SIGINT stops accepting, finishes or releases in-flight work, and exits 0.
@@ -62,7 +65,7 @@ const loadProblem = (name: string): Promise<string | undefined> =>
  * delivery transport and the address rules always, then the driver of the store `DATABASE_URL` selects. Each
  * missing one is named with the command that installs it, before anything else loads.
  */
-const serve = async () => {
+const storePackages = async () => {
   const always = ["@effect/platform-node", "undici", "ipaddr.js"]
   const problems = await Promise.all(always.map(loadProblem))
   const missing = always.filter((_, index) => problems[index] !== undefined)
@@ -98,7 +101,17 @@ const serve = async () => {
       process.exit(1)
     }
   }
+}
+
+const serve = async () => {
+  await storePackages()
   await import("./main.js")
+}
+
+const rekey = async () => {
+  await storePackages()
+  const { runRekey } = await import("./rekey.js")
+  process.exit(await runRekey())
 }
 
 const [command, ...rest] = process.argv.slice(2)
@@ -108,8 +121,10 @@ if (command === "--help" || command === "-h" || command === "help") {
   process.stdout.write(`${packageJson.version}\n`)
 } else if ((command === undefined || command === "serve") && rest.length === 0) {
   await serve()
+} else if (command === "rekey" && rest.length === 0) {
+  await rekey()
 } else {
-  const unknown = command === "serve" ? rest[0] : command
+  const unknown = command === "serve" || command === "rekey" ? rest[0] : command
   process.stderr.write(`hookrelay: unknown argument ${JSON.stringify(unknown)}\n\n${help}`)
   process.exit(2)
 }

@@ -1,14 +1,16 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Logger, Option, References, Runtime } from "effect"
+import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Logger, Metric, Option, References, Runtime } from "effect"
 import { declaredEnvironment } from "./config/DeclaredEnvironment.js"
 import { provision } from "./config/Provisioning.js"
 import { operatorWebhookConfig } from "./delivery/OperatorWebhook.js"
 import { keepAliveTimeoutConfig, makeNodeServer, requestDeadlineConfig } from "./ingest/NodeServer.js"
 import * as Server from "./ingest/Server.js"
+import { secretDecryptions } from "./metrics/Metrics.js"
 import { allowPrivateNetworksConfig } from "./network/EgressPolicy.js"
 import { overloadConfig } from "./overload/OverloadConfig.js"
 import { layerEngine, settingsVersionFromConfig } from "./relay/RelayLayer.js"
-import * as Store from "./store/Store.js"
+import { secretKeysProblem } from "./store/SecretBox.js"
+import { layerFromConfigSealed } from "./store/SecretKeysConfig.js"
 import { retentionConfig } from "./store/StoreConfig.js"
 import { logLevelConfig } from "./telemetry/LogLevel.js"
 import * as Telemetry from "./telemetry/Telemetry.js"
@@ -39,7 +41,8 @@ const Engine = Layer.unwrap(
       operatorWebhook: operatorWebhookConfig
     }),
     ({ allowPrivateNetworks, operatorWebhook, overload, retention }) =>
-      layerEngine(Store.layerFromConfig, {
+      // Stored secrets sealed with HOOKRELAY_SECRET_KEYS (or the SQLite key file), checked before anything runs.
+      layerEngine(layerFromConfigSealed(Metric.update(secretDecryptions, 1)), {
         retention,
         overload,
         allowPrivateNetworks,
@@ -75,10 +78,32 @@ const Main = Layer.unwrap(Effect.gen(function*() {
   return http.pipe(Layer.provide(Engine), Layer.provide(Telemetry.layer(telemetry)))
 }))
 
+/** A start refused with its one line already printed: exit code 1, not logged again by the runtime. */
+class Refused {
+  readonly [Runtime.errorReported] = false
+  readonly [Runtime.errorExitCode] = 1
+}
+
+/**
+ * A start that fails for the keys of the stored secrets (`HOOKRELAY_SECRET_KEYS`, the SQLite key file) ends with one
+ * line on stderr naming the problem, instead of the failure's full rendering.
+ */
+const startRefused = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Refused, R> =>
+  Effect.catchCause(self, (cause): Effect.Effect<never, E | Refused> => {
+    const problem = secretKeysProblem(Cause.squash(cause))
+    if (problem === undefined) return Effect.failCause(cause)
+    return Effect.andThen(
+      Effect.sync(() => process.stderr.write(`hookrelay: ${problem}\n`)),
+      Effect.fail(new Refused())
+    )
+  })
+
 Effect.flatMap(
   logLevelConfig,
   (level) => Layer.launch(Main).pipe(Effect.provideService(References.MinimumLogLevel, level))
 ).pipe(
+  // Keys that cannot open the stored secrets (or are missing or malformed): one line, exit 1, nothing written.
+  (main) => startRefused(main),
   // JSON lines, and log lines as events of the current span as before.
   Effect.provide(Logger.layer([Logger.consoleJson, Logger.tracerLogger])),
   // The environment the configuration table declares, and nothing else.

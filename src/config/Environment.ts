@@ -44,10 +44,20 @@ export const serverEnvironment: ReadonlyArray<EnvironmentVariable> = [
     details: "a JSON file of sources created or updated at start (below)"
   },
   {
+    name: "HOOKRELAY_SECRET_KEYS",
+    default: "unset",
+    summary: "id:base64 keys (32 bytes) sealing stored secrets; the first seals, all open",
+    details: "comma-separated `id:base64` keys of 32 bytes that encrypt the stored secrets (shared and signing " +
+      "secrets, private keys, static header values); the first seals, every one opens, so keys rotate without " +
+      "downtime (`hookrelay rekey`). Unset on SQLite: a key made once in `<data dir>/secret-keys`; required with " +
+      "PostgreSQL, the same on every process ([docs/SECURITY.md](docs/SECURITY.md))"
+  },
+  {
     name: "HOOKRELAY_ADMIN_TOKEN",
     default: "unset",
-    summary: "the admin API's bearer token; unset, the admin API is disabled",
-    details: "the admin API's bearer token; unset, the admin API is disabled (every `/admin/…` answers 404)"
+    summary: "the admin API's bootstrap bearer token (scope admin); unset, the admin API is disabled",
+    details:
+      "the admin API's bootstrap bearer token (scope `admin`); unset, the admin API is disabled (every `/admin/…` answers 404, API keys included)"
   },
   {
     name: "HOOKRELAY_ALLOW_PRIVATE_NETWORKS",

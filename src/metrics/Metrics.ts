@@ -88,3 +88,9 @@ export const backlog = Metric.gauge("hookrelay_backlog_jobs", { description: "De
 
 export const backlogWithStatus = (status: "pending" | "delivering" | "dead") =>
   Metric.withAttributes(backlog, { status })
+
+/** Stored secrets decrypted: once per distinct stored value, so it moves when settings change, not per delivery. */
+export const secretDecryptions = Metric.counter("hookrelay_secret_decryptions_total", {
+  description: "Stored secrets decrypted (each distinct sealed value once per process)",
+  incremental: true
+})

@@ -4,6 +4,9 @@ import { applySourceConfig, webhooksDestination, webhooksOf } from "../domain/De
 import { Destination, type SourceConfig, webhooksDestinationId, WebhookSettings } from "../domain/Settings.js"
 import type { JobKind, StoredSource } from "./Model.js"
 import { num } from "./Rows.js"
+import { openColumn, sealColumn } from "./SealedSettings.js"
+import { makeSecretBox, type SecretBoxShape, type SecretKeysError } from "./SecretBox.js"
+import { type SealReport, type SealScope, sealStoredSecrets } from "./SecretsAtRest.js"
 import { StoreError, WriteKeyConflict } from "./StoreError.js"
 import { fail, type StoreKit, untraced } from "./StoreKit.js"
 
@@ -38,6 +41,11 @@ export interface SourcesShape {
     now: number,
     reason: string
   ) => Effect.Effect<Option.Option<ReadonlyArray<DeadLettered>>, StoreError>
+  /**
+   * Checks that every stored secret opens with the configured keys, then seals the plain ones (`plain`, at start) or
+   * also those under another key than the first (`all`, a re-key), in one transaction; nothing is written on a failure.
+   */
+  readonly sealSecrets: (scope: SealScope) => Effect.Effect<SealReport, StoreError | SecretKeysError>
 }
 
 /** A job a destination's deletion dead-lettered. */
@@ -58,12 +66,10 @@ const sameSecret = (a: string, b: string): boolean => {
   return left.length === right.length && timingSafeEqual(left, right)
 }
 
-const WebhooksJson = Schema.fromJsonString(WebhookSettings)
-const decodeWebhooks = Schema.decodeUnknownEffect(WebhooksJson)
-const encodeWebhooks = Schema.encodeEffect(WebhooksJson)
-const DestinationsJson = Schema.fromJsonString(Schema.Array(Destination))
-const decodeDestinations = Schema.decodeUnknownEffect(DestinationsJson)
-const encodeDestinations = Schema.encodeEffect(DestinationsJson)
+const decodeWebhooks = Schema.decodeUnknownEffect(WebhookSettings)
+const encodeWebhooks = Schema.encodeEffect(WebhookSettings)
+const decodeDestinations = Schema.decodeUnknownEffect(Schema.Array(Destination))
+const encodeDestinations = Schema.encodeEffect(Schema.Array(Destination))
 
 interface SourceRow {
   readonly id: string
@@ -76,11 +82,33 @@ interface SourceRow {
 
 const sourceColumns = "id, write_key, webhooks, destinations, created_at, updated_at"
 
-/** The destination `webhooks` lives in its own column (as before destinations), the others in `destinations`. */
-const toSource = (row: SourceRow): Effect.Effect<StoredSource, StoreError> =>
+// The column's text is never quoted in an error: once opened it holds secrets.
+const readColumn = <A>(
+  id: string,
+  text: string,
+  box: SecretBoxShape,
+  decode: (json: unknown) => Effect.Effect<A, unknown>
+): Effect.Effect<A, unknown> =>
+  Effect.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: () => new Error(`source "${id}": stored JSON is malformed`)
+  }).pipe(
+    Effect.flatMap((json) =>
+      Effect.mapError(openColumn(json, box), (error) => new Error(`source "${id}": ${error.message}`))
+    ),
+    Effect.flatMap((json) =>
+      Effect.mapError(decode(json), () => new Error(`source "${id}": stored settings do not match their schema`))
+    )
+  )
+
+/**
+ * The destination `webhooks` lives in its own column (as before destinations), the others in `destinations`; their
+ * secrets are opened here, on the store's read path only (docs/SECURITY.md).
+ */
+const readSource = (box: SecretBoxShape) => (row: SourceRow): Effect.Effect<StoredSource, StoreError> =>
   Effect.gen(function*() {
-    const webhooks = row.webhooks === null ? undefined : yield* decodeWebhooks(row.webhooks)
-    const others = row.destinations === null ? [] : yield* decodeDestinations(row.destinations)
+    const webhooks = row.webhooks === null ? undefined : yield* readColumn(row.id, row.webhooks, box, decodeWebhooks)
+    const others = row.destinations === null ? [] : yield* readColumn(row.id, row.destinations, box, decodeDestinations)
     const source: StoredSource = {
       id: row.id,
       writeKey: row.write_key,
@@ -92,18 +120,21 @@ const toSource = (row: SourceRow): Effect.Effect<StoredSource, StoreError> =>
     return source
   }).pipe(fail("decodeSource"))
 
-/** The two columns of a destination list. */
-const toColumns = (destinations: ReadonlyArray<Destination>) =>
+/** The two columns of a destination list, their secrets sealed with the box's first key. */
+const writeColumns = (box: SecretBoxShape) => (destinations: ReadonlyArray<Destination>) =>
   Effect.gen(function*() {
     const webhooks = webhooksOf(destinations)
     const others = destinations.filter((destination) => destination.id !== webhooksDestinationId)
     return {
-      webhooks: webhooks === undefined ? null : yield* encodeWebhooks(webhooks),
-      destinations: others.length === 0 ? null : yield* encodeDestinations(others)
+      webhooks: webhooks === undefined ? null : JSON.stringify(sealColumn(yield* encodeWebhooks(webhooks), box)),
+      destinations: others.length === 0 ? null : JSON.stringify(sealColumn(yield* encodeDestinations(others), box))
     }
   })
 
-export const make = ({ sql }: StoreKit): SourcesShape => {
+/** `box` seals what is written and opens what is read; without a key, values are stored as they are. */
+export const make = ({ sql }: StoreKit, box: SecretBoxShape = makeSecretBox([])): SourcesShape => {
+  const toSource = readSource(box)
+  const toColumns = writeColumns(box)
   /** The stored list changes as `applySourceConfig` says, read and written in one transaction. */
   const upsertSource = Effect.fn("Store.upsertSource")(
     function*(source: SourceConfig, now: number) {
@@ -183,12 +214,17 @@ export const make = ({ sql }: StoreKit): SourcesShape => {
     findSourceByWriteKey,
     listSources: () => listSources(),
     deleteSource,
-    ...makeDestinationWrites(sql)
+    sealSecrets: (scope) => sealStoredSecrets(sql, box, scope),
+    ...makeDestinationWrites(sql, toSource, toColumns)
   }
 }
 
 /** One source's destinations changed in place, its row locked (PostgreSQL) between the read and the write. */
-const makeDestinationWrites = (sql: StoreKit["sql"]) => {
+const makeDestinationWrites = (
+  sql: StoreKit["sql"],
+  toSource: ReturnType<typeof readSource>,
+  toColumns: ReturnType<typeof writeColumns>
+) => {
   const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
   /** In a transaction: the stored list changed by `change`, written back; none without the source. */
@@ -251,3 +287,19 @@ const makeDestinationWrites = (sql: StoreKit["sql"]) => {
 
   return { changeDestinations, deleteDestination }
 }
+
+/**
+ * At a store's open: every stored secret must open with the configured keys (else the open fails and nothing is
+ * written), then the plain ones an earlier build left are sealed.
+ */
+export const sealAtOpen = (sources: SourcesShape): Effect.Effect<void, StoreError> =>
+  sources.sealSecrets("plain").pipe(
+    Effect.tap((report) =>
+      report.sealed === 0
+        ? Effect.void
+        : Effect.logInfo(`sealed ${report.sealed} stored secrets that an earlier version kept as plain text`)
+    ),
+    Effect.mapError((error) =>
+      error._tag === "StoreError" ? error : new StoreError({ operation: "open", cause: error })
+    )
+  )

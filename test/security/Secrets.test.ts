@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option, Result } from "effect"
 import { spawn } from "node:child_process"
 import { createHmac, generateKeyPairSync, randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -8,10 +8,18 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { secretsEqual } from "../../src/domain/Secrets.js"
+import { makeSecretBox, parseSecretKeys, SecretBox } from "../../src/store/SecretBox.js"
 import { Sources } from "../../src/store/Sources.js"
 import { layerSqlite } from "../../src/store/Store.js"
 import { connectSql, databaseUrl, postgresUnavailable } from "../support/postgres.js"
-import { basicAuth, freePort, repoRoot, type ServerProcess, startServerProcess } from "../support/serverProcess.js"
+import {
+  basicAuth,
+  freePort,
+  repoRoot,
+  type ServerProcess,
+  startServerProcess,
+  testSecretKeys
+} from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
 
 /**
@@ -474,7 +482,12 @@ describe("secrets never in logs or answers: a full run of the server process", (
     // The secret generated at provisioning, read from the store once the server is gone.
     const provisioned = await Effect.runPromise(
       Effect.flatMap(Sources, (sources) => sources.getSource("gen")).pipe(
-        Effect.provide(layerSqlite({ directory: Path.join(directory, "data") }))
+        // The server's keys: its stored secrets are sealed (docs/SECURITY.md).
+        Effect.provide(
+          layerSqlite({ directory: Path.join(directory, "data") }).pipe(
+            Layer.provide(Layer.succeed(SecretBox)(makeSecretBox(Result.getOrThrow(parseSecretKeys(testSecretKeys)))))
+          )
+        )
       )
     )
     named.provisionedSecret = Option.getOrThrow(provisioned).webhooks!.signingSecrets![0]!.secret
@@ -502,6 +515,7 @@ describe("secrets never in logs or answers: a full run of the server process", (
         HOST: "127.0.0.1",
         PORT: String(await freePort()),
         DATABASE_URL: `postgres://hookrelay:${password}@127.0.0.1:${port}/hookrelay`,
+        HOOKRELAY_SECRET_KEYS: testSecretKeys,
         HOOKRELAY_ADMIN_TOKEN: secrets.adminToken
       },
       stdio: ["ignore", "pipe", "pipe"]

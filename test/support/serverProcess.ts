@@ -25,12 +25,18 @@ export interface ServerProcess {
   readonly exited: Promise<number | string>
 }
 
+/**
+ * The keys of the stored secrets a test server gets unless the test gives its own (PostgreSQL requires them; an empty
+ * value leaves SQLite to its key file): docs/SECURITY.md.
+ */
+export const testSecretKeys = `test:${Buffer.alloc(32, 7).toString("base64")}`
+
 /** Runs `src/main.ts` (what `npm start` compiles and runs) through tsx, in a process of its own, and waits for /readyz (ready: the handler attached and the store answering). */
 export const startServerProcess = async (env: Record<string, string>): Promise<ServerProcess> => {
   const port = await freePort()
   const child = spawn(process.execPath, ["--import", "tsx", Path.join(repoRoot, "src/main.ts")], {
     cwd: repoRoot,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), ...env },
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), HOOKRELAY_SECRET_KEYS: testSecretKeys, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""

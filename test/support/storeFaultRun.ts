@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { request } from "undici"
 import { mountSmallDisk, type SmallDisk, startThrowawayPostgres, type ThrowawayPostgres } from "./faultStores.js"
-import { basicAuth, freePort, repoRoot } from "./serverProcess.js"
+import { basicAuth, freePort, repoRoot, testSecretKeys } from "./serverProcess.js"
 
 /**
  * One store fault under load, from the outside: the real server (`src/main.ts`) on a store the run can take away — a
@@ -145,6 +145,7 @@ export const runStoreFault = async (options: FaultRunOptions): Promise<FaultRunR
     if (options.store === "postgres") {
       postgres = startThrowawayPostgres(options.pgPort ?? 5499)
       env.DATABASE_URL = postgres.url
+      env.HOOKRELAY_SECRET_KEYS = testSecretKeys
     } else {
       disk = mountSmallDisk("48m")
       env.HOOKRELAY_DATA_DIR = disk.directory

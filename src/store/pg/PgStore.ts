@@ -1,8 +1,10 @@
-import { type Context, Effect } from "effect"
+import { Context, Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { migrate } from "../Migrations.js"
 import { purgeChunk } from "../Purge.js"
 import { makeJobIds } from "../Rows.js"
+import { SecretBox } from "../SecretBox.js"
+import { sealAtOpen, Sources } from "../Sources.js"
 import type { StoreError } from "../StoreError.js"
 import { fail, inChunks, type StoreKit } from "../StoreKit.js"
 import { assemble, type StoreServices } from "../StoreOperations.js"
@@ -39,13 +41,15 @@ export const make: Effect.Effect<Context.Context<StoreServices>, StoreError, Sql
     const sql = yield* SqlClient.SqlClient
     yield* migrate.pipe(fail("migrate"))
     const kit: StoreKit = { sql, reads: sql, newJobIds: makeJobIds(), noteLogged: Effect.void }
-    return assemble(kit, (writes) => ({
+    const services = assemble(kit, (writes) => ({
       enqueue: makeEnqueue(kit, writes.usage),
       claimDue: makeClaim(kit),
       completeMany: makeComplete(kit, writes.attempts, writes.usage),
       purgeJobs: makePurgeJobs(sql),
       beforePurgeSeen: Effect.void,
       recoverAbandonedLeases: () => Effect.succeed(0)
-    }))
+    }), yield* SecretBox)
+    yield* sealAtOpen(Context.get(services, Sources))
+    return services
   }
 )

@@ -1,8 +1,10 @@
-import { type Context, Effect, Option } from "effect"
+import { Context, Effect, Option } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { migrate } from "../Migrations.js"
 import type { AttemptRecord, ClaimOptions, CompleteResult, Completion, EnqueueEntry, EnqueueOptions } from "../Model.js"
 import { makeJobIds } from "../Rows.js"
+import { SecretBox } from "../SecretBox.js"
+import { sealAtOpen, Sources } from "../Sources.js"
 import type { StoreError } from "../StoreError.js"
 import { fail, type HotPaths, hotSpan, inChunks, type StoreKit } from "../StoreKit.js"
 import { assemble, type StoreServices } from "../StoreOperations.js"
@@ -88,6 +90,8 @@ export const make: Effect.Effect<Context.Context<StoreServices>, StoreError, Sql
       yield* connectionSettings(sql).pipe(fail("open"))
       yield* migrate.pipe(fail("migrate"))
       const kit: StoreKit = { sql, reads, newJobIds: makeJobIds(), noteLogged: thread.noteLogged }
-      return assemble(kit, () => threadHotPaths(sql, thread))
+      const services = assemble(kit, () => threadHotPaths(sql, thread), yield* SecretBox)
+      yield* sealAtOpen(Context.get(services, Sources))
+      return services
     }
   )
