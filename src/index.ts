@@ -29,6 +29,8 @@ export {
    * `outcomes` stream and `storeStatus`.
    */
   Relay,
+  /** The admin API's keys (create, list, authenticate, revoke) and its audit log. */
+  RelayAccess,
   /** Deletion requests (`deleteUser`, `getDeletion`), audience and computed-trait syncs (`syncAudience`, `syncComputedTrait`). */
   RelayAudiences,
   /** A source's destinations one at a time: list, put, delete (pending jobs dead-lettered), rotate a secret. */
@@ -51,6 +53,8 @@ export type {
   RecoveryRequest,
   /** How many dead letters a bulk replay or purge took (or would take). */
   RecoveryResult,
+  /** The operations of the `RelayAccess` service. */
+  RelayAccessShape,
   /** The operations of the `RelayAudiences` service. */
   RelayAudiencesShape,
   /** The operations of the `RelayDestinations` service. */

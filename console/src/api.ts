@@ -1,16 +1,20 @@
+import { access } from "./access.js"
 import { type CallName, calls, type Wires } from "./calls.js"
 import type { PathOf, QueryOf } from "./contract.js"
 import type { DestinationInput, EndpointKey, FieldIssue, RecoveryFilter, SourceInput } from "./types.js"
 
-// The admin API as the console uses it (REFERENCE §1a, §7, §10, §11). Only these routes, only with the
-// operator's bearer token, which lives in sessionStorage and never in a URL.
+// The admin API as the console uses it (REFERENCE §1a, §7, §7c, §10, §11). Only these routes, only with the
+// operator's bearer token (the admin token or an API key), which lives in sessionStorage and never in a URL.
 
 const tokenKey = "hookrelay.adminToken"
 
 export const session = {
   token: (): string | null => sessionStorage.getItem(tokenKey),
   logIn: (token: string) => sessionStorage.setItem(tokenKey, token),
-  logOut: () => sessionStorage.removeItem(tokenKey)
+  logOut: () => {
+    sessionStorage.removeItem(tokenKey)
+    access.forget()
+  }
 }
 
 /** An answer other than 2xx: the error body of every hookrelay endpoint (src/ingest/ErrorBody.ts). */
@@ -120,8 +124,8 @@ export interface OpenApiDocument {
 }
 
 export const api = {
-  /** Checks a token before keeping it: any admin call does. */
-  checkToken: (token: string) => call("listSources", {}, token),
+  /** Checks a token before keeping it, and says what it may do: every valid key may ask about itself. */
+  self: (token = session.token()) => call("keySelf", {}, token),
   sources: () => call("listSources", {}).then((answer) => answer.sources),
   source: (sourceId: string) => call("getSource", { path: { sourceId } }),
   putSource: (sourceId: string, input: SourceInput) => call("putSource", { path: { sourceId }, body: input }),

@@ -1,12 +1,13 @@
 import type * as Destinations from "../../src/ingest/AdminDestinationSchemas.js"
 import type * as Endpoints from "../../src/ingest/AdminEndpointSchemas.js"
+import type * as Keys from "../../src/ingest/AdminKeySchemas.js"
 import type * as S from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
 import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
 import type { CheckedWires, EndpointName, Route } from "./contract.js"
 import type { Json } from "./types.js"
 
-// The admin calls the console makes (REFERENCE §1a, §7, §10, §11), each named by its endpoint in the contract.
+// The admin calls the console makes (REFERENCE §1a, §7, §7c, §10, §11), each named by its endpoint in the contract.
 // The contract is not imported at run time (it would bundle effect, and its domain
 // modules need node:crypto): the types check each call's group, method and JSON, and
 // test/ingest/ConsoleContract.test.ts its path.
@@ -54,6 +55,7 @@ export type Wires = CheckedWires<{
     readonly body: Json<typeof Endpoints.RecoveryInput>
     readonly answer: Json<typeof Endpoints.RecoveryView>
   }
+  readonly keySelf: { readonly answer: Json<typeof Keys.KeySelf> }
 }>
 
 export type CallName = keyof Wires & EndpointName
@@ -90,5 +92,6 @@ export const calls: { readonly [N in CallName]: Route<N> } = {
   listEndpoints: { group: "endpoints", method: "GET", path: "/admin/endpoints" },
   enableEndpoint: { group: "endpoints", method: "POST", path: "/admin/endpoints/enable" },
   replayDeadLetters: { group: "endpoints", method: "POST", path: "/admin/dead-letters/replay" },
-  purgeDeadLetters: { group: "endpoints", method: "POST", path: "/admin/dead-letters/purge" }
+  purgeDeadLetters: { group: "endpoints", method: "POST", path: "/admin/dead-letters/purge" },
+  keySelf: { group: "keys", method: "GET", path: "/admin/keys/self" }
 }

@@ -1,6 +1,7 @@
 import { render } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
-import { session, setUnauthorizedHandler } from "./api.js"
+import { access } from "./access.js"
+import { api, session, setUnauthorizedHandler } from "./api.js"
 import { BacklogStrip } from "./components/BacklogStrip.js"
 import { Link } from "./components/ui.js"
 import { ApiReference } from "./pages/ApiReference.js"
@@ -69,6 +70,17 @@ const App = () => {
     if (location.path === "/" || location.path === "") navigate("/sources", { replace: true })
   }, [location.path])
 
+  // What the token may do, asked again when the tab kept the token but not the answer.
+  const [, setKnown] = useState(access.self() !== null)
+  useEffect(() => {
+    if (loggedIn && access.self() === null) {
+      api.self().then((self) => {
+        access.remember(self)
+        setKnown(true)
+      }, () => {})
+    }
+  }, [loggedIn])
+
   // A new page moves the keyboard focus to its content (not on the first page shown).
   const shownPath = useRef<string | undefined>(undefined)
   useEffect(() => {
@@ -108,14 +120,15 @@ const App = () => {
         <span class="brand">hookrelay</span>
         <nav aria-label="Console">
           <Link to="/sources" current={section === "sources"}>Sources</Link>
-          <Link to="/messages" current={section === "messages"}>Message log</Link>
+          {access.can("messages:read") && <Link to="/messages" current={section === "messages"}>Message log</Link>}
           <Link to="/usage" current={section === "usage"}>Usage</Link>
           <Link to="/endpoints" current={section === "endpoints"}>Endpoints</Link>
           <Link to="/api" current={section === "api"}>API</Link>
         </nav>
+        <span class="muted">{access.self()?.name}</span>
         <button type="button" class="logout" onClick={logOut}>Log out</button>
       </header>
-      <BacklogStrip />
+      {access.can("sources:read") && access.everySource() && <BacklogStrip />}
       <main id="main" tabIndex={-1}>
         <Page location={location} />
       </main>

@@ -1,4 +1,4 @@
-import { type Duration, Effect, Layer, type Option, type Redacted, Result, Schema } from "effect"
+import { type Duration, Effect, Layer, Option, type Redacted, Result, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { InvalidAdminRequest } from "../audiences/AudienceErrors.js"
@@ -8,15 +8,18 @@ import { decodeWithIssues } from "../domain/Issues.js"
 import { SourceConfig } from "../domain/Settings.js"
 import { version } from "../domain/Version.js"
 import type { BlockedEndpoints } from "../network/EgressPolicy.js"
-import { defaultSearchLimit, defaultUsageDays, RelayMessages, RelaySources } from "../relay/Relay.js"
+import { defaultSearchLimit, defaultUsageDays, RelayAccess, RelayMessages, RelaySources } from "../relay/Relay.js"
 import type { StoreError, WriteKeyConflict } from "../relay/Relay.js"
 import { adminAuthentication, queryDecoding } from "./AdminAuth.js"
 import { readAdminJson, readRotationBody } from "./AdminBody.js"
 import { AdminContract, openApiDocument } from "./AdminContract.js"
 import { destinationHandlers } from "./AdminDestinationRoutes.js"
 import { endpointHandlers } from "./AdminEndpointRoutes.js"
+import { keyHandlers } from "./AdminKeyRoutes.js"
 import type * as S from "./AdminSchemas.js"
+import { AdminCaller, seesSource } from "./AdminScopes.js"
 import type * as Sec from "./AdminSecretSchemas.js"
+import { perSource } from "./AdminSourceLimits.js"
 import type * as Src from "./AdminSourceSchemas.js"
 import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { audienceHandlers, deletionHandlers } from "./AudienceRoutes.js"
@@ -106,7 +109,13 @@ const deadLetters = Effect.gen(function*() {
       { path: "limit", message: "must be a whole number from 1 to 1000" }
     ])
   }
-  const jobs = yield* relayMessages.deadLetters({ sourceId, limit: limit.success })
+  const jobs = sourceId !== undefined
+    ? yield* relayMessages.deadLetters({ sourceId, limit: limit.success })
+    : yield* perSource(
+      (sourceId) => relayMessages.deadLetters({ sourceId, limit: limit.success }),
+      (job) => job.finishedAt ?? 0,
+      limit.success
+    )
   return answer<typeof S.DeadLetters.Type>({ deadLetters: jobs.map(jobView) })
 })
 
@@ -136,11 +145,17 @@ const usage = Effect.gen(function*() {
 const searchMessages = Effect.gen(function*() {
   const relayMessages = yield* RelayMessages
   const params = yield* HttpServerRequest.ParsedSearchParams
-  const messages = yield* relayMessages.searchMessages({
-    userId: textParam(params.userId),
-    sourceId: textParam(params.sourceId),
-    limit: wholeNumberParam(params.limit, defaultSearchLimit)
-  })
+  const userId = textParam(params.userId)
+  const sourceId = textParam(params.sourceId)
+  const limit = wholeNumberParam(params.limit, defaultSearchLimit)
+  // Without a user or a source the Relay refuses the search (naming them): a limited key gets that answer too.
+  const messages = sourceId !== undefined || userId === undefined
+    ? yield* relayMessages.searchMessages({ userId, sourceId, limit })
+    : yield* perSource(
+      (sourceId) => relayMessages.searchMessages({ userId, sourceId, limit }),
+      (message) => message.receivedAt,
+      limit
+    )
   return answer<typeof S.MessageList.Type>({ messages: messages.map(messageView) })
 })
 
@@ -167,7 +182,9 @@ const sources = HttpApiBuilder.group(AdminContract, "sources", (handlers) =>
       "listSources",
       handled(Effect.gen(function*() {
         const relaySources = yield* RelaySources
-        return answer<typeof Src.SourceList.Type>({ sources: (yield* relaySources.listSources).map(sourceView) })
+        const caller = yield* AdminCaller
+        const visible = (yield* relaySources.listSources).filter((source) => seesSource(caller, source.id))
+        return answer<typeof Src.SourceList.Type>({ sources: visible.map(sourceView) })
       }))
     )
     .handleRaw("putSource", handled(putSource))
@@ -198,7 +215,8 @@ const messages = HttpApiBuilder.group(AdminContract, "messages", (handlers) =>
       handled(Effect.gen(function*() {
         const relayMessages = yield* RelayMessages
         const messageId = yield* param("messageId")
-        const jobs = yield* relayMessages.messageJobs(messageId)
+        const caller = yield* AdminCaller
+        const jobs = (yield* relayMessages.messageJobs(messageId)).filter((job) => seesSource(caller, job.sourceId))
         if (jobs.length === 0) return errorResponse(404, "not_found", `no jobs for message ${messageId}`)
         return answer<typeof S.MessageJobs.Type>({ messageId, jobs: jobs.map(jobWithAttemptsView) })
       }))
@@ -212,6 +230,14 @@ const deadLetterHandlers = HttpApiBuilder.group(AdminContract, "deadLetters", (h
       handled(Effect.gen(function*() {
         const relayMessages = yield* RelayMessages
         const jobId = yield* param("jobId")
+        const access = yield* RelayAccess
+        const caller = yield* AdminCaller
+        if (caller.sourceIds !== null) {
+          const sourceId = yield* access.jobSourceId(jobId)
+          if (Option.isNone(sourceId) || !seesSource(caller, sourceId.value)) {
+            return errorResponse(404, "not_found", `job ${jobId} is not a dead letter`)
+          }
+        }
         const replayed = yield* relayMessages.replayDeadLetter(jobId).pipe(
           // The job is there, but not its destination: a replay waits for one with its id (REFERENCE §1a).
           Effect.catchTag("UnknownDestination", (gone) =>
@@ -243,9 +269,10 @@ const operations = HttpApiBuilder.group(AdminContract, "operations", (handlers) 
     ))
 
 /**
- * The admin API (REFERENCE §5–§7, §11, §12), served from its contract: `AdminContract` names every route, and its bearer
- * middleware guards each. The handlers are raw: they read their own bodies and query parameters (size limits, bodies
- * that are not JSON, every failing field named) and answer with hookrelay's error bodies.
+ * The admin API (REFERENCE §5–§7c, §11, §12), served from its contract: `AdminContract` names every route, and its
+ * bearer middleware guards each (scopes, source limits, the audit log). The handlers are raw: they read their own
+ * bodies and query parameters (size limits, bodies that are not JSON, every failing field named) and answer with
+ * hookrelay's error bodies.
  */
 export const adminApi = (adminToken: Option.Option<Redacted.Redacted>) =>
   HttpApiBuilder.layer(AdminContract).pipe(
@@ -257,7 +284,8 @@ export const adminApi = (adminToken: Option.Option<Redacted.Redacted>) =>
       endpointHandlers(handled),
       destinationHandlers(handled),
       deletionHandlers,
-      audienceHandlers
+      audienceHandlers,
+      keyHandlers
     ]),
     Layer.provide([adminAuthentication(adminToken), queryDecoding, HttpServer.layerServices])
   )

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { WebhookSettings } from "../domain/Settings.js"
 import * as S from "./AdminSchemas.js"
+import { requires } from "./AdminScopes.js"
 import * as Sec from "./AdminSecretSchemas.js"
 import { DestinationView } from "./AdminSourceSchemas.js"
 
@@ -37,6 +38,7 @@ export const destinationsGroup = HttpApiGroup.make("destinations")
       success: DestinationList,
       error: errors(S.NotFound)
     }).annotate(OpenApi.Description, "A source's destinations, `webhooks` first; secrets masked.")
+      .annotateMerge(requires("sources:read"))
   )
   .add(
     HttpApiEndpoint.put("putDestination", "/admin/sources/:sourceId/destinations/:destinationId", {
@@ -45,6 +47,7 @@ export const destinationsGroup = HttpApiGroup.make("destinations")
       success: [DestinationReplaced, DestinationCreated],
       error: errors(S.InvalidRequest, S.NotFound, S.PayloadTooLarge)
     }).annotate(OpenApi.Description, "Creates (201) or replaces (200) one destination; the others are kept.")
+      .annotateMerge(requires("sources:write"))
   )
   .add(
     HttpApiEndpoint.delete("deleteDestination", "/admin/sources/:sourceId/destinations/:destinationId", {
@@ -52,6 +55,7 @@ export const destinationsGroup = HttpApiGroup.make("destinations")
       success: HttpApiSchema.NoContent,
       error: errors(S.NotFound)
     }).annotate(OpenApi.Description, "Removes a destination; its pending jobs become dead letters.")
+      .annotateMerge(requires("sources:write"))
   )
   .add(
     HttpApiEndpoint.post(
@@ -64,4 +68,5 @@ export const destinationsGroup = HttpApiGroup.make("destinations")
         error: errors(S.InvalidRequest, S.NotFound)
       }
     ).annotate(OpenApi.Description, "A new Standard Webhooks secret for the destination (shown once).")
+      .annotateMerge(requires("sources:write"))
   )

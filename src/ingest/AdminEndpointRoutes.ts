@@ -10,6 +10,7 @@ import { RelayEndpoints } from "../relay/Relay.js"
 import { readAdminJson } from "./AdminBody.js"
 import { AdminContract } from "./AdminContract.js"
 import * as E from "./AdminEndpointSchemas.js"
+import { callerSources, noSuchSource, sees } from "./AdminSourceLimits.js"
 import { errorResponse } from "./ErrorBody.js"
 
 type Failure = UnknownSource | UnknownDestination | InvalidAdminRequest | StoreError
@@ -46,6 +47,7 @@ const recovery = (action: "replay" | "purge") =>
     const relayEndpoints = yield* RelayEndpoints
     const input = yield* body(decodeRecovery)
     if (Result.isFailure(input)) return input.failure
+    if (!(yield* sees(input.success.sourceId))) return noSuchSource
     const request = {
       sourceId: input.success.sourceId,
       url: input.success.url,
@@ -65,6 +67,11 @@ const change = (state: "enabled" | "disabled") =>
     const input = yield* body(decodeUrl)
     if (Result.isFailure(input)) return input.failure
     const { destinationId, sourceId, url } = input.success
+    // A URL alone reaches every source's endpoints: a key limited to sources names its source.
+    if (sourceId === undefined && (yield* callerSources) !== null) {
+      return invalid([{ path: "sourceId", message: "is required for a key limited to sources" }])
+    }
+    if (sourceId !== undefined && !(yield* sees(sourceId))) return noSuchSource
     const selector = { url, sourceId, destinationId }
     const changed = state === "enabled"
       ? yield* relayEndpoints.enableEndpoint(selector)

@@ -9,6 +9,7 @@ import {
   StoreUnavailable,
   Timestamp
 } from "./AdminSchemas.js"
+import { requires } from "./AdminScopes.js"
 
 /** Endpoint health, enabling and disabling endpoints, and bulk recovery of dead letters: bodies and routes. */
 
@@ -104,8 +105,15 @@ export const endpointsGroup = HttpApiGroup.make("endpoints")
     })
       .middleware(QueryDecoding)
       .annotate(OpenApi.Description, "The health of each endpoint (source, destination, URL) of a source.")
+      .annotateMerge(requires("sources:read"))
   )
-  .add(urlSwitch("enableEndpoint", "enable", "Enables disabled endpoints again; their health starts afresh."))
-  .add(urlSwitch("disableEndpoint", "disable", "Disables endpoints: their jobs are dead-lettered until enabled."))
-  .add(recovery("replayDeadLetters", "replay", "Replays"))
-  .add(recovery("purgeDeadLetters", "purge", "Deletes"))
+  .add(
+    urlSwitch("enableEndpoint", "enable", "Enables disabled endpoints again; their health starts afresh.")
+      .annotateMerge(requires("sources:write"))
+  )
+  .add(
+    urlSwitch("disableEndpoint", "disable", "Disables endpoints: their jobs are dead-lettered until enabled.")
+      .annotateMerge(requires("sources:write"))
+  )
+  .add(recovery("replayDeadLetters", "replay", "Replays").annotateMerge(requires("replay")))
+  .add(recovery("purgeDeadLetters", "purge", "Deletes").annotateMerge(requires("replay")))

@@ -26,6 +26,12 @@ export const failure = <const Codes extends readonly [string, ...Array<string>]>
   }).annotate({ identifier, description }).pipe(HttpApiSchema.status(status))
 
 export const Unauthorized = failure(401, "Unauthorized", "missing or wrong bearer token", ["unauthorized"])
+export const Forbidden = failure(
+  403,
+  "Forbidden",
+  "the key lacks the route's scope, or is limited to sources and the route spans every source",
+  ["forbidden"]
+)
 export const AdminDisabled = failure(404, "AdminDisabled", "HOOKRELAY_ADMIN_TOKEN is not set", ["admin_disabled"])
 export const NotFound = failure(404, "NotFound", "no such source, message, job or deletion", ["not_found"])
 export const InvalidRequest = failure(400, "InvalidRequest", "a field or parameter is invalid; `errors` names it", [

@@ -7,6 +7,7 @@ import type { Overloaded } from "../overload/Overloaded.js"
 import type { StoredSource } from "../store/Model.js"
 import type { StoreError } from "../store/StoreError.js"
 import type { StoreStatus } from "../store/StoreHealth.js"
+import type { RelayAccess } from "./services/RelayAccess.js"
 import type { RelayAudiences } from "./services/RelayAudiences.js"
 import type { RelayDestinations } from "./services/RelayDestinations.js"
 import type { RelayEndpoints } from "./services/RelayEndpoints.js"
@@ -120,6 +121,7 @@ export interface RelayShape {
  */
 export class Relay extends Context.Service<Relay, RelayShape>()("hookrelay/Relay") {}
 
+export { RelayAccess, type RelayAccessShape } from "./services/RelayAccess.js"
 export { RelayAudiences, type RelayAudiencesShape } from "./services/RelayAudiences.js"
 export { RelayDestinations, type RelayDestinationsShape, type SavedDestination } from "./services/RelayDestinations.js"
 export { RelayEndpoints, type RelayEndpointsShape } from "./services/RelayEndpoints.js"
@@ -134,3 +136,4 @@ export type RelayServices =
   | RelayMessages
   | RelayEndpoints
   | RelayAudiences
+  | RelayAccess

@@ -5,6 +5,8 @@ import { DeliveryOutcomes } from "../delivery/Outcomes.js"
 import { currentOrDefault as currentEgressPolicy } from "../network/EgressPolicy.js"
 import { IngestAdmission } from "../overload/IngestAdmission.js"
 import { IngestPressure } from "../overload/IngestPressure.js"
+import { ApiKeys } from "../store/ApiKeys.js"
+import { AuditLog } from "../store/AuditLog.js"
 import { DeadLetters } from "../store/DeadLetters.js"
 import { Endpoints } from "../store/Endpoints.js"
 import { MessageLog } from "../store/MessageLog.js"
@@ -16,7 +18,16 @@ import { Sources } from "../store/Sources.js"
 import * as StoreHealth from "../store/StoreHealth.js"
 import type { StoreServices } from "../store/StoreOperations.js"
 import { Usage } from "../store/Usage.js"
-import { Relay, RelayAudiences, RelayDestinations, RelayEndpoints, RelayMessages, RelaySources } from "./Relay.js"
+import {
+  Relay,
+  RelayAccess,
+  RelayAudiences,
+  RelayDestinations,
+  RelayEndpoints,
+  RelayMessages,
+  RelaySources
+} from "./Relay.js"
+import { makeAccess } from "./RelayAccess.js"
 import { makeQueries, makeSourceAdmin, replayDeadLetter, requireSource, storeStatus } from "./RelayAdmin.js"
 import { makeDestinationAdmin } from "./RelayDestinationAdmin.js"
 import { makeEndpointAdmin } from "./RelayEndpoints.js"
@@ -99,7 +110,8 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
         syncComputedTrait: audiences.syncComputedTrait
       }),
       Context.add(RelayEndpoints, endpoints),
-      Context.add(RelayDestinations, makeDestinationAdmin(stored, sources, counts, egress, deliveryOutcomes))
+      Context.add(RelayDestinations, makeDestinationAdmin(stored, sources, counts, egress, deliveryOutcomes)),
+      Context.add(RelayAccess, makeAccess(yield* ApiKeys, yield* AuditLog, messages))
     )
   })
 

@@ -1,12 +1,15 @@
 import { Context } from "effect"
+import * as ApiKeys from "./ApiKeys.js"
 import * as Attempts from "./Attempts.js"
 import * as AudienceMembers from "./AudienceMembers.js"
+import * as AuditLog from "./AuditLog.js"
 import * as DeadLetters from "./DeadLetters.js"
 import * as DeletionRequests from "./DeletionRequests.js"
 import * as Endpoints from "./Endpoints.js"
 import * as MessageLog from "./MessageLog.js"
 import * as Outbox from "./Outbox.js"
 import * as Purge from "./Purge.js"
+import type { SecretBoxShape } from "./SecretBox.js"
 import * as Sources from "./Sources.js"
 import type { HotPaths, StoreKit } from "./StoreKit.js"
 import * as TraitValues from "./TraitValues.js"
@@ -25,6 +28,8 @@ export type StoreServices =
   | AudienceMembers.AudienceMembers
   | TraitValues.TraitValues
   | Endpoints.Endpoints
+  | ApiKeys.ApiKeys
+  | AuditLog.AuditLog
 
 /** The keys of the store's services, for what wraps every call of a store (health, fault injection in tests). */
 export const storeServiceKeys = [
@@ -38,7 +43,9 @@ export const storeServiceKeys = [
   DeletionRequests.DeletionRequests,
   AudienceMembers.AudienceMembers,
   TraitValues.TraitValues,
-  Endpoints.Endpoints
+  Endpoints.Endpoints,
+  ApiKeys.ApiKeys,
+  AuditLog.AuditLog
 ] as const
 
 /**
@@ -72,11 +79,12 @@ export interface SharedWrites {
  */
 export const assemble = (
   kit: StoreKit,
-  makeHotPaths: (writes: SharedWrites) => HotPaths
+  makeHotPaths: (writes: SharedWrites) => HotPaths,
+  secrets?: SecretBoxShape
 ): Context.Context<StoreServices> => {
   const writes: SharedWrites = { usage: Usage.makeWrites(kit), attempts: Attempts.makeWrites(kit) }
   const hot = makeHotPaths(writes)
-  return Context.make(Sources.Sources, Sources.make(kit)).pipe(
+  return Context.make(Sources.Sources, Sources.make(kit, secrets)).pipe(
     Context.add(Outbox.Outbox, Outbox.make(kit, hot)),
     Context.add(Attempts.Attempts, Attempts.make(kit, writes.attempts)),
     Context.add(Usage.Usage, Usage.make(kit, writes.usage)),
@@ -86,6 +94,8 @@ export const assemble = (
     Context.add(DeletionRequests.DeletionRequests, DeletionRequests.make(kit)),
     Context.add(AudienceMembers.AudienceMembers, AudienceMembers.make(kit)),
     Context.add(TraitValues.TraitValues, TraitValues.make(kit)),
-    Context.add(Endpoints.Endpoints, Endpoints.make(kit))
+    Context.add(Endpoints.Endpoints, Endpoints.make(kit)),
+    Context.add(ApiKeys.ApiKeys, ApiKeys.make(kit)),
+    Context.add(AuditLog.AuditLog, AuditLog.make(kit))
   )
 }

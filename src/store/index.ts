@@ -1,3 +1,5 @@
+export type { NewApiKey, StoredApiKey } from "./ApiKeys.js"
+export type { NewAuditEntry, StoredAuditEntry } from "./AuditLog.js"
 export * from "./Model.js"
 export * from "./Retention.js"
 export * from "./Store.js"

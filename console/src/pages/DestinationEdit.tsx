@@ -1,4 +1,5 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api, ApiError } from "../api.js"
 import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
 import { SigningFields } from "../components/SigningFields.js"
@@ -242,9 +243,11 @@ export const DestinationEdit = (props: { readonly sourceId: string; readonly des
         </fieldset>
 
         <div class="actions">
-          <button type="submit" class="primary" disabled={saving}>
-            {saving ? "Saving…" : isNew ? "Create destination" : "Save destination"}
-          </button>
+          {access.can("sources:write") && (
+            <button type="submit" class="primary" disabled={saving}>
+              {saving ? "Saving…" : isNew ? "Create destination" : "Save destination"}
+            </button>
+          )}
           <Link to={sourcePage(sourceId)}>Cancel</Link>
         </div>
       </form>

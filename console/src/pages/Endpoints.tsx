@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api } from "../api.js"
 import { Empty, ErrorBanner, formatMs, formatTime, StatusBadge } from "../components/ui.js"
 import type { Location } from "../router.js"
@@ -102,8 +103,13 @@ export const Endpoints = (props: { readonly location: Location }) => {
                 <td>{rate(endpoint.lastDay)}</td>
                 <td>{formatMs(endpoint.lastDay.p50LatencyMs)} / {formatMs(endpoint.lastDay.p99LatencyMs)}</td>
                 <td>
-                  {endpoint.state === "disabled" && (
-                    <button type="button" onClick={() => void enable(endpoint)}>Enable</button>
+                  {endpoint.state === "disabled" && access.can("sources:write") && (
+                    <button
+                      type="button"
+                      onClick={() => void enable(endpoint)}
+                    >
+                      Enable
+                    </button>
                   )}
                 </td>
               </tr>
@@ -111,7 +117,12 @@ export const Endpoints = (props: { readonly location: Location }) => {
           </tbody>
         </table>
       )}
-      {sourceId !== "" && <Recovery sourceId={sourceId} urls={[...new Set(endpoints?.map((e) => e.url) ?? [])]} />}
+      {sourceId !== "" && access.can("replay") && (
+        <Recovery
+          sourceId={sourceId}
+          urls={[...new Set(endpoints?.map((e) => e.url) ?? [])]}
+        />
+      )}
     </section>
   )
 }

@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api, ApiError, session } from "../api.js"
 
-/** Asks for the admin token, checks it against the API, keeps it for this browser tab only. */
+/** Asks for the admin token or an API key, checks it against the API, keeps it for this browser tab only. */
 export const Login = (props: { readonly notice: string | undefined; readonly onLoggedIn: () => void }) => {
   const [token, setToken] = useState("")
   const [error, setError] = useState<string | undefined>(props.notice)
@@ -13,14 +14,15 @@ export const Login = (props: { readonly notice: string | undefined; readonly onL
   const submit = async (event: Event) => {
     event.preventDefault()
     if (token.trim() === "") {
-      setError("Enter the admin token.")
+      setError("Enter the admin token or an API key.")
       return
     }
     setBusy(true)
     setError(undefined)
     try {
-      await api.checkToken(token.trim())
+      const self = await api.self(token.trim())
       session.logIn(token.trim())
+      access.remember(self)
       props.onLoggedIn()
     } catch (failure) {
       if (failure instanceof ApiError && failure.status === 401) setError("Wrong token.")
@@ -38,11 +40,11 @@ export const Login = (props: { readonly notice: string | undefined; readonly onL
       <form onSubmit={(event) => void submit(event)} class="card login-card">
         <h1>hookrelay console</h1>
         <p class="hint">
-          Enter the admin token (HOOKRELAY_ADMIN_TOKEN). It is kept in this tab only and forgotten when you log out or
-          close it.
+          Enter the admin token (HOOKRELAY_ADMIN_TOKEN) or an API key (hrk_…). It is kept in this tab only and forgotten
+          when you log out or close it. The console shows what the key's scopes allow.
         </p>
         <div class="field">
-          <label for="token">Admin token</label>
+          <label for="token">Admin token or API key</label>
           <input
             id="token"
             ref={input}

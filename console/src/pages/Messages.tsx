@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api, ApiError } from "../api.js"
 import { Empty, ErrorBanner, formatMs, formatTime, Link, StatusBadge } from "../components/ui.js"
 import type { Location } from "../router.js"
@@ -224,7 +225,7 @@ const JobBlock = (props: { readonly job: JobWithAttempts; readonly onChanged: ()
           <span class="small muted">next try {formatTime(job.nextDueAt)}</span>
         )}
         {job.finishedAt !== null && <span class="small muted">finished {formatTime(job.finishedAt)}</span>}
-        {job.status === "dead" && <ReplayButton job={job} onChanged={props.onChanged} />}
+        {job.status === "dead" && access.can("replay") && <ReplayButton job={job} onChanged={props.onChanged} />}
       </div>
       {job.lastError !== null && job.status !== "delivered" && <p class="small error-text">{job.lastError}</p>}
       {job.attempts.length > 0 && (

@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api } from "../api.js"
 import { ErrorBanner, formatTime } from "../components/ui.js"
 import type { SourceView } from "../types.js"
@@ -79,7 +80,9 @@ export const SigningPanel = (props: { readonly source: SourceView; readonly onRo
           value={keepOldFor}
           onInput={(e) => setKeepOldFor(e.currentTarget.value)}
         />
-        <button type="button" disabled={busy} onClick={() => void rotate()}>Rotate secret</button>
+        {access.can("sources:write") && (
+          <button type="button" disabled={busy} onClick={() => void rotate()}>Rotate secret</button>
+        )}
       </div>
       <ErrorBanner error={error} />
       <OnceSecret secret={secret} />

@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api } from "../api.js"
 import { Empty, ErrorBanner, formatMs, formatNumber, formatTime, Link } from "../components/ui.js"
 import { totalsOf } from "../numbers.js"
@@ -65,12 +66,14 @@ export const SourceActivity = (props: { readonly sourceId: string; readonly vers
                   <td>{formatTime(job.finishedAt)}</td>
                   <td>{job.lastError ?? "—"}</td>
                   <td>
-                    <button
-                      type="button"
-                      onClick={() => void replay(job.id)}
-                    >
-                      Replay {job.messageId}
-                    </button>
+                    {access.can("replay") && (
+                      <button
+                        type="button"
+                        onClick={() => void replay(job.id)}
+                      >
+                        Replay {job.messageId}
+                      </button>
+                    )}
                   </td>
                 </tr>
               ))}

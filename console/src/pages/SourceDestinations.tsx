@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api } from "../api.js"
 import { Empty, ErrorBanner, formatMs, formatNumber, formatTime, Link, StatusBadge } from "../components/ui.js"
 import { type Totals, totalsOf } from "../numbers.js"
@@ -123,9 +124,11 @@ const DestinationCard = (props: {
         </h3>
         <div class="inline">
           <Link to={destinationPage(sourceId, destination.id)} class="button">Edit destination {destination.id}</Link>
-          <button type="button" class="danger-text" onClick={props.onRemove}>
-            Delete destination {destination.id}
-          </button>
+          {access.can("sources:write") && (
+            <button type="button" class="danger-text" onClick={props.onRemove}>
+              Delete destination {destination.id}
+            </button>
+          )}
         </div>
       </div>
       <dl class="facts">
@@ -189,8 +192,13 @@ const DestinationCard = (props: {
                     : `${formatMs(health.lastDay.p50LatencyMs)} / ${formatMs(health.lastDay.p99LatencyMs)}`}
                 </td>
                 <td>
-                  {health?.state === "disabled" && (
-                    <button type="button" onClick={() => void enable(health)}>Enable</button>
+                  {health?.state === "disabled" && access.can("sources:write") && (
+                    <button
+                      type="button"
+                      onClick={() => void enable(health)}
+                    >
+                      Enable
+                    </button>
                   )}
                 </td>
               </tr>
@@ -246,9 +254,11 @@ const Rotation = (props: {
       <div class="inline">
         <label for={inputId}>Keep the old secrets of {destination.id} signing for</label>
         <input id={inputId} value={keepOldFor} onInput={(e) => setKeepOldFor(e.currentTarget.value)} />
-        <button type="button" disabled={busy} onClick={() => void rotate()}>
-          Rotate secret of {destination.id}
-        </button>
+        {access.can("sources:write") && (
+          <button type="button" disabled={busy} onClick={() => void rotate()}>
+            Rotate secret of {destination.id}
+          </button>
+        )}
       </div>
       <ErrorBanner error={error} />
       <OnceSecret secret={secret} />

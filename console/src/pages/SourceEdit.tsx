@@ -1,4 +1,5 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api, ApiError } from "../api.js"
 import { domId, EndpointsEditor } from "../components/EndpointsEditor.js"
 import { SigningFields } from "../components/SigningFields.js"
@@ -313,11 +314,13 @@ export const SourceEdit = (props: { readonly sourceId: string | undefined }) => 
         </fieldset>
 
         <div class="actions">
-          <button type="submit" class="primary" disabled={saving}>
-            {saving ? "Saving…" : isNew ? "Create source" : "Save source"}
-          </button>
+          {access.can("sources:write") && (
+            <button type="submit" class="primary" disabled={saving}>
+              {saving ? "Saving…" : isNew ? "Create source" : "Save source"}
+            </button>
+          )}
           <Link to="/sources">Cancel</Link>
-          {!isNew && (
+          {!isNew && access.can("sources:write") && (
             <button type="button" class="danger" onClick={() => void remove()}>
               Delete source
             </button>

@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks"
+import { access } from "../access.js"
 import { api } from "../api.js"
 import { Empty, ErrorBanner, formatTime, Link } from "../components/ui.js"
 import type { SourceView } from "../types.js"
@@ -15,7 +16,7 @@ export const Sources = () => {
     <section>
       <div class="page-head">
         <h1>Sources</h1>
-        <Link to="/sources/new" class="button primary">Add source</Link>
+        {access.can("sources:write") && <Link to="/sources/new" class="button primary">Add source</Link>}
       </div>
       <ErrorBanner error={error} />
       {sources === undefined && error === undefined && <p class="loading">Loading…</p>}
