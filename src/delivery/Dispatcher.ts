@@ -1,4 +1,4 @@
-import { Clock, Effect, FiberSet, Layer, Option } from "effect"
+import { Cause, Clock, Effect, FiberSet, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Endpoints } from "../store/Endpoints.js"
 import { Outbox } from "../store/Outbox.js"
@@ -118,11 +118,24 @@ export const start = (options: DispatcherOptions = {}) =>
       }))
     const recovered = yield* outbox.recoverAbandonedLeases().pipe(Effect.orElseSucceed(() => 0))
     if (recovered > 0) yield* Effect.logInfo(`took back ${recovered} jobs left leased by a stopped process`)
-    yield* Effect.forkScoped(dispatcher.flusher)
-    yield* Effect.forkScoped(dispatcher.renewer)
-    yield* Effect.forkScoped(dispatcher.claimer)
+    yield* Effect.forkScoped(restartOnDefect("writing finished jobs", dispatcher.flusher))
+    yield* Effect.forkScoped(restartOnDefect("renewing leases", dispatcher.renewer))
+    yield* Effect.forkScoped(restartOnDefect("claiming jobs", dispatcher.claimer))
     return dispatcher
   })
+
+/**
+ * A background loop that dies of a defect would stop silently while the process looks healthy (finished jobs never
+ * written, leases renewed forever): the defect is logged and the loop started again after a second.
+ */
+export const restartOnDefect = <R>(what: string, loop: Effect.Effect<void, never, R>): Effect.Effect<void, never, R> =>
+  Effect.catchCause(loop, (cause) =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.logError(`${what} stopped on a defect; starting it again`, cause).pipe(
+        Effect.andThen(Effect.sleep("1 second")),
+        Effect.andThen(Effect.suspend(() => restartOnDefect(what, loop)))
+      ))
 
 /** The dispatcher as a background layer: `start` in the layer's scope. */
 export const layer = (options: DispatcherOptions = {}): Layer.Layer<

@@ -56,7 +56,7 @@ const unavailableCodes = new Set([
 ])
 
 const unavailableMessage =
-  /connection terminated|connection refused|server closed the connection|timeout exceeded when trying to connect|database system is (starting up|shutting down|in recovery)|terminating connection|the sqlite thread|disk is full|database or disk is full|disk i\/o error/i
+  /connection terminated|connection closed|connection refused|server closed the connection|timeout exceeded when trying to connect|database system is (starting up|shutting down|in recovery)|terminating connection|the sqlite thread|disk is full|database or disk is full|disk i\/o error/i
 
 const isUnavailableCode = (code: unknown): boolean =>
   typeof code === "string" &&

@@ -1,6 +1,6 @@
 import { Array as Arr, Effect } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import type { JobKind, JobStatus } from "./Model.js"
 import type { OutboxShape } from "./Outbox.js"
 import type { makeJobIds } from "./Rows.js"
@@ -64,9 +64,16 @@ export const untraced = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withTr
 export const hotSpan = (name: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.withSpan(self, name, { captureStackTrace: false })
 
-/** Maps every failure to a `StoreError` naming the operation. */
+/**
+ * Maps every failure to a `StoreError` naming the operation. A transaction whose connection is lost dies instead
+ * (effect/sql makes a failed ROLLBACK a defect): that is the store failing too, and a caller that retries on a
+ * `StoreError` (the dispatcher's completions) must get one rather than be killed by a defect.
+ */
 export const fail = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, StoreError, R> =>
-  Effect.mapError(self, (cause) => new StoreError({ operation, cause }))
+  Effect.catchDefect(
+    Effect.mapError(self, (cause) => new StoreError({ operation, cause })),
+    (defect) => isSqlError(defect) ? Effect.fail(new StoreError({ operation, cause: defect })) : Effect.die(defect)
+  )
 
 /** Runs `chunk(size)` until it deletes fewer than `size` rows; answers the total. */
 export const inChunks = <E>(size: number, chunk: (limit: number) => Effect.Effect<number, E>) =>
