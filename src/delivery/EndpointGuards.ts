@@ -4,10 +4,12 @@ import { type EndpointKey, endpointKeyString, type EndpointSelector, selects } f
 import type { Endpoint } from "../domain/Settings.js"
 import { setEndpointGauges } from "../metrics/EndpointGauges.js"
 import { Endpoints } from "../store/Endpoints.js"
+import { EndpointShare } from "../store/EndpointShare.js"
 import { SettingsVersion } from "../store/SettingsVersion.js"
 import type { StoreError } from "../store/StoreError.js"
 import { EndpointGuard } from "./EndpointGuard.js"
 import type { GuardEvent, GuardSnapshot } from "./EndpointGuard.js"
+import { makeLinks } from "./EndpointGuardsLink.js"
 
 /**
  * Where the endpoint events go besides the log (the operator webhook). Optional: without it they are only logged.
@@ -36,11 +38,11 @@ export interface EndpointGuardsShape {
 }
 
 /**
- * The guards of every endpoint (source, destination, URL: REFERENCE §7b) this process delivers to: circuit breakers
- * and rate limits are per process (each process of a PostgreSQL deployment keeps its own), disabled endpoints are in
- * the store, read again every `refreshEvery` and when the settings version moves, so that one disabled or enabled
- * elsewhere is seen here. Events are logged at
- * warn and handed to the `GuardEventSink`.
+ * The guards of every endpoint (source, destination, URL: REFERENCE §7b) this process delivers to. Alone (SQLite)
+ * their circuit breakers and rate limits are in memory; with an `EndpointShare` (the store's on PostgreSQL) they are
+ * the deployment's (`EndpointGuardsLink`). Disabled endpoints are in the store, read again every `refreshEvery` and
+ * when the settings version moves, so that one disabled or enabled elsewhere is seen here. Events are logged at warn
+ * and handed to the `GuardEventSink`; in a deployment only the process that made the change tells.
  */
 export class EndpointGuards extends Context.Service<EndpointGuards, EndpointGuardsShape>()(
   "hookrelay/delivery/EndpointGuards"
@@ -55,6 +57,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
   const clock = yield* Clock.Clock
   const versions = yield* Effect.serviceOption(SettingsVersion)
   const sink = yield* Effect.serviceOption(GuardEventSink)
+  const share = Option.getOrUndefined(yield* Effect.serviceOption(EndpointShare)) ?? endpoints.share
   const guards = new Map<string, { readonly key: EndpointKey; readonly guard: EndpointGuard }>()
   // Each source's endpoints in settings order: the gauges' labels.
   const keysOf = new Map<string, ReadonlyArray<string>>()
@@ -69,12 +72,14 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
     events.push({ key, event })
     eventsWaiting.openUnsafe()
   }
+  const links = share === undefined ? undefined : yield* makeLinks(share, clock, emit)
 
   const guardFor = (key: EndpointKey): EndpointGuard => {
     const id = endpointKeyString(key)
     let entry = guards.get(id)
     if (entry === undefined) {
-      entry = { key, guard: new EndpointGuard(key.url, clock, emit(key)) }
+      entry = { key, guard: new EndpointGuard(key.url, clock, emit(key), links?.linkFor(key)) }
+      links?.adopt(id, entry.guard)
       if (disabled.has(id)) entry.guard.markDisabled()
       guards.set(id, entry)
     }
@@ -96,14 +101,16 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
       yield* Effect.logWarning(`${event.type}: ${event.reason}`).pipe(
         Effect.annotateLogs({ url: event.url, sourceId: key.sourceId, destinationId: key.destinationId })
       )
+      let first = true
       if (event.type === "endpoint.disabled") {
-        yield* endpoints.disableEndpoint(key, event.at, event.reason).pipe(
-          Effect.catch((error) => Effect.logError("could not record a disabled endpoint", error))
+        first = yield* endpoints.disableEndpoint(key, event.at, event.reason).pipe(
+          Effect.catch((error) => Effect.as(Effect.logError("could not record a disabled endpoint", error), true))
         )
         unwritten.delete(endpointKeyString(key))
         disabled.add(endpointKeyString(key))
       }
-      if (Option.isSome(sink)) {
+      // In a deployment, another process that disabled it first has told.
+      if (Option.isSome(sink) && (first || share === undefined)) {
         yield* sink.value.publish({ ...event, sourceIds: [key.sourceId], destinationId: key.destinationId })
       }
     })
@@ -133,6 +140,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
   }).pipe(Effect.catch(() => Effect.void))
 
   yield* refresh
+  if (links !== undefined) yield* links.follow
   // Interruptible again: the dispatcher builds these inside its uninterruptible acquisition.
   yield* Effect.forkScoped(Effect.interruptible(drain))
   // Every `refreshEvery`, and as soon as the settings version moves (an admin write here or on another replica).
@@ -160,7 +168,7 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
       Effect.suspend(() => {
         const now = clock.currentTimeMillisUnsafe()
         return Effect.andThen(
-          endpoints.disableEndpoint(key, now, reason),
+          Effect.asVoid(endpoints.disableEndpoint(key, now, reason)),
           Effect.sync(() => {
             disabled.add(endpointKeyString(key))
             guardFor(key).markDisabled()
@@ -169,14 +177,17 @@ export const make: Effect.Effect<EndpointGuardsShape, never, Endpoints | Scope.S
       }),
     enable: (selector) =>
       Effect.tap(endpoints.enableEndpoints(selector), () =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
           // Every guard the selector takes starts afresh, whether or not the store had it disabled (`unwritten`).
+          const taken: Array<EndpointKey> = []
           for (const [id, { guard, key }] of guards) {
             if (!selects(selector, key)) continue
             disabled.delete(id)
             unwritten.delete(id)
             guard.enable()
+            taken.push(key)
           }
+          return links === undefined ? Effect.void : Effect.forEach(taken, links.forget, { discard: true })
         }))
   }
 })

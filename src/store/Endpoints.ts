@@ -2,14 +2,16 @@ import { Array as Arr, Context, Effect } from "effect"
 import type { EndpointKey, EndpointSelector } from "../domain/EndpointKey.js"
 import { replayJobs } from "./DeadLetters.js"
 import type { DeadLetterFilter, DisabledEndpoint, EndpointLastAttempts, EndpointStats } from "./EndpointRecords.js"
+import type { EndpointShareShape } from "./EndpointShare.js"
+import * as EndpointSharePg from "./EndpointSharePg.js"
 import { idChunk } from "./Rows.js"
 import type { StoreError } from "./StoreError.js"
 import { fail, type StoreKit } from "./StoreKit.js"
 
 export interface EndpointsShape {
   readonly disabledEndpoints: () => Effect.Effect<ReadonlyArray<DisabledEndpoint>, StoreError>
-  /** Keeps the first disabling when the endpoint already is. */
-  readonly disableEndpoint: (endpoint: EndpointKey, at: number, reason: string) => Effect.Effect<void, StoreError>
+  /** Keeps the first disabling when the endpoint already is; true when this call disabled it. */
+  readonly disableEndpoint: (endpoint: EndpointKey, at: number, reason: string) => Effect.Effect<boolean, StoreError>
   /** Enables every disabled endpoint the selector takes; the ones it enabled (none: nothing was disabled). */
   readonly enableEndpoints: (selector: EndpointSelector) => Effect.Effect<ReadonlyArray<EndpointKey>, StoreError>
   /** The endpoint's attempts (its URL's, of its source's and destination's jobs) since `since`: counts, latencies. */
@@ -23,6 +25,11 @@ export interface EndpointsShape {
   ) => Effect.Effect<number, StoreError>
   /** Deletes every dead letter the filter takes, with its attempts; `dryRun` only counts them. */
   readonly purgeDeadLettersMatching: (filter: DeadLetterFilter, dryRun: boolean) => Effect.Effect<number, StoreError>
+  /**
+   * Circuits and rate limits shared by the processes of a deployment: on PostgreSQL only; undefined on SQLite (one
+   * process), whose guards keep them in memory.
+   */
+  readonly share: EndpointShareShape | undefined
 }
 
 /** Endpoint records: disabled endpoints, health from attempts, bulk recovery of their dead letters. */
@@ -62,10 +69,11 @@ const makeDisabled = ({ sql }: StoreKit) => {
 
   const disableEndpoint = Effect.fn("Store.disableEndpoint")(
     function*(endpoint: EndpointKey, at: number, reason: string) {
-      yield* sql`
+      const rows = yield* sql`
         INSERT INTO disabled_endpoints (source_id, destination_id, url, disabled_at, reason)
         VALUES (${endpoint.sourceId}, ${endpoint.destinationId}, ${endpoint.url}, ${at}, ${reason})
-        ON CONFLICT (source_id, destination_id, url) DO NOTHING`
+        ON CONFLICT (source_id, destination_id, url) DO NOTHING RETURNING url`
+      return rows.length > 0
     },
     fail("disableEndpoint")
   )
@@ -204,5 +212,6 @@ const makeRecovery = ({ sql }: StoreKit) => {
 export const make = (kit: StoreKit): EndpointsShape => ({
   ...makeDisabled(kit),
   ...makeHealth(kit),
-  ...makeRecovery(kit)
+  ...makeRecovery(kit),
+  share: kit.sql.onDialectOrElse({ pg: () => EndpointSharePg.make(kit.sql), orElse: () => undefined })
 })

@@ -36,8 +36,11 @@ export interface Receiver {
   readonly close: () => Promise<void>
 }
 
-/** A loopback receiver answering 200 after `delayMillis`, recording every request as it arrives. */
-export const startReceiver = (delayMillis = 0): Promise<Receiver> =>
+/**
+ * A loopback receiver answering 200 (or what `status` says at the time) after `delayMillis`, recording every request
+ * as it arrives.
+ */
+export const startReceiver = (delayMillis = 0, status: () => number = () => 200): Promise<Receiver> =>
   new Promise((resolve, reject) => {
     const deliveries: Array<Delivery> = []
     const server: Server = createServer((request, response) => {
@@ -49,13 +52,14 @@ export const startReceiver = (delayMillis = 0): Promise<Receiver> =>
         const header = (name: string) => String(request.headers[name] ?? "")
         deliveries.push({
           at,
-          messageId: (JSON.parse(body) as { messageId: string }).messageId,
+          messageId: String((JSON.parse(body) as { messageId?: string }).messageId),
           webhookId: header("webhook-id"),
           timestamp: header("webhook-timestamp"),
           signatures: header("webhook-signature").split(" ").filter((part) => part !== ""),
           body
         })
-        const answer = () => response.writeHead(200).end()
+        const code = status()
+        const answer = () => response.writeHead(code).end()
         if (delayMillis > 0) setTimeout(answer, delayMillis)
         else answer()
       })
@@ -84,14 +88,18 @@ export const signatureWith = (secret: string, delivery: Delivery): string =>
 export const signedWith = (secret: string, delivery: Delivery): boolean =>
   delivery.signatures.includes(signatureWith(secret, delivery))
 
-/** A replica: the server on SQLite (`dataDirectory`) or on the PostgreSQL `databaseUrl`. */
-export const startReplica = (store: { readonly databaseUrl: string } | { readonly dataDirectory: string }) =>
+/** A replica: the server on SQLite (`dataDirectory`) or on the PostgreSQL `databaseUrl`; `env` added. */
+export const startReplica = (
+  store: { readonly databaseUrl: string } | { readonly dataDirectory: string },
+  env: Record<string, string> = {}
+) =>
   startServerProcess({
     ...("databaseUrl" in store
       ? { DATABASE_URL: store.databaseUrl }
       : { DATABASE_URL: "", HOOKRELAY_DATA_DIR: store.dataDirectory }),
     HOOKRELAY_ADMIN_TOKEN: replicaAdminToken,
-    HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true"
+    HOOKRELAY_ALLOW_PRIVATE_NETWORKS: "true",
+    ...env
   })
 
 export const admin = async (replica: ServerProcess, method: string, path: string, body?: unknown) => {
@@ -117,11 +125,18 @@ export const track = async (replica: ServerProcess, messageId: string) => {
   if (response.status !== 200) throw new Error(`track answered ${response.status}`)
 }
 
-/** The source `shop`, signed with Standard Webhooks, delivering to `url`; its generated secret. */
-export const putSource = async (replica: ServerProcess, url: string): Promise<string> => {
+/**
+ * The source `shop`, signed with Standard Webhooks, delivering to `url` (with the endpoint's other settings:
+ * `rateLimit`, `circuit`); its generated secret.
+ */
+export const putSource = async (
+  replica: ServerProcess,
+  url: string,
+  endpoint: Record<string, unknown> = {}
+): Promise<string> => {
   const saved = await admin(replica, "PUT", "/admin/sources/shop", {
     writeKey: replicaWriteKey,
-    webhooks: { enabled: true, endpoints: [{ url }], signing: "standard" }
+    webhooks: { enabled: true, endpoints: [{ ...endpoint, url }], signing: "standard" }
   })
   if (saved.status !== 200 && saved.status !== 201) throw new Error(`PUT source answered ${saved.status}`)
   return saved.body.generatedSecret as string
