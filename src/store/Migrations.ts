@@ -3,8 +3,10 @@ import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
 import { apiKeys } from "./MigrationsApiKeys.js"
 import { destinations } from "./MigrationsDestinations.js"
+import { endpointHealth } from "./MigrationsEndpointHealth.js"
 import { endpointKeys } from "./MigrationsEndpointKeys.js"
 import { endpointShare } from "./MigrationsEndpointShare.js"
+import { messageLog } from "./MigrationsMessageLog.js"
 import { perDestination } from "./MigrationsPerDestination.js"
 import { settingsVersion } from "./MigrationsSettingsVersion.js"
 
@@ -359,18 +361,6 @@ const jobTraceContext = Effect.gen(function*() {
   yield* sql.unsafe(`ALTER TABLE jobs ADD COLUMN trace_parent TEXT`)
 })
 
-/**
- * Endpoint health: the URLs disabled (by a 410, a long run without success, or an operator), shared by every process;
- * and the attempts by URL and time, which the health page's hour and day statistics read.
- */
-const endpointHealth = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* statements(sql, [
-    `CREATE TABLE disabled_endpoints (url TEXT PRIMARY KEY, disabled_at BIGINT NOT NULL, reason TEXT NOT NULL)`,
-    `CREATE INDEX attempts_url_started ON attempts (url, started_at)`
-  ])
-})
-
 export const migrationsTable = "hookrelay_migrations"
 
 /** Every migration, by name (applied in the order of their numbers). */
@@ -392,7 +382,8 @@ export const migrations = {
   "15_per_destination": perDestination,
   "16_settings_version": settingsVersion,
   "17_api_keys": apiKeys,
-  "18_endpoint_share": endpointShare
+  "18_endpoint_share": endpointShare,
+  "19_message_log": messageLog
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */
