@@ -24,6 +24,7 @@
  * traces exported, the jobs carry a tracking request's `traceparent`, as the server's do.
  */
 import { Context, Effect, Fiber, Layer, ManagedRuntime, Option, Stream } from "effect"
+import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
@@ -36,6 +37,7 @@ import { deliveredBody, encodeBody } from "../src/domain/DeliveredBody.js"
 import { stampMessage } from "../src/domain/Stamp.js"
 import { Outbox, type OutboxShape } from "../src/store/Outbox.js"
 import * as OutboxSignal from "../src/store/OutboxSignal.js"
+import { makeSecretBox, SecretBox } from "../src/store/SecretBox.js"
 import { Sources } from "../src/store/Sources.js"
 import * as StoreLayers from "../src/store/Store.js"
 import * as Telemetry from "../src/telemetry/Telemetry.js"
@@ -70,6 +72,21 @@ const dispatcherOptions: Dispatcher.DispatcherOptions = optionsIndex === -1
   : JSON.parse(process.argv[optionsIndex + 1]!)
 
 const bodyPad = arg("body-pad", 0)
+/** `--secrets 1`: the source signs with a shared secret and carries a static header (what sealing covers). */
+const secrets = arg("secrets", 0) === 1
+/** `--sealed 1` (with `--secrets 1`): those values stored sealed. */
+const sealed = arg("sealed", 0) === 1
+const withSecrets = <W extends { readonly endpoints: ReadonlyArray<{ readonly url: string }> }>(webhooks: W) =>
+  secrets
+    ? {
+      ...webhooks,
+      sharedSecret: "bench-shared-secret-0123456789abcdef",
+      endpoints: webhooks.endpoints.map((endpoint) => ({
+        ...endpoint,
+        headers: { authorization: "Bearer bench-receiver-token" }
+      }))
+    }
+    : webhooks
 const padding = bodyPad > 0 ? { pad: "x".repeat(bodyPad) } : {}
 
 const bodies = Array.from({ length: jobs }, (_, i) =>
@@ -248,9 +265,13 @@ const runDispatcher = async (
 ) => {
   const directory = join(tmpdir(), `hookrelay-bench-${process.pid}-${kind}`)
   const schema = `bench_${process.pid}_${kind}`
-  const store = kind === "sqlite"
+  const plainStore = kind === "sqlite"
     ? StoreLayers.layerSqlite({ directory })
     : StoreLayers.layerPg({ url: pgUrl()!, schema })
+  // `--sealed`: the source's secrets stored sealed, as the server stores them (docs/SECURITY.md).
+  const store = sealed
+    ? Layer.provide(plainStore, Layer.succeed(SecretBox)(makeSecretBox([{ id: "bench", key: randomBytes(32) }])))
+    : plainStore
   const transport = fake ? fakeTransport : Transport.layer({ allowPrivateNetworks: true })
   const base = Layer.mergeAll(transport, OutboxSignal.layer, Outcomes.layer).pipe(
     Layer.provideMerge(store)
@@ -260,7 +281,7 @@ const runDispatcher = async (
     await runtime.runPromise(Effect.gen(function*() {
       const sources = yield* Sources
       yield* sources.upsertSource(
-        { id: "bench", writeKey: "bench-key", webhooks: { enabled: true, endpoints: [{ url }] } },
+        { id: "bench", writeKey: "bench-key", webhooks: withSecrets({ enabled: true, endpoints: [{ url }] }) },
         Date.now()
       )
       yield* fill(yield* Outbox, "bench", jobs, (i) => bodies[i]!)
