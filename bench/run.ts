@@ -5,10 +5,11 @@
  *   npm run bench                 # all but the abuse runs
  *   npm run bench -- dispatcher   # only the named ones (dispatcher, end-to-end, telemetry, web-sources,
  *                                 # client, client-outage, audiences, decode, signing, soak, connections,
- *                                 # endpoint-health, runtime-parts, fan-out)
+ *                                 # endpoint-health, runtime-parts, fan-out, message-log)
  *
  * The abuse runs (soak: 100 000 generated inputs; connections: idle and slow-header connections held until the server
- * cuts them) check robustness rather than measure speed, and take minutes: they run only when named.
+ * cuts them) check robustness rather than measure speed, and take minutes: they run only when named. So does
+ * message-log, which fills a million messages into each store first.
  */
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
@@ -28,9 +29,10 @@ const benchmarks: Record<string, ReadonlyArray<string>> = {
   connections: ["bench/connections.ts"],
   "endpoint-health": ["bench/endpointHealth.ts"],
   "runtime-parts": ["bench/runtimeParts.ts"],
-  "fan-out": ["bench/fanOut.ts"]
+  "fan-out": ["bench/fanOut.ts"],
+  "message-log": ["bench/messageLog.ts"]
 }
-const onlyWhenNamed = new Set(["soak", "connections"])
+const onlyWhenNamed = new Set(["soak", "connections", "message-log"])
 
 const chosen = process.argv.slice(2).filter((name) => !name.startsWith("-"))
 const names = chosen.length === 0 ? Object.keys(benchmarks).filter((name) => !onlyWhenNamed.has(name)) : chosen

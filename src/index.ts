@@ -221,6 +221,22 @@ export {
   /** Schema of a Standard Webhooks secret: `{ secret: "whsec_…", expiresAt?, id?, createdAt? }`. */
   SigningSecret
 } from "./domain/Signing.js"
+export {
+  /** Every state `MessageLogQuery.statuses` can ask for. */
+  logStatuses
+} from "./store/MessageLogQuery.js"
+export type {
+  /** A message's job at one destination as the log lists it: status, attempts so far, the last attempt. */
+  LogDestination,
+  /** One message of the log: ids, type, event, user and anonymous ids, receipt time, its destinations. */
+  LogMessage,
+  /** A message's state at a destination (`filtered`: it went to none). */
+  LogStatus,
+  /** A page of `RelayMessages.listMessages`: the messages, newest first, and the cursor of the next page. */
+  MessageLogPage,
+  /** What `RelayMessages.listMessages` looks for (REFERENCE §12): filters, a time range, a cursor and a limit. */
+  MessageLogQuery
+} from "./store/MessageLogQuery.js"
 export type {
   /** Jobs by state, as `RelayMessages.backlog` counts them. */
   Backlog,

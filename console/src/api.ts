@@ -73,10 +73,13 @@ const send = async <A>(method: string, path: string, body: unknown, token: strin
   throw failure
 }
 
-const query = (params: Readonly<Record<string, string | undefined>>) => {
+/** A call's query string; a parameter with several values is repeated. */
+const query = (params: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {
   const search = new URLSearchParams()
   for (const [name, value] of Object.entries(params)) {
-    if (value !== undefined && value !== "") search.set(name, value)
+    for (const item of typeof value === "string" ? [value] : value ?? []) {
+      if (item !== "") search.append(name, item)
+    }
   }
   const text = search.toString()
   return text === "" ? "" : `?${text}`
@@ -90,7 +93,7 @@ type Request<N extends CallName> =
 
 interface AnyRequest {
   readonly path?: Readonly<Record<string, string>>
-  readonly query?: Readonly<Record<string, string | undefined>>
+  readonly query?: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   readonly body?: unknown
 }
 
@@ -141,8 +144,8 @@ export const api = {
   rotateDestinationSecret: (sourceId: string, destinationId: string, keepOldFor: string) =>
     call("rotateDestinationSecret", { path: { sourceId, destinationId }, body: { keepOldFor } }),
   message: (messageId: string) => call("getMessage", { path: { messageId } }),
-  messagesOfUser: (userId: string, sourceId: string | undefined, limit = 50) =>
-    call("searchMessages", { query: { userId, sourceId, limit: String(limit) } }).then((answer) => answer.messages),
+  /** A page of the message log: the query's filters (`messageLog.ts`), from the cursor `after` (none: the newest). */
+  messageLog: (filters: QueryOf<"listMessages">) => call("listMessages", { query: filters }),
   deadLetters: (sourceId: string | undefined, limit = 100) =>
     call("listDeadLetters", { query: { sourceId, limit: String(limit) } }).then((answer) => answer.deadLetters),
   replay: (jobId: string) => call("replayDeadLetter", { path: { jobId } }),

@@ -1,6 +1,7 @@
 import type * as Destinations from "../../src/ingest/AdminDestinationSchemas.js"
 import type * as Endpoints from "../../src/ingest/AdminEndpointSchemas.js"
 import type * as Keys from "../../src/ingest/AdminKeySchemas.js"
+import type * as Messages from "../../src/ingest/AdminMessageSchemas.js"
 import type * as S from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
 import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
@@ -35,7 +36,7 @@ export type Wires = CheckedWires<{
     readonly answer: Json<typeof Secrets.RotatedSecretView>
   }
   readonly sourceUsage: { readonly answer: Json<typeof S.UsageView> }
-  readonly searchMessages: { readonly answer: Json<typeof S.MessageList> }
+  readonly listMessages: { readonly answer: Json<typeof Messages.MessageLogPageView> }
   readonly getMessage: { readonly answer: Json<typeof S.MessageJobs> }
   readonly listDeadLetters: { readonly answer: Json<typeof S.DeadLetters> }
   readonly replayDeadLetter: { readonly answer: Json<typeof S.Replayed> }
@@ -83,7 +84,7 @@ export const calls: { readonly [N in CallName]: Route<N> } = {
     path: "/admin/sources/:sourceId/destinations/:destinationId/secrets/rotate"
   },
   sourceUsage: { group: "sources", method: "GET", path: "/admin/sources/:sourceId/usage" },
-  searchMessages: { group: "messages", method: "GET", path: "/admin/messages" },
+  listMessages: { group: "messages", method: "GET", path: "/admin/messages" },
   getMessage: { group: "messages", method: "GET", path: "/admin/messages/:messageId" },
   listDeadLetters: { group: "deadLetters", method: "GET", path: "/admin/dead-letters" },
   replayDeadLetter: { group: "deadLetters", method: "POST", path: "/admin/dead-letters/:jobId/replay" },

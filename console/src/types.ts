@@ -4,6 +4,7 @@
 import type { Schema } from "effect"
 import type * as Destinations from "../../src/ingest/AdminDestinationSchemas.js"
 import type * as Endpoints from "../../src/ingest/AdminEndpointSchemas.js"
+import type * as Messages from "../../src/ingest/AdminMessageSchemas.js"
 import type * as S from "../../src/ingest/AdminSchemas.js"
 import type * as Secrets from "../../src/ingest/AdminSecretSchemas.js"
 import type * as Sources from "../../src/ingest/AdminSourceSchemas.js"
@@ -41,13 +42,13 @@ export type JobStatus = JobView["status"]
 export type AttemptView = Json<typeof S.AttemptView>
 export type JobWithAttempts = Json<typeof S.JobWithAttemptsView>
 
-/**
- * A message as the messages page shows it: a search answers the whole view, a look-up by id only its
- * jobs (the rest is then read from them).
- */
-export type MessageView =
-  & Json<typeof S.MessageJobs>
-  & Partial<Omit<Json<typeof S.MessageView>, keyof Json<typeof S.MessageJobs>>>
+/** A message's jobs with their attempts, as `GET /admin/messages/{id}` answers them. */
+export type MessageJobs = Json<typeof S.MessageJobs>
+
+/** A page of the message log (REFERENCE §12), one of its messages, and a message's state at one destination. */
+export type MessageLogPage = Json<typeof Messages.MessageLogPageView>
+export type LogMessageView = MessageLogPage["messages"][number]
+export type LogDestinationView = LogMessageView["destinations"][number]
 
 export type Backlog = Json<typeof S.Backlog>
 export type Usage = Json<typeof S.UsageView>

@@ -16,12 +16,13 @@ import { AdminContract, openApiDocument } from "./AdminContract.js"
 import { destinationHandlers } from "./AdminDestinationRoutes.js"
 import { endpointHandlers } from "./AdminEndpointRoutes.js"
 import { keyHandlers } from "./AdminKeyRoutes.js"
+import { messageHandlers } from "./AdminMessageRoutes.js"
 import type * as S from "./AdminSchemas.js"
 import { AdminCaller, seesSource } from "./AdminScopes.js"
 import type * as Sec from "./AdminSecretSchemas.js"
 import { perSource } from "./AdminSourceLimits.js"
 import type * as Src from "./AdminSourceSchemas.js"
-import { jobView, jobWithAttemptsView, messageView, sourceView, usageView } from "./AdminViews.js"
+import { jobView, messageView, sourceView, usageView } from "./AdminViews.js"
 import { audienceHandlers, deletionHandlers } from "./AudienceRoutes.js"
 import { errorResponse } from "./ErrorBody.js"
 import { rotatedView } from "./SigningViews.js"
@@ -128,9 +129,6 @@ const wholeNumberParam = (value: string | ReadonlyArray<string> | undefined, fal
   return typeof value === "string" && /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
 }
 
-const textParam = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
-  value === undefined ? undefined : typeof value === "string" ? value : ""
-
 const usage = Effect.gen(function*() {
   const relayMessages = yield* RelayMessages
   const sourceId = yield* param("sourceId")
@@ -140,23 +138,6 @@ const usage = Effect.gen(function*() {
     : undefined
   const days = yield* relayMessages.usage(sourceId, wholeNumberParam(params.days, defaultUsageDays), destinationId)
   return answer<typeof S.UsageView.Type>(usageView(sourceId, days, destinationId))
-})
-
-const searchMessages = Effect.gen(function*() {
-  const relayMessages = yield* RelayMessages
-  const params = yield* HttpServerRequest.ParsedSearchParams
-  const userId = textParam(params.userId)
-  const sourceId = textParam(params.sourceId)
-  const limit = wholeNumberParam(params.limit, defaultSearchLimit)
-  // Without a user or a source the Relay refuses the search (naming them): a limited key gets that answer too.
-  const messages = sourceId !== undefined || userId === undefined
-    ? yield* relayMessages.searchMessages({ userId, sourceId, limit })
-    : yield* perSource(
-      (sourceId) => relayMessages.searchMessages({ userId, sourceId, limit }),
-      (message) => message.receivedAt,
-      limit
-    )
-  return answer<typeof S.MessageList.Type>({ messages: messages.map(messageView) })
 })
 
 const sourceMessages = Effect.gen(function*() {
@@ -206,21 +187,6 @@ const sources = HttpApiBuilder.group(AdminContract, "sources", (handlers) =>
     .handleRaw("rotateSecret", handled(rotateSecret))
     .handleRaw("sourceUsage", handled(usage))
     .handleRaw("sourceMessages", handled(sourceMessages)))
-
-const messages = HttpApiBuilder.group(AdminContract, "messages", (handlers) =>
-  handlers
-    .handleRaw("searchMessages", handled(searchMessages))
-    .handleRaw(
-      "getMessage",
-      handled(Effect.gen(function*() {
-        const relayMessages = yield* RelayMessages
-        const messageId = yield* param("messageId")
-        const caller = yield* AdminCaller
-        const jobs = (yield* relayMessages.messageJobs(messageId)).filter((job) => seesSource(caller, job.sourceId))
-        if (jobs.length === 0) return errorResponse(404, "not_found", `no jobs for message ${messageId}`)
-        return answer<typeof S.MessageJobs.Type>({ messageId, jobs: jobs.map(jobWithAttemptsView) })
-      }))
-    ))
 
 const deadLetterHandlers = HttpApiBuilder.group(AdminContract, "deadLetters", (handlers) =>
   handlers
@@ -278,7 +244,7 @@ export const adminApi = (adminToken: Option.Option<Redacted.Redacted>) =>
   HttpApiBuilder.layer(AdminContract).pipe(
     Layer.provide([
       sources,
-      messages,
+      messageHandlers(handled),
       deadLetterHandlers,
       operations,
       endpointHandlers(handled),

@@ -12,6 +12,7 @@ import type { RelayAccess } from "../relay/Relay.js"
 import { destinationsGroup } from "./AdminDestinationSchemas.js"
 import { endpointsGroup } from "./AdminEndpointSchemas.js"
 import { keysGroup } from "./AdminKeySchemas.js"
+import * as M from "./AdminMessageSchemas.js"
 import * as S from "./AdminSchemas.js"
 import { type AdminCaller, requires } from "./AdminScopes.js"
 import * as Sec from "./AdminSecretSchemas.js"
@@ -100,26 +101,38 @@ const sources = HttpApiGroup.make("sources")
   .add(
     HttpApiEndpoint.get("sourceMessages", "/admin/sources/:sourceId/messages", {
       params: SourcePath,
-      query: { limit: Limit },
+      query: {
+        limit: Schema.optional(S.QueryValue.annotate({ description: "a whole number; default 50, at most 500" }))
+      },
       success: S.MessageList,
       error: errors(S.InvalidRequest, S.NotFound)
-    }).middleware(S.QueryDecoding).annotateMerge(requires("messages:read"))
+    }).annotate(
+      OpenApi.Description,
+      "The source's newest messages that made jobs, each with its jobs and every attempt (the log's listing is " +
+        "`GET /admin/messages?sourceId=`)."
+    ).middleware(S.QueryDecoding).annotateMerge(requires("messages:read"))
   )
 
 const messages = HttpApiGroup.make("messages")
   .add(
-    HttpApiEndpoint.get("searchMessages", "/admin/messages", {
-      query: { userId: Schema.optional(S.QueryValue), sourceId: Schema.optional(S.QueryValue), limit: Limit },
-      success: S.MessageList,
+    HttpApiEndpoint.get("listMessages", "/admin/messages", {
+      query: M.MessageLogParams,
+      success: M.MessageLogPageView,
       error: errors(S.InvalidRequest)
-    }).middleware(S.QueryDecoding).annotateMerge(requires("messages:read"))
+    }).annotate(
+      OpenApi.Description,
+      "The message log (REFERENCE §12): every accepted message, filtered ones included, newest first, with its " +
+        "state at each destination. Filters combine; a repeated filter matches any of its values. A page may hold " +
+        "fewer than `limit` messages with `next` set: follow `next` (as `after`) until it is null. A key limited to " +
+        "sources sees its own."
+    ).middleware(S.QueryDecoding).annotateMerge(requires("messages:read"))
   )
   .add(
     HttpApiEndpoint.get("getMessage", "/admin/messages/:messageId", {
       params: { messageId: Schema.String },
       success: S.MessageJobs,
       error: errors(S.NotFound)
-    }).annotate(OpenApi.Description, "The message's jobs with their status and attempts.")
+    }).annotate(OpenApi.Description, "The message's jobs with their status and every attempt.")
       .annotateMerge(requires("messages:read"))
   )
 

@@ -6,11 +6,13 @@ import type { SavedSource } from "../relay/Relay.js"
 import type {
   JobSummary,
   JobWithAttempts,
+  LogMessage,
   MessageRecord,
   StoredAttempt,
   StoredSource,
   UsageDay
 } from "../relay/Relay.js"
+import type * as M from "./AdminMessageSchemas.js"
 import type * as S from "./AdminSchemas.js"
 import type * as Src from "./AdminSourceSchemas.js"
 import { signingView } from "./SigningViews.js"
@@ -118,6 +120,26 @@ export const messageView = (message: MessageRecord): typeof S.MessageView.Type =
   event: message.event,
   receivedAt: iso(message.receivedAt),
   jobs: message.jobs.map(jobWithAttemptsView)
+})
+
+/** One message of the log's listing (REFERENCE §12): its fields and its state at each destination. */
+export const logMessageView = (message: LogMessage): typeof M.LogMessageView.Type => ({
+  messageId: message.messageId,
+  sourceId: message.sourceId,
+  type: message.type,
+  event: message.event,
+  userId: message.userId,
+  anonymousId: message.anonymousId,
+  receivedAt: iso(message.receivedAt),
+  destinations: message.destinations.map((destination) => ({
+    destinationId: destination.destinationId,
+    jobId: destination.jobId,
+    status: destination.status,
+    attempts: destination.attempts,
+    lastAttempt: destination.lastAttempt === null
+      ? null
+      : { statusCode: destination.lastAttempt.statusCode, at: iso(destination.lastAttempt.at) }
+  }))
 })
 
 export const usageView = (

@@ -18,6 +18,14 @@ import type { RelaySources } from "./services/RelaySources.js"
 // admission's types through Relay, not around it.
 export { destinationDeletedReason, UnknownDestination } from "../domain/DestinationErrors.js"
 export type { Overloaded } from "../overload/Overloaded.js"
+export { logStatuses } from "../store/MessageLogQuery.js"
+export type {
+  LogDestination,
+  LogMessage,
+  LogStatus,
+  MessageLogPage,
+  MessageLogQuery
+} from "../store/MessageLogQuery.js"
 export type {
   JobSummary,
   JobWithAttempts,
@@ -39,6 +47,8 @@ export type {
 /** Days `usage` reports by default, and at most (a leap year). */
 export const defaultUsageDays = 30
 export const maxUsageDays = 366
+
+export { defaultLogLimit, logQueryIssues, maxLogLimit } from "./RelayMessageLog.js"
 
 /** Messages `searchMessages` returns by default, and at most. */
 export const defaultSearchLimit = 50

@@ -66,6 +66,7 @@ export const makeIngest = (
         return {
           messageId: stamped.messageId,
           userId: stamped.userId,
+          anonymousId: stamped.anonymousId,
           type: stamped.type,
           event: typeof stamped.event === "string" ? stamped.event : undefined,
           body: delivered ? encodeBody(deliveredBody(stamped)) : undefined,

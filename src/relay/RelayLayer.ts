@@ -1,4 +1,4 @@
-import { type Duration, Effect, Layer, Option, type Redacted } from "effect"
+import { type Duration, Effect, Layer, Option, Redacted, Result } from "effect"
 import * as Dispatcher from "../delivery/Dispatcher.js"
 import * as EndpointGuards from "../delivery/EndpointGuards.js"
 import * as OperatorWebhook from "../delivery/OperatorWebhook.js"
@@ -11,11 +11,12 @@ import * as IngestPressure from "../overload/IngestPressure.js"
 import type { OverloadOptions } from "../overload/OverloadConfig.js"
 import * as OutboxSignal from "../store/OutboxSignal.js"
 import { layerRetention } from "../store/Retention.js"
+import { makeSecretBox, parseSecretKeys, SecretBox } from "../store/SecretBox.js"
 import * as SettingsVersion from "../store/SettingsVersion.js"
 import type { StoreServices } from "../store/Store.js"
 import * as StoreLayers from "../store/Store.js"
 import { defaultRetention, postgresUrlConfig } from "../store/StoreConfig.js"
-import type { StoreError } from "../store/StoreError.js"
+import { StoreError } from "../store/StoreError.js"
 import * as StoreHealth from "../store/StoreHealth.js"
 import type { RelayServices } from "./Relay.js"
 import * as RelayLive from "./RelayLive.js"
@@ -42,6 +43,26 @@ export interface EngineOptions {
    * database; with `Store.layerFromConfig`, pass `settingsVersionFromConfig`. Default: in memory (one process).
    */
   readonly settingsVersion?: Layer.Layer<SettingsVersion.SettingsVersion, StoreError> | undefined
+  /**
+   * The keys that seal the stored secrets, in `HOOKRELAY_SECRET_KEYS`' form (`id:base64` of 32 bytes, comma-separated;
+   * the first seals, all open: docs/SECURITY.md). Default: none, and the secrets are stored as given (the server
+   * always seals them). Keys that do not parse, or that cannot open what is stored, fail the layer.
+   */
+  readonly secretKeys?: Redacted.Redacted<string> | string | undefined
+}
+
+/** The store sealing its secrets with `keys`, when given. */
+const sealedWith = <E, R>(
+  store: Layer.Layer<StoreServices, E, R>,
+  keys: EngineOptions["secretKeys"]
+): Layer.Layer<StoreServices, E | StoreError, R> => {
+  if (keys === undefined) return store
+  const parsed = parseSecretKeys(Redacted.isRedacted(keys) ? Redacted.value(keys) : keys)
+  return Result.isFailure(parsed)
+    ? Layer.effectContext(
+      Effect.fail(new StoreError({ operation: "open", cause: new Error(`secretKeys: ${parsed.failure}`) }))
+    )
+    : Layer.provide(store, Layer.succeed(SecretBox)(makeSecretBox(parsed.success)))
 }
 
 /** The settings version that goes with the store `Store.layerFromConfig` picks: shared on PostgreSQL. */
@@ -86,7 +107,7 @@ export const layerEngine = <E, R>(
     .pipe(
       Layer.provideMerge(egress),
       // Every store call reports to `StoreHealth`: readiness, and one log line per outage.
-      Layer.provideMerge(StoreHealth.layerOver(store))
+      Layer.provideMerge(StoreHealth.layerOver(sealedWith(store, options.secretKeys)))
     )
   // The URLs' circuits and health, shared by the dispatcher and the health queries of `RelayEndpoints`.
   const sink = options.operatorWebhook === undefined ? Layer.empty : OperatorWebhook.layer(options.operatorWebhook)

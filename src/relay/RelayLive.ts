@@ -32,6 +32,7 @@ import { makeQueries, makeSourceAdmin, replayDeadLetter, requireSource, storeSta
 import { makeDestinationAdmin } from "./RelayDestinationAdmin.js"
 import { makeEndpointAdmin } from "./RelayEndpoints.js"
 import { makeIngest } from "./RelayIngest.js"
+import { listMessages } from "./RelayMessageLog.js"
 
 export { readinessProbeTimeout } from "./RelayAdmin.js"
 
@@ -101,6 +102,7 @@ const makeOver = (health: StoreHealth.StoreHealthShape, audiences: Effect.Succes
         replayDeadLetter: replayDeadLetter(deadLetters, messages, stored, signal),
         backlog: outbox.backlog(),
         usage,
+        listMessages: listMessages(messages),
         searchMessages
       }),
       Context.add(RelayAudiences, {

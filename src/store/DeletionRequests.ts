@@ -11,7 +11,8 @@ export interface DeletionRequestsShape {
    * with their attempts; never `delivering` ones, which a dispatcher holds and is sending right
    * now, nor earlier delete notifications — together with the user's audience memberships and
    * computed traits in those sources (what the receiver was told is now forgotten there, so a
-   * later sync sends it again); inserts the delete notification jobs; records the request.
+   * later sync sends it again), and the message log's rows of the user (`user_id` or `anonymous_id`); inserts the
+   * delete notification jobs; records the request.
    */
   readonly recordDeletion: (deletion: NewDeletion, now: number) => Effect.Effect<DeletionRecorded, StoreError>
   readonly getDeletion: (id: string) => Effect.Effect<Option.Option<StoredDeletion>, StoreError>
@@ -59,6 +60,12 @@ export const make = ({ newJobIds, noteLogged, sql }: StoreKit): DeletionRequests
               if (removed.length < deletionChunk) break
             }
           }
+        }
+        if (deletion.everySource || sources.length > 0) {
+          // The message log carries the user's ids (REFERENCE §12): its rows of the user go, whatever their state.
+          // No index by user: the sources' rows are read through (a rare request, not a hot path).
+          const ofSources = deletion.everySource ? sql`` : sql` AND ${sql.in("source_id", sources)}`
+          yield* sql`DELETE FROM message_log WHERE (user_id = ${userId} OR anonymous_id = ${userId})${ofSources}`
         }
         if (sources.length > 0) {
           // Both answered from the primary keys: (source_id, audience, user_id) and (source_id, user_id, trait).

@@ -1,4 +1,5 @@
 import { Array as Arr, Context, Effect, Option } from "effect"
+import { isSqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
 import {
   attemptColumns,
@@ -8,9 +9,11 @@ import {
   toAttempt,
   toSummary
 } from "./JobSummaries.js"
+import { makeListing } from "./MessageLogListing.js"
+import { BadCursor, type MessageLogPage, type MessageLogQuery } from "./MessageLogQuery.js"
 import type { JobKind, JobSummary, JobWithAttempts, MessageRecord, MessageSearch } from "./Model.js"
 import { idChunk, num } from "./Rows.js"
-import type { StoreError } from "./StoreError.js"
+import { StoreError } from "./StoreError.js"
 import { fail, type StoreKit, typeOfKind } from "./StoreKit.js"
 
 export interface MessageLogShape {
@@ -22,6 +25,8 @@ export interface MessageLogShape {
    * no index by user: a user's search reads back through the outbox until it has `limit` jobs.
    */
   readonly searchMessages: (search: MessageSearch) => Effect.Effect<ReadonlyArray<MessageRecord>, StoreError>
+  /** The operator's message log (REFERENCE §12), newest first, a page at a time (`MessageLogListing`). */
+  readonly listMessages: (query: MessageLogQuery) => Effect.Effect<MessageLogPage, StoreError | BadCursor>
 }
 
 /** The message log: a job by id, the jobs of a message id, and the messages of a user or a source, newest first. */
@@ -156,5 +161,16 @@ export const make = (kit: StoreKit): MessageLogShape => {
     fail("searchMessages")
   )
 
-  return { getJob, jobsForMessage, searchMessages }
+  const listing = makeListing(kit)
+  // A bad cursor stays itself; everything else is the store's, a dropped connection's defect included (as `fail`).
+  const listMessages = (query: MessageLogQuery) =>
+    listing(query).pipe(
+      Effect.catchDefect((defect) => isSqlError(defect) ? Effect.fail(defect) : Effect.die(defect)),
+      Effect.mapError((error) =>
+        error instanceof BadCursor ? error : new StoreError({ operation: "listMessages", cause: error })
+      ),
+      Effect.withSpan("Store.listMessages")
+    )
+
+  return { getJob, jobsForMessage, searchMessages, listMessages }
 }

@@ -3,7 +3,10 @@ import type { StoreError } from "./StoreError.js"
 import { fail, type HotPaths, inChunks, type StoreKit } from "./StoreKit.js"
 
 export interface PurgeShape {
-  /** Deletes delivered jobs finished before `olderThan`, with their attempts. Returns jobs deleted. */
+  /**
+   * Deletes delivered jobs finished before `olderThan`, with their attempts, and the message log's rows of messages
+   * received before it (REFERENCE §12). Returns jobs deleted.
+   */
   readonly purgeDelivered: (olderThan: number) => Effect.Effect<number, StoreError>
   /** Forgets message ids seen before `olderThan` (call with now − 24 h). Returns rows deleted. */
   readonly purgeSeen: (olderThan: number) => Effect.Effect<number, StoreError>
@@ -24,9 +27,31 @@ export const make = (
   { sql }: StoreKit,
   hot: HotPaths
 ): PurgeShape => {
+  /**
+   * The log's rows go oldest first up to the first one still kept: receipts grow with seq, so the walk from the
+   * oldest row reads only what it deletes (no index by time), and a message whose clock ran behind waits for the next.
+   */
+  const purgeMessageLog = (olderThan: number) =>
+    Effect.gen(function*() {
+      const kept = yield* sql<{ seq: unknown }>`
+        SELECT seq FROM message_log WHERE received_at >= ${olderThan} ORDER BY seq LIMIT 1`
+      const below = kept[0] === undefined ? null : kept[0].seq
+      return yield* inChunks(purgeChunk * 5, (limit) =>
+        Effect.map(
+          sql<{ seq: unknown }>`
+            DELETE FROM message_log WHERE seq IN (
+              SELECT seq FROM message_log${below === null ? sql`` : sql` WHERE seq < ${below}`}
+              ORDER BY seq LIMIT ${limit})
+            RETURNING seq`,
+          (rows) => rows.length
+        ))
+    })
+
   const purgeDelivered = Effect.fn("Store.purgeDelivered")(
     function*(olderThan: number) {
-      return yield* hot.purgeJobs("delivered", olderThan, undefined)
+      const jobs = yield* hot.purgeJobs("delivered", olderThan, undefined)
+      yield* purgeMessageLog(olderThan)
+      return jobs
     },
     fail("purgeDelivered")
   )

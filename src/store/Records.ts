@@ -30,6 +30,8 @@ export interface StoredSource {
 export interface EnqueueEntry {
   readonly messageId: string
   readonly userId?: string | undefined
+  /** Kept in the message log only (REFERENCE §12). */
+  readonly anonymousId?: string | undefined
   /** The exact bytes to POST, serialized once at ingest. */
   readonly body?: Uint8Array | undefined
   /** With a body: the destinations it gets a job for, one each (default: the destination `webhooks` alone). */

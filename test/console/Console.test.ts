@@ -172,27 +172,64 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
             false
           )
 
-          // --- message log: by user id, attempts with status, timing and response ----------------
+          // --- message log: the source's newest messages, filters, pages, a message's attempts as a timeline ------
           await page.getByRole("link", { name: "Message log" }).click()
-          await page.getByLabel("Find by").selectOption("userId")
+          const logIds = () => page.locator("table.message-log tbody tr td:nth-child(2)").allTextContents()
+          const newest = ["msg-fail-1", "msg-filtered-1", "msg-ok-3", "msg-ok-2", "msg-ok-1"]
+          await expect.poll(logIds).toEqual(newest)
+          expect(page.url()).toBe(`${base}/console/messages?sourceId=web`)
+          const failedRow = page.locator("tr[data-message-id='msg-fail-1']")
+          expect(await failedRow.locator(".badge-dead").count()).toBe(1)
+          expect(await failedRow.getByRole("button", { name: "Replay message msg-fail-1" }).count()).toBe(1)
+          expect(await page.locator("tr[data-message-id='msg-filtered-1'] .badge-filtered").count()).toBe(1)
+          expect(await page.locator("tr[data-message-id='msg-ok-1']").textContent()).toMatch(
+            /delivered\s*webhooks\s*\d attempts?, last (200|no answer) at/
+          )
+          await shot(page, "05-message-log")
+          // Filter by status: one, then two (any of them).
+          await page.getByRole("checkbox", { name: "dead" }).check()
+          await page.getByRole("button", { name: "Apply filters" }).click()
+          await expect.poll(logIds).toEqual(["msg-fail-1"])
+          expect(page.url()).toBe(`${base}/console/messages?sourceId=web&status=dead`)
+          await page.getByRole("checkbox", { name: "filtered" }).check()
+          await page.getByRole("button", { name: "Apply filters" }).click()
+          await expect.poll(logIds).toEqual(["msg-fail-1", "msg-filtered-1"])
+          await page.getByRole("checkbox", { name: "dead" }).uncheck()
+          await page.getByRole("checkbox", { name: "filtered" }).uncheck()
           await page.getByLabel("User id").fill("user-e2e")
-          await page.getByLabel("User id").press("Enter")
-          for (const id of ["msg-ok-1", "msg-ok-2", "msg-ok-3", "msg-fail-1"]) {
-            await page.getByRole("article", { name: `Message ${id}` }).waitFor()
-          }
-          expect(page.url()).toContain("/console/messages?userId=user-e2e")
+          await page.getByLabel("Type").selectOption("track")
+          await page.getByLabel("Event").fill("Order Completed")
+          await page.getByLabel("Event").press("Enter")
+          await expect.poll(logIds).toEqual(["msg-ok-3", "msg-ok-2", "msg-ok-1"])
+          expect(page.url()).toContain("userId=user-e2e")
+          // Pages through the cursor, and back to the newest.
+          await page.goto(`${base}/console/messages?sourceId=web&limit=2`)
+          await expect.poll(logIds).toEqual(newest.slice(0, 2))
+          expect(await page.getByRole("button", { name: "Back to newest" }).count()).toBe(0)
+          await page.getByRole("button", { name: "Next page" }).click()
+          await expect.poll(logIds).toEqual(newest.slice(2, 4))
+          await page.getByRole("button", { name: "Next page" }).click()
+          await expect.poll(logIds).toEqual(newest.slice(4))
+          expect(await page.getByRole("button", { name: "Next page" }).count()).toBe(0)
+          await shot(page, "05b-message-log-last-page")
+          await page.getByRole("button", { name: "Back to newest" }).click()
+          await expect.poll(logIds).toEqual(newest.slice(0, 2))
+          // A message's detail: each job's attempts as a timeline, with status, timing and response.
+          await page.getByRole("link", { name: "msg-fail-1" }).first().click()
           const failed = page.getByRole("article", { name: "Message msg-fail-1" })
           await failed.getByText("dead", { exact: true }).waitFor()
-          const attemptRows = failed.locator("table.attempts tbody tr")
+          expect(page.url()).toContain("/console/messages?messageId=msg-fail-1")
+          const attemptRows = failed.locator("ol.attempts > li")
           expect(await attemptRows.count()).toBe(2)
           expect(await attemptRows.allTextContents()).toEqual(
             expect.arrayContaining([expect.stringMatching(/400.*permanent.*rejected by receiver/)])
           )
-          expect(await failed.locator("table.attempts tbody td.num").first().textContent()).toMatch(/^\d+ ms$/)
+          expect(await failed.locator("ol.attempts .duration").first().textContent()).toMatch(/^\d+ ms$/)
+          await shot(page, "05c-message-detail")
+          await page.goto(`${base}/console/messages?messageId=msg-ok-1`)
           const delivered = page.getByRole("article", { name: "Message msg-ok-1" })
           await delivered.getByText("delivered", { exact: true }).waitFor()
-          expect(await delivered.locator("table.attempts").textContent()).toMatch(/200.*success/)
-          await shot(page, "05-message-log")
+          expect(await delivered.locator("ol.attempts").textContent()).toMatch(/200.*success/)
 
           // --- the dead letter: fix the receivers, replay it from the list, see it delivered ------
           const deadRow = page.locator(".dead-letters tbody tr", { hasText: "msg-fail-1" })
@@ -204,7 +241,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
           await page.goto(`${base}/console/messages?messageId=msg-fail-1`)
           const replayed = page.getByRole("article", { name: "Message msg-fail-1" })
           await replayed.getByText("delivered", { exact: true }).waitFor({ timeout: 15_000 })
-          expect(await replayed.locator("table.attempts tbody tr").count()).toBeGreaterThanOrEqual(3)
+          expect(await replayed.locator("ol.attempts > li").count()).toBeGreaterThanOrEqual(3)
           await page.getByText("No dead letters.").waitFor()
           await shot(page, "07-replayed")
 

@@ -75,7 +75,11 @@ describe.skipIf(skip)("a replica SIGKILLed under the Segment client's load", () 
         `SELECT lease_owner AS owner, id FROM ${schema}.jobs WHERE status = 'delivering'`
       )).rows
     await sleep(5000)
-    await waitUntil(async () => new Set((await leased()).map((row) => row.owner)).size === 2, "both holding leases", 45_000)
+    await waitUntil(
+      async () => new Set((await leased()).map((row) => row.owner)).size === 2,
+      "both holding leases",
+      45_000
+    )
     a.child.kill("SIGKILL")
     const killedAt = Date.now()
     expect(await a.exited).toBe("SIGKILL")

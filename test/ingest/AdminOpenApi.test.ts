@@ -177,9 +177,11 @@ describe("admin API: OpenAPI document", () => {
       for (
         const [operationId, request] of [
           [
-            "messages.searchMessages",
-            operation("messages.searchMessages").request({}, { sourceId: "docs", limit: "5" })
+            "messages.listMessages",
+            operation("messages.listMessages").request({}, { sourceId: "docs", status: "dead", limit: "5" })
           ],
+          ["messages.listMessages", operation("messages.listMessages").request({}, { since: "yesterday" })],
+          ["sources.sourceMessages", operation("sources.sourceMessages").request({ sourceId: "docs" }, { limit: "5" })],
           ["messages.getMessage", operation("messages.getMessage").request({ messageId: "never-sent" })],
           ["deadLetters.listDeadLetters", operation("deadLetters.listDeadLetters").request({}, { limit: "10" })],
           ["deadLetters.replayDeadLetter", operation("deadLetters.replayDeadLetter").request({ jobId: "no-job" })],

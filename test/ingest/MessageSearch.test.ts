@@ -7,8 +7,9 @@ import { call, pollUntil, track } from "../support/http.js"
 import { postBatch, storeVariants } from "./FiltersUsageSupport.js"
 
 /**
- * The console's message log (REFERENCE §12): `GET /admin/messages?userId=&sourceId=&limit=` and
- * `GET /admin/sources/{id}/messages?limit=`, each message with its jobs and their attempts.
+ * A source's messages with their jobs and attempts (REFERENCE §12): `GET /admin/sources/{id}/messages?limit=` and the
+ * library's `searchMessages`, beside the log's listing (`GET /admin/messages`, test/ingest/MessageLog.test.ts), which
+ * shows the same messages with their state at each destination.
  */
 
 const keys = { web: "wk_search_web_0123", app: "wk_search_app_0123" }
@@ -67,17 +68,18 @@ describe("message search", () => {
           )
           expect(receiver.requests.length).toBe(5)
 
-          const search = (query: string) => call(app.baseUrl, "GET", `/admin/messages?${query}`)
+          const bySource = (path: string) => call(app.baseUrl, "GET", path)
+          const listing = (query: string) => call(app.baseUrl, "GET", `/admin/messages?${query}`)
           const ids = (answer: { body: { messages: ReadonlyArray<{ messageId: string }> } }) =>
             answer.body.messages.map((message) => message.messageId)
 
-          const alice = yield* search("userId=alice")
-          expect(alice.status).toBe(200)
-          // Newest first; the filtered message made no job and is not listed.
-          expect(ids(alice)).toStrictEqual(["a4", "doomed", "a2", "a1"])
+          const web = yield* bySource("/admin/sources/web/messages")
+          expect(web.status).toBe(200)
+          // Newest first; the filtered message made no job and is not listed here (the log lists it).
+          expect(ids(web)).toStrictEqual(["doomed", "b1", "a2", "a1"])
 
           // Each message: its fields, and its jobs exactly as GET /admin/messages/:id shows them.
-          const [a4, doomed, a2, a1] = alice.body.messages
+          const [doomed, , a2, a1] = web.body.messages
           expect(a1).toStrictEqual({
             messageId: "a1",
             sourceId: "web",
@@ -105,7 +107,6 @@ describe("message search", () => {
             responseSnippet: "ok"
           }])
           expect(a2).toMatchObject({ sourceId: "web", type: "page", event: null })
-          expect(a4).toMatchObject({ sourceId: "app", type: "track", event: "Opened" })
           expect(doomed.jobs).toStrictEqual((yield* call(app.baseUrl, "GET", "/admin/messages/doomed")).body.jobs)
           expect(doomed.jobs[0]).toMatchObject({ status: "dead", attemptCount: 1 })
           expect(doomed.jobs[0].attempts[0]).toMatchObject({
@@ -113,25 +114,40 @@ describe("message search", () => {
             outcome: "permanent",
             responseSnippet: "gone"
           })
-          expect(Date.parse(a4.receivedAt)).toBeGreaterThanOrEqual(Date.parse(a1.receivedAt))
+          const app4 = (yield* bySource("/admin/sources/app/messages")).body.messages
+          expect(app4.map((message: { messageId: string }) => message.messageId)).toStrictEqual(["a4"])
+          expect(app4[0]).toMatchObject({ sourceId: "app", type: "track", event: "Opened" })
+          expect(Date.parse(app4[0].receivedAt)).toBeGreaterThanOrEqual(Date.parse(a1.receivedAt))
+          const limited = yield* bySource("/admin/sources/web/messages?limit=2")
+          expect(ids(limited)).toStrictEqual(["doomed", "b1"])
+          expect(limited.body.messages[0]).toStrictEqual(doomed)
 
-          expect(ids(yield* search("userId=alice&sourceId=web"))).toStrictEqual(["doomed", "a2", "a1"])
-          expect(ids(yield* search("userId=alice&sourceId=app"))).toStrictEqual(["a4"])
-          expect(ids(yield* search("userId=alice&limit=2"))).toStrictEqual(["a4", "doomed"])
-          expect(ids(yield* search("userId=bob"))).toStrictEqual(["b1"])
-          expect(ids(yield* search("userId=carol"))).toStrictEqual([])
-          // A source alone: its recent messages, every user.
-          expect(ids(yield* search("sourceId=web"))).toStrictEqual(["doomed", "b1", "a2", "a1"])
-          const bySource = yield* call(app.baseUrl, "GET", "/admin/sources/web/messages?limit=2")
-          expect(bySource.status).toBe(200)
-          expect(ids(bySource)).toStrictEqual(["doomed", "b1"])
-          expect(bySource.body.messages[0]).toStrictEqual(doomed)
-          expect(ids(yield* call(app.baseUrl, "GET", "/admin/sources/app/messages"))).toStrictEqual(["a4"])
+          // The log's listing: the same messages (the filtered one too), each job as its state at its destination.
+          const alice = yield* listing("userId=alice")
+          expect(ids(alice)).toStrictEqual(["a4", "doomed", "a-filtered", "a2", "a1"])
+          expect(ids(yield* listing("userId=alice&sourceId=web"))).toStrictEqual(["doomed", "a-filtered", "a2", "a1"])
+          expect(ids(yield* listing("userId=alice&sourceId=app"))).toStrictEqual(["a4"])
+          expect(ids(yield* listing("userId=bob"))).toStrictEqual(["b1"])
+          expect(ids(yield* listing("userId=carol"))).toStrictEqual([])
+          for (const row of alice.body.messages.filter((m: { messageId: string }) => m.messageId !== "a-filtered")) {
+            const jobs = (yield* call(app.baseUrl, "GET", `/admin/messages/${row.messageId}`)).body.jobs
+            expect(row.destinations).toStrictEqual(jobs.map((job: any) => ({
+              destinationId: job.destinationId,
+              jobId: job.id,
+              status: job.status,
+              attempts: job.attemptCount,
+              lastAttempt: { statusCode: job.attempts.at(-1).statusCode, at: job.attempts.at(-1).startedAt }
+            })))
+          }
+          expect(alice.body.messages[2]).toMatchObject({ messageId: "a-filtered", destinations: [] })
 
           // The library door answers the same records.
           const viaRelay = yield* app.relayMessages.searchMessages({ userId: "alice", limit: 50 })
           expect(viaRelay.map((message) => message.messageId)).toStrictEqual(["a4", "doomed", "a2", "a1"])
           expect(viaRelay[3]!.jobs[0]!.attempts[0]!.statusCode).toBe(200)
+          expect((yield* app.relayMessages.searchMessages({ userId: "alice", sourceId: "web", limit: 2 })).map((m) =>
+            m.messageId
+          )).toStrictEqual(["doomed", "a2"])
         })
     )
   }
@@ -145,7 +161,7 @@ describe("message search", () => {
       })
       expect(put.status).toBe(200)
       yield* app.relay.ingest("multi", [{ type: "track", userId: "dora", event: "Went", messageId: "d1" }])
-      const answer = yield* call(app.baseUrl, "GET", "/admin/messages?userId=dora")
+      const answer = yield* call(app.baseUrl, "GET", "/admin/sources/multi/messages")
       expect(answer.body.messages).toHaveLength(1)
       const jobs = answer.body.messages[0].jobs as ReadonlyArray<{ sourceId: string; destinationId: string }>
       expect(jobs.map((job) => [job.sourceId, job.destinationId]).sort()).toStrictEqual([
@@ -154,40 +170,38 @@ describe("message search", () => {
       ])
       const byId = (yield* call(app.baseUrl, "GET", "/admin/messages/d1")).body.jobs as typeof jobs
       expect(byId.map((job) => job.destinationId).sort()).toStrictEqual(["crm", "webhooks"])
+      const logged = (yield* call(app.baseUrl, "GET", "/admin/messages?userId=dora")).body.messages
+      expect(logged).toHaveLength(1)
+      expect(logged[0].destinations.map((d: { destinationId: string }) => d.destinationId).sort()).toStrictEqual([
+        "crm",
+        "webhooks"
+      ])
     }))
 
-  it.live("validation: userId or sourceId required, limit 1..500, 404 for an unknown source's list", () =>
+  it.live("validation: limit 1..500, 404 for an unknown source's list", () =>
     Effect.gen(function*() {
       const { app } = yield* setup(() => undefined)
-      const refused = (query: string, path: string, message: string) =>
-        Effect.gen(function*() {
-          const answer = yield* call(app.baseUrl, "GET", `/admin/messages${query}`)
-          expect(answer.status, query).toBe(400)
-          expect(answer.body, query).toMatchObject({ success: false, code: "invalid_request" })
-          expect(answer.body.errors, query).toContainEqual({ path, message })
-        })
-      yield* refused("", "userId", "is required unless sourceId is given")
-      yield* refused("?limit=5", "userId", "is required unless sourceId is given")
-      yield* refused("?userId=", "userId", "must not be empty")
       for (const limit of ["0", "501", "x", "2.5", "-3"]) {
-        yield* refused(`?userId=alice&limit=${limit}`, "limit", "must be a whole number from 1 to 500")
+        const answer = yield* call(app.baseUrl, "GET", `/admin/sources/web/messages?limit=${limit}`)
+        expect(answer.status, limit).toBe(400)
+        expect(answer.body, limit).toMatchObject({ success: false, code: "invalid_request" })
+        expect(answer.body.errors, limit).toStrictEqual([{
+          path: "limit",
+          message: "must be a whole number from 1 to 500"
+        }])
       }
-      for (const ok of ["?userId=alice&limit=1", "?userId=alice&limit=500", "?sourceId=web"]) {
-        expect((yield* call(app.baseUrl, "GET", `/admin/messages${ok}`)).body, ok).toStrictEqual({ messages: [] })
+      for (const ok of ["?limit=1", "?limit=500", ""]) {
+        const answer = yield* call(app.baseUrl, "GET", `/admin/sources/web/messages${ok}`)
+        expect(answer.body, ok).toStrictEqual({ messages: [] })
       }
-      const sourceLimit = yield* call(app.baseUrl, "GET", "/admin/sources/web/messages?limit=0")
-      expect(sourceLimit.status).toBe(400)
-      expect(sourceLimit.body.errors).toStrictEqual([{
-        path: "limit",
-        message: "must be a whole number from 1 to 500"
-      }])
       const unknown = yield* call(app.baseUrl, "GET", "/admin/sources/nope/messages")
       expect(unknown.status).toBe(404)
-      expect((yield* call(app.baseUrl, "GET", "/admin/messages?userId=alice", { authorization: null })).status).toBe(
-        401
-      )
+      expect((yield* call(app.baseUrl, "GET", "/admin/sources/web/messages", { authorization: null })).status).toBe(401)
       // The single-message route is unchanged.
       expect((yield* call(app.baseUrl, "GET", "/admin/messages/none")).status).toBe(404)
       expect(yield* Effect.flip(app.relayMessages.searchMessages({ limit: 10 }))).toBeInstanceOf(InvalidAdminRequest)
+      expect(yield* Effect.flip(app.relayMessages.searchMessages({ userId: "", limit: 10 }))).toMatchObject({
+        errors: [{ path: "userId", message: "must not be empty" }]
+      })
     }))
 })

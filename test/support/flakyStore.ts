@@ -18,6 +18,10 @@ const reads = new Set([
   "backlog",
   "usage",
   "searchMessages",
+  "listMessages",
+  "listKeys",
+  "findKeyByHash",
+  "listAudit",
   "getDeletion",
   "audienceMembersAmong",
   "audienceMembersPage"

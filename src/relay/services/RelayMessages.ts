@@ -2,6 +2,7 @@ import { Context, type Effect } from "effect"
 import type { InvalidAdminRequest } from "../../audiences/AudienceErrors.js"
 import type { UnknownDestination } from "../../domain/DestinationErrors.js"
 import type { UnknownSource } from "../../domain/IngestErrors.js"
+import type { MessageLogPage, MessageLogQuery } from "../../store/MessageLogQuery.js"
 import type { Backlog, JobSummary, JobWithAttempts, MessageRecord, MessageSearch, UsageDay } from "../../store/Model.js"
 import type { StoreError } from "../../store/StoreError.js"
 
@@ -30,7 +31,16 @@ export interface RelayMessagesShape {
     destinationId?: string
   ) => Effect.Effect<ReadonlyArray<UsageDay>, InvalidAdminRequest | UnknownSource | UnknownDestination | StoreError>
   /**
-   * The message log (REFERENCE §12): a user's messages (of one source when `sourceId` is given too), or
+   * The message log (REFERENCE §12): every accepted message, filtered ones included, newest first, each with its state
+   * at every destination it went to; filters combine, a filter's values are alternatives. A page may hold fewer than
+   * `limit` messages with `next` set: pass `next` as `after` for the older ones. Refused, naming the field: `limit`
+   * outside 1 to 1000, an unknown status, a time that is not a number, an `after` this listing did not give.
+   */
+  readonly listMessages: (
+    query: MessageLogQuery
+  ) => Effect.Effect<MessageLogPage, InvalidAdminRequest | StoreError>
+  /**
+   * The older search, kept for `GET /admin/sources/{id}/messages` (REFERENCE §12): a user's messages (of one source when `sourceId` is given too), or
    * a source's recent messages, newest first, each with its jobs and their attempts. `userId` or
    * `sourceId` is required; `limit` is 1 to 500. Messages that created no job (filtered, or no
    * enabled destination) are not listed: they are only counted.

@@ -57,14 +57,17 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
       const bodies = yield* typedArray(inputs.map((entry) => entry.body ?? null), PgTypes.OID.bytea)
       const types = yield* typedArray(inputs.map((entry) => entry.type ?? null), PgTypes.OID.text)
       const events = yield* typedArray(inputs.map((entry) => entry.event ?? null), PgTypes.OID.text)
+      const anonymousIds = yield* typedArray(inputs.map((entry) => entry.anonymousId ?? null), PgTypes.OID.text)
+      const jobCounts = inputs.map((entry) => entry.body === undefined ? 0 : destinationsOf(entry).length)
       const rows = yield* sql<{ message_id: string }>`
         WITH input AS (
           SELECT * FROM unnest(
             ${inputs.map((entry) => entry.messageId)}::text[],
             ${userIds}::text[], ${bodies}::bytea[], ${types}::text[], ${events}::text[],
             ${inputs.map((entry) => entry.filtered === true)}::boolean[],
-            ${inputs.map((entry) => entry.body !== undefined)}::boolean[]
-          ) AS t(message_id, user_id, body, message_type, event, filtered, has_body)
+            ${inputs.map((entry) => entry.body !== undefined)}::boolean[],
+            ${anonymousIds}::text[], ${jobCounts}::int[]
+          ) AS t(message_id, user_id, body, message_type, event, filtered, has_body, anonymous_id, job_count)
         ),
         fanout AS (
           SELECT * FROM unnest(${ids}::text[], ${fanout}::text[], ${fanoutDestinations}::text[], ${bodyIds}::text[])
@@ -78,13 +81,18 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
           RETURNING message_id
         ),
         accepted AS (SELECT input.* FROM input JOIN seen USING (message_id)),
+        logged AS (
+          INSERT INTO message_log (source_id, message_id, received_at, type, event, user_id, anonymous_id, job_count)
+          SELECT ${sourceId}, message_id, ${now}, message_type, event, user_id, anonymous_id, job_count FROM accepted
+          RETURNING seq, message_id
+        ),
         created AS (
           INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status,
-            created_at, next_due_at, message_type, event, trace_parent)
+            created_at, next_due_at, message_type, event, trace_parent, log_seq)
           SELECT fanout.id, ${sourceId}, fanout.destination_id, message_id, user_id, 'message',
             CASE WHEN fanout.body_id IS NULL THEN body ELSE ''::bytea END, fanout.body_id, 'pending', ${now}, ${now},
-            message_type, event, ${options?.traceparent ?? null}::text
-          FROM accepted JOIN fanout USING (message_id) WHERE has_body
+            message_type, event, ${options?.traceparent ?? null}::text, logged.seq
+          FROM accepted JOIN fanout USING (message_id) JOIN logged USING (message_id) WHERE has_body
         ),
         shared_bodies AS (
           INSERT INTO message_bodies (id, body)

@@ -14,12 +14,21 @@ export interface EnqueueWire {
   /** How many entries `fields` holds. */
   readonly rows: number
   /** Per entry: message id, user id, type, event, filtered, where its body ends in `bodies` (or `noBody`,
-   * `notBytes`), and its destinations (null: the destination `webhooks` alone). */
+   * `notBytes`), its destinations (null: the destination `webhooks` alone) and anonymous id. */
   readonly fields: string
   readonly bodies: Uint8Array<ArrayBuffer>
 }
 
-type WireEntry = [string, string | null, string | null, string | null, boolean, number, ReadonlyArray<string> | null]
+type WireEntry = [
+  string,
+  string | null,
+  string | null,
+  string | null,
+  boolean,
+  number,
+  ReadonlyArray<string> | null,
+  string | null
+]
 
 const noBody = -1
 /**
@@ -51,7 +60,8 @@ export const encodeEnqueue = (request: EnqueueRequest): EnqueueWire => {
       entry.filtered === true,
       bodyEnd,
       // The common case, the destination `webhooks` alone, crosses as its default.
-      entry.destinationIds === undefined || isWebhooksOnly(entry.destinationIds) ? null : entry.destinationIds
+      entry.destinationIds === undefined || isWebhooksOnly(entry.destinationIds) ? null : entry.destinationIds,
+      entry.anonymousId ?? null
     ]
   }
   return {
@@ -70,7 +80,7 @@ export const decodeEnqueue = (wire: EnqueueWire): EnqueueRequest => {
   const entries = new Array<EnqueueEntry>(rows.length)
   let start = 0
   for (let i = 0; i < rows.length; i++) {
-    const [messageId, userId, type, event, filtered, bodyEnd, destinationIds] = rows[i]!
+    const [messageId, userId, type, event, filtered, bodyEnd, destinationIds, anonymousId] = rows[i]!
     let body: Uint8Array | undefined = undefined
     if (bodyEnd >= 0) {
       body = wire.bodies.subarray(start, bodyEnd)
@@ -85,7 +95,8 @@ export const decodeEnqueue = (wire: EnqueueWire): EnqueueRequest => {
       event: event ?? undefined,
       filtered,
       body,
-      ...(destinationIds !== null && { destinationIds })
+      ...(destinationIds !== null && { destinationIds }),
+      ...(typeof anonymousId === "string" && { anonymousId })
     }
   }
   return { sourceId: wire.sourceId, now: wire.now, options: wire.options, entries }

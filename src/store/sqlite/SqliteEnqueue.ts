@@ -91,9 +91,13 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
     INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, ?, ?)`)
   const job = db.prepare(`
     INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status, created_at,
-      next_due_at, message_type, event, trace_parent)
-    VALUES (?, ?, ?, ?, ?, 'message', ?, ?, 'pending', ?, ?, ?, ?, ?)`)
+      next_due_at, message_type, event, trace_parent, log_seq)
+    VALUES (?, ?, ?, ?, ?, 'message', ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`)
   const messageBody = db.prepare(`INSERT INTO message_bodies (id, body) VALUES (?, ?)`)
+  // The operator's message log (migration 19): appended in rowid order, so it writes the table's last page.
+  const logMessage = db.prepare(`
+    INSERT INTO message_log (source_id, message_id, received_at, type, event, user_id, anonymous_id, job_count)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
   const usage = db.prepare(`
     INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
@@ -105,6 +109,24 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
     const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
     const jobIds = newJobIds(now, jobCount(withBody))
     const traceparent = options?.traceparent ?? null
+    // The log row of each accepted message first: its jobs keep its seq.
+    const logSeqs = new Map<string, number | bigint>()
+    for (const entry of unique.values()) {
+      if (!accepted.has(entry.messageId)) continue
+      logSeqs.set(
+        entry.messageId,
+        logMessage.run(
+          sourceId,
+          entry.messageId,
+          now,
+          entry.type ?? null,
+          entry.event ?? null,
+          entry.userId ?? null,
+          entry.anonymousId ?? null,
+          entry.body === undefined ? 0 : destinationsOf(entry).length
+        ).lastInsertRowid as number | bigint
+      )
+    }
     // One job per destination of each message, in id order; the body of a message with several stored once.
     const byMessageId: Array<[messageId: string, jobId: string]> = []
     for (const entry of withBody) {
@@ -125,7 +147,8 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
           now,
           entry.type ?? null,
           entry.event ?? null,
-          traceparent
+          traceparent,
+          logSeqs.get(entry.messageId)!
         )
         byMessageId.push([entry.messageId, jobId])
       }
