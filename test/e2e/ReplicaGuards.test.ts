@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
-import { connectSql, databaseUrl, postgresUnavailable, type SqlConnection } from "../support/postgres.js"
+import { freshSchema as freshSchemaOf, postgresUnavailable } from "../support/postgres.js"
 import {
   putSource,
   type Receiver,
@@ -28,20 +28,7 @@ afterEach(async () => {
 
 const skipPg = skipUnlessCi("ReplicaGuards on PostgreSQL", await postgresUnavailable())
 
-const freshSchema = async (
-  name: string
-): Promise<{ readonly url: string; readonly schema: string; readonly sql: SqlConnection }> => {
-  const schema = `guards_${name}_${process.pid}_${Date.now()}`
-  const sql = await connectSql(databaseUrl)
-  await sql.query(`CREATE SCHEMA ${schema}`)
-  cleanup.push(async () => {
-    await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-    await sql.end()
-  })
-  const url = new URL(databaseUrl)
-  url.searchParams.set("options", `-c search_path=${schema}`)
-  return { url: url.toString(), schema, sql }
-}
+const freshSchema = (name: string) => freshSchemaOf("guards", name, cleanup)
 
 const replicas = async (count: number, url: string, env: Record<string, string> = {}) => {
   const started = await Promise.all(Array.from({ length: count }, () => startReplica({ databaseUrl: url }, env)))

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { connectSql, databaseUrl, postgresUnavailable, type SqlConnection } from "../support/postgres.js"
+import { freshSchema as freshSchemaOf, postgresUnavailable } from "../support/postgres.js"
 import {
   putSource,
   type Receiver,
@@ -28,21 +28,7 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step()
 })
 
-/** A fresh schema, dropped after the test, and the `DATABASE_URL` whose sessions work in it. */
-const freshSchema = async (
-  name: string
-): Promise<{ readonly url: string; readonly schema: string; readonly sql: SqlConnection }> => {
-  const schema = `kill_${name}_${process.pid}_${Date.now()}`
-  const sql = await connectSql(databaseUrl)
-  await sql.query(`CREATE SCHEMA ${schema}`)
-  cleanup.push(async () => {
-    await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-    await sql.end()
-  })
-  const url = new URL(databaseUrl)
-  url.searchParams.set("options", `-c search_path=${schema}`)
-  return { url: url.toString(), schema, sql }
-}
+const freshSchema = (name: string) => freshSchemaOf("kill", name, cleanup)
 
 const replica = async (url: string): Promise<ServerProcess> => {
   const started = await startReplica({ databaseUrl: url })

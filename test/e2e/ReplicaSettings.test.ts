@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
-import { connectSql, databaseUrl, postgresUnavailable, type SqlConnection } from "../support/postgres.js"
+import { freshSchema as freshSchemaOf, postgresUnavailable } from "../support/postgres.js"
 import {
   admin,
   type Delivery,
@@ -74,21 +74,7 @@ describe("settings at once, one process on SQLite", () => {
 
 const skipPg = skipUnlessCi("ReplicaSettings on PostgreSQL", await postgresUnavailable())
 
-/** A fresh schema, dropped after the test, and the `DATABASE_URL` whose sessions work in it. */
-const freshSchema = async (
-  name: string
-): Promise<{ readonly url: string; readonly schema: string; readonly sql: SqlConnection }> => {
-  const schema = `replicas_${name}_${process.pid}_${Date.now()}`
-  const sql = await connectSql(databaseUrl)
-  await sql.query(`CREATE SCHEMA ${schema}`)
-  cleanup.push(async () => {
-    await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-    await sql.end()
-  })
-  const url = new URL(databaseUrl)
-  url.searchParams.set("options", `-c search_path=${schema}`)
-  return { url: url.toString(), schema, sql }
-}
+const freshSchema = (name: string) => freshSchemaOf("replicas", name, cleanup)
 
 describe.skipIf(skipPg)("one deployment of replicas on PostgreSQL", () => {
   it("a rotation on A signs A's next delivery with the new secret, and every delivery from 1 s on", async () => {

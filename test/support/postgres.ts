@@ -56,3 +56,24 @@ export const postgresUnavailable = async (): Promise<string | undefined> => {
     return `PostgreSQL at DATABASE_URL is unreachable (${error instanceof Error ? error.message : String(error)})`
   }
 }
+
+/**
+ * A fresh schema named after `prefix` and `name`, dropped by the step pushed on `cleanup`, and the `DATABASE_URL` whose
+ * sessions work in it (what each server process of a deployment test is given).
+ */
+export const freshSchema = async (
+  prefix: string,
+  name: string,
+  cleanup: Array<() => Promise<void> | void>
+): Promise<{ readonly url: string; readonly schema: string; readonly sql: SqlConnection }> => {
+  const schema = `${prefix}_${name}_${process.pid}_${Date.now()}`
+  const sql = await connectSql(databaseUrl)
+  await sql.query(`CREATE SCHEMA ${schema}`)
+  cleanup.push(async () => {
+    await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    await sql.end()
+  })
+  const url = new URL(databaseUrl)
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  return { url: url.toString(), schema, sql }
+}

@@ -247,6 +247,17 @@ const FilterForm = (props: { readonly filters: LogFilters; readonly sources: Rea
       />
     </div>
   )
+  const time = (id: string, label: string, name: "since" | "until") => (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        type="datetime-local"
+        value={toLocalInput(draft[name])}
+        onInput={(e) => set({ [name]: fromLocalInput(e.currentTarget.value) })}
+      />
+    </div>
+  )
   return (
     <form class="search filters" onSubmit={submit} role="search" aria-label="Filter messages">
       <div class="field">
@@ -281,24 +292,8 @@ const FilterForm = (props: { readonly filters: LogFilters; readonly sources: Rea
       {text("log-event", "Event", "event")}
       {text("log-user", "User id", "userId")}
       {text("log-anonymous", "Anonymous id", "anonymousId")}
-      <div class="field">
-        <label for="log-since">Received since</label>
-        <input
-          id="log-since"
-          type="datetime-local"
-          value={toLocalInput(draft.since)}
-          onInput={(e) => set({ since: fromLocalInput(e.currentTarget.value) })}
-        />
-      </div>
-      <div class="field">
-        <label for="log-until">Received until</label>
-        <input
-          id="log-until"
-          type="datetime-local"
-          value={toLocalInput(draft.until)}
-          onInput={(e) => set({ until: fromLocalInput(e.currentTarget.value) })}
-        />
-      </div>
+      {time("log-since", "Received since", "since")}
+      {time("log-until", "Received until", "until")}
       <fieldset class="statuses">
         <legend>Status</legend>
         {logStatuses.map((status) => (
