@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 port="${PORT:-8080}"
 log=$(mktemp)
 started=$(date +%s.%N)
-# The README's command, as written there (PORT added), in a process group of its own: the server is found in it.
-PORT="$port" HOOKRELAY_CONFIG=examples/config.sample.json HOOKRELAY_ADMIN_TOKEN=change-me-admin-token \
+# The README's command, as written there (PORT added), in a process group of its own: the server is found in it. It is
+# the SQLite quick start: a DATABASE_URL of the calling shell (CI's) is not part of it.
+env -u DATABASE_URL PORT="$port" HOOKRELAY_CONFIG=examples/config.sample.json HOOKRELAY_ADMIN_TOKEN=change-me-admin-token \
   HOOKRELAY_ALLOW_PRIVATE_NETWORKS=true setsid npm start >"$log" 2>&1 &
 server=$!
 answered=""
