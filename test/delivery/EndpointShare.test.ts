@@ -7,7 +7,8 @@ import type { GuardEvent } from "../../src/delivery/EndpointGuard.js"
 import { followEvery, makeLinks } from "../../src/delivery/EndpointGuardsLink.js"
 import { type EndpointKey, endpointKeyString } from "../../src/domain/EndpointKey.js"
 import type { Endpoint } from "../../src/domain/Settings.js"
-import { type EndpointShareShape, makeMemory } from "../../src/store/EndpointShare.js"
+import type { EndpointShareShape } from "../../src/store/EndpointShare.js"
+import { makeMemory } from "../support/memoryEndpointShare.js"
 
 /**
  * The deployment's circuits and rate limits (`EndpointShare` in memory, `EndpointGuardsLink`) on the TestClock:
