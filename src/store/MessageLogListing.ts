@@ -21,8 +21,8 @@ import type { StoreKit } from "./StoreKit.js"
 
 /**
  * The message log's listing (REFERENCE §12), newest first. Two walks:
- * - the log's: `message_log` backwards by seq (per source through `(source_id, seq)`, else by its primary key), a
- *   window of rows at a time; the row filters are SQL, the status and destination filters are checked against the
+ * - the log's: `message_log` backwards by seq, each source through `(source_id, seq)` (all sources: those the log
+ *   holds, found one index seek each), a window of rows at a time; the row filters are SQL, the status and destination filters are checked against the
  *   window's jobs. Cursor `{ s }`: the seq the next page reads below.
  * - the dead letters': a listing of status `dead` alone starts from the dead jobs (`jobs_dead_by_id`, newest id
  *   first, since/until as id bounds), then reads their messages' rows by `jobs.log_seq`. Cursor `{ j, m }`.
@@ -42,13 +42,24 @@ const nonEmpty = (values: ReadonlyArray<string> | undefined): values is Readonly
 export const makeListing = (kit: StoreKit) => {
   const { reads, sql } = kit
   const columns = sql.literal(logColumns)
-  const ofSource = (sourceId: string | undefined) => sourceId === undefined ? sql`1 = 1` : sql`source_id = ${sourceId}`
+
+  /** The sources the log holds rows of: one seek each through `(source_id, seq)`, not a scan of the log. */
+  const logSources = Effect.gen(function*() {
+    const sources: Array<string> = []
+    for (;;) {
+      const rows = yield* reads<{ source_id: string }>`
+        SELECT source_id FROM message_log WHERE source_id > ${sources[sources.length - 1] ?? ""}
+        ORDER BY source_id LIMIT 1`
+      if (rows[0] === undefined) return sources
+      sources.push(rows[0].source_id)
+    }
+  })
 
   /** The first row at or after `seq` (of the source): its seq and receipt. */
-  const rowFrom = (sourceId: string | undefined, seq: number) =>
+  const rowFrom = (sourceId: string, seq: number) =>
     Effect.map(
       reads<{ seq: unknown; received_at: unknown }>`
-        SELECT seq, received_at FROM message_log WHERE ${ofSource(sourceId)} AND seq >= ${seq}
+        SELECT seq, received_at FROM message_log WHERE source_id = ${sourceId} AND seq >= ${seq}
         ORDER BY seq LIMIT 1`,
       (rows) => rows[0] === undefined ? undefined : { seq: num(rows[0].seq), at: num(rows[0].received_at) }
     )
@@ -57,12 +68,12 @@ export const makeListing = (kit: StoreKit) => {
    * The least seq from which the source's rows were received at `at` or later, by bisection over seq (receipts grow
    * with seq, up to the slack the callers add). An index seek per step: there is no index by time.
    */
-  const seqAt = (sourceId: string | undefined, at: number) =>
+  const seqAt = (sourceId: string, at: number) =>
     Effect.gen(function*() {
       const first = yield* rowFrom(sourceId, 0)
       if (first === undefined || first.at >= at) return 0
       const lastRows = yield* reads<{ seq: unknown }>`
-        SELECT seq FROM message_log WHERE ${ofSource(sourceId)} ORDER BY seq DESC LIMIT 1`
+        SELECT seq FROM message_log WHERE source_id = ${sourceId} ORDER BY seq DESC LIMIT 1`
       let low = first.seq
       let high = num(lastRows[0]!.seq) + 1
       while (high - low > 1) {
@@ -74,7 +85,7 @@ export const makeListing = (kit: StoreKit) => {
       return high
     })
 
-  const seekBounds = (query: MessageLogQuery, sources: ReadonlyArray<string | undefined>) =>
+  const seekBounds = (query: MessageLogQuery, sources: ReadonlyArray<string>) =>
     Effect.gen(function*() {
       let upper = endOfLog
       let lower = 0
@@ -90,12 +101,12 @@ export const makeListing = (kit: StoreKit) => {
     })
 
   /** The low end of the next window below `upper`: `size` rows of each source at most; undefined: the rest. */
-  const windowLow = (sources: ReadonlyArray<string | undefined>, upper: number, lower: number, size: number) =>
+  const windowLow = (sources: ReadonlyArray<string>, upper: number, lower: number, size: number) =>
     Effect.gen(function*() {
       let low: number | undefined
       for (const sourceId of sources) {
         const rows = yield* reads<{ seq: unknown }>`
-          SELECT seq FROM message_log WHERE ${ofSource(sourceId)} AND seq < ${upper} AND seq >= ${lower}
+          SELECT seq FROM message_log WHERE source_id = ${sourceId} AND seq < ${upper} AND seq >= ${lower}
           ORDER BY seq DESC LIMIT 1 OFFSET ${size - 1}`
         if (rows[0] !== undefined) low = Math.max(low ?? 0, num(rows[0].seq))
       }
@@ -104,8 +115,11 @@ export const makeListing = (kit: StoreKit) => {
 
   const logWalk = (query: MessageLogQuery, after: number | undefined) =>
     Effect.gen(function*() {
-      const sources: ReadonlyArray<string | undefined> = nonEmpty(query.sourceIds) ? query.sourceIds : [undefined]
-      const ofSources = nonEmpty(query.sourceIds) ? sql.in("source_id", query.sourceIds) : sql`1 = 1`
+      const sources = nonEmpty(query.sourceIds) ? query.sourceIds : yield* logSources
+      if (sources.length === 0) {
+        return { matched: [], jobs: new Map<string, ReadonlyArray<LogJobRow>>(), next: undefined }
+      }
+      const ofSources = sql.in("source_id", sources)
       const filters = rowFilters(sql, query)
       const where = filters.length === 0 ? sql`1 = 1` : sql.and(filters)
       const byJobs = nonEmpty(query.destinationIds) ||
@@ -120,7 +134,7 @@ export const makeListing = (kit: StoreKit) => {
         if (examined >= scanBudget) return { matched, jobs, next: upper }
         const window = Math.min(size, scanBudget - examined)
         const wanted = query.limit - matched.length
-        // Unfiltered, of one source or all, the rows below `upper` are the page: no window to bound the scan.
+        // Unfiltered, of one source, the rows below `upper` are the page: no window to bound the scan.
         const low = filters.length === 0 && !byJobs && sources.length === 1
           ? bounds.lower
           : (yield* windowLow(sources, upper, bounds.lower, window)) ?? bounds.lower
@@ -182,18 +196,27 @@ export const makeListing = (kit: StoreKit) => {
         const size = Math.min(Math.max(query.limit * 2, 100), scanBudget - examined)
         const { more, rows } = yield* deadJobs(query, sources, before, size)
         examined += rows.length
-        const seqs = Array.from(new Set(rows.filter((row) => row.log_seq !== null).map((row) => num(row.log_seq))))
-        const logRows = new Map<number, LogRow>()
-        for (const chunk of Arr.chunksOf(seqs, idChunk)) {
-          for (const row of yield* reads<LogRow>`SELECT ${columns} FROM message_log WHERE ${sql.in("seq", chunk)}`) {
-            logRows.set(num(row.seq), row)
+        // Their messages' rows, by primary key: the seqs of each source.
+        const seqsBySource = new Map<string, Set<number>>()
+        for (const row of rows) {
+          if (row.log_seq === null) continue
+          const seqs = seqsBySource.get(row.source_id) ?? new Set<number>()
+          seqsBySource.set(row.source_id, seqs.add(num(row.log_seq)))
+        }
+        const logRows = new Map<string, LogRow>()
+        for (const [sourceId, seqs] of seqsBySource) {
+          for (const chunk of Arr.chunksOf(Array.from(seqs), idChunk)) {
+            for (
+              const row of yield* reads<LogRow>`
+                SELECT ${columns} FROM message_log WHERE source_id = ${sourceId} AND ${sql.in("seq", chunk)}`
+            ) logRows.set(`${sourceId}\u0000${num(row.seq)}`, row)
           }
         }
         for (const job of rows) {
           before = job.id
           if (listed !== undefined && job.message_id === listed.m && job.id.startsWith(listed.at)) continue
           listed = { m: job.message_id, at: job.id.slice(0, 12) }
-          const row = job.log_seq === null ? undefined : logRows.get(num(job.log_seq))
+          const row = job.log_seq === null ? undefined : logRows.get(`${job.source_id}\u0000${num(job.log_seq)}`)
           if (row === undefined || !rowPasses(query, row)) continue
           matched.push(row)
           near.set(rowKey(row), job.id)

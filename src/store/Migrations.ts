@@ -7,6 +7,7 @@ import { endpointHealth } from "./MigrationsEndpointHealth.js"
 import { endpointKeys } from "./MigrationsEndpointKeys.js"
 import { endpointShare } from "./MigrationsEndpointShare.js"
 import { messageLog } from "./MigrationsMessageLog.js"
+import { messageLogBySource } from "./MigrationsMessageLogBySource.js"
 import { perDestination } from "./MigrationsPerDestination.js"
 import { settingsVersion } from "./MigrationsSettingsVersion.js"
 
@@ -383,7 +384,8 @@ export const migrations = {
   "16_settings_version": settingsVersion,
   "17_api_keys": apiKeys,
   "18_endpoint_share": endpointShare,
-  "19_message_log": messageLog
+  "19_message_log": messageLog,
+  "20_message_log_by_source": messageLogBySource
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

@@ -28,23 +28,33 @@ export const make = (
   hot: HotPaths
 ): PurgeShape => {
   /**
-   * The log's rows go oldest first up to the first one still kept: receipts grow with seq, so the walk from the
-   * oldest row reads only what it deletes (no index by time), and a message whose clock ran behind waits for the next.
+   * Each source's log rows go oldest first up to its first one still kept: receipts grow with seq, so the walk from
+   * the source's oldest row reads only what it deletes (no index by time), and a message whose clock ran behind waits
+   * for the next. The sources one seek each through `(source_id, seq)`.
    */
   const purgeMessageLog = (olderThan: number) =>
     Effect.gen(function*() {
-      const kept = yield* sql<{ seq: unknown }>`
-        SELECT seq FROM message_log WHERE received_at >= ${olderThan} ORDER BY seq LIMIT 1`
-      const below = kept[0] === undefined ? null : kept[0].seq
-      return yield* inChunks(purgeChunk * 5, (limit) =>
-        Effect.map(
-          sql<{ seq: unknown }>`
-            DELETE FROM message_log WHERE seq IN (
-              SELECT seq FROM message_log${below === null ? sql`` : sql` WHERE seq < ${below}`}
-              ORDER BY seq LIMIT ${limit})
-            RETURNING seq`,
-          (rows) => rows.length
-        ))
+      let total = 0
+      let sourceId = ""
+      for (;;) {
+        const next = yield* sql<{ source_id: string }>`
+          SELECT source_id FROM message_log WHERE source_id > ${sourceId} ORDER BY source_id LIMIT 1`
+        if (next[0] === undefined) return total
+        sourceId = next[0].source_id
+        const kept = yield* sql<{ seq: unknown }>`
+          SELECT seq FROM message_log WHERE source_id = ${sourceId} AND received_at >= ${olderThan}
+          ORDER BY seq LIMIT 1`
+        const below = kept[0] === undefined ? sql`` : sql` AND seq < ${kept[0].seq}`
+        const source = sourceId
+        total += yield* inChunks(purgeChunk * 5, (limit) =>
+          Effect.map(
+            sql<{ seq: unknown }>`
+              DELETE FROM message_log WHERE source_id = ${source} AND seq IN (
+                SELECT seq FROM message_log WHERE source_id = ${source}${below} ORDER BY seq LIMIT ${limit})
+              RETURNING seq`,
+            (rows) => rows.length
+          ))
+      }
     })
 
   const purgeDelivered = Effect.fn("Store.purgeDelivered")(

@@ -94,10 +94,13 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
       next_due_at, message_type, event, trace_parent, log_seq)
     VALUES (?, ?, ?, ?, ?, 'message', ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`)
   const messageBody = db.prepare(`INSERT INTO message_bodies (id, body) VALUES (?, ?)`)
-  // The operator's message log (migration 19): appended in rowid order, so it writes the table's last page.
+  // The operator's message log (migration 20), keyed by (source_id, seq): each row lands at its source's end. The
+  // last seq given is read and written back in each transaction, which holds the write lock by then (dedupe wrote).
   const logMessage = db.prepare(`
-    INSERT INTO message_log (source_id, message_id, received_at, type, event, user_id, anonymous_id, job_count)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+    INSERT INTO message_log (source_id, seq, message_id, received_at, type, event, user_id, anonymous_id, job_count)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+  const lastSeq = db.prepare(`SELECT last FROM message_log_seq WHERE id = 1`).pluck(true)
+  const saveLastSeq = db.prepare(`UPDATE message_log_seq SET last = ? WHERE id = 1`)
   const usage = db.prepare(`
     INSERT INTO usage_daily (source_id, day, api_calls, messages, filtered, delivered, dead, latency_ms, latency_jobs)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)${usageOnConflict}`)
@@ -110,23 +113,25 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
     const jobIds = newJobIds(now, jobCount(withBody))
     const traceparent = options?.traceparent ?? null
     // The log row of each accepted message first: its jobs keep its seq.
-    const logSeqs = new Map<string, number | bigint>()
+    const logSeqs = new Map<string, number>()
+    let seq = accepted.size > 0 ? Number(lastSeq.get() ?? 0) : 0
     for (const entry of unique.values()) {
       if (!accepted.has(entry.messageId)) continue
-      logSeqs.set(
+      seq += 1
+      logMessage.run(
+        sourceId,
+        seq,
         entry.messageId,
-        logMessage.run(
-          sourceId,
-          entry.messageId,
-          now,
-          entry.type ?? null,
-          entry.event ?? null,
-          entry.userId ?? null,
-          entry.anonymousId ?? null,
-          entry.body === undefined ? 0 : destinationsOf(entry).length
-        ).lastInsertRowid as number | bigint
+        now,
+        entry.type ?? null,
+        entry.event ?? null,
+        entry.userId ?? null,
+        entry.anonymousId ?? null,
+        entry.body === undefined ? 0 : destinationsOf(entry).length
       )
+      logSeqs.set(entry.messageId, seq)
     }
+    if (logSeqs.size > 0) saveLastSeq.run(seq)
     // One job per destination of each message, in id order; the body of a message with several stored once.
     const byMessageId: Array<[messageId: string, jobId: string]> = []
     for (const entry of withBody) {
