@@ -3,7 +3,7 @@
  * SQLite, alternating in one run. A load generator posts `/v1/batch` (100 messages a request, 8 senders) to a server
  * process (`dist/main.js`, as `npm start` runs it); each destination delivers to a loopback receiver of its own. The
  * goals: CPU per delivered request with three destinations ≤ 1.1× one destination's, and ingest accepted/s ≥ 0.9×
- * (a message is stored once whatever its number of jobs, in one commit).
+ * (ingest writes one row per message whatever its number of destinations; the claim makes the other jobs).
  *
  *   npx tsx bench/fanOut.ts [--messages 50000] [--warm-up 5000] [--rounds 3]
  */

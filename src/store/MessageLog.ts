@@ -1,6 +1,7 @@
 import { Array as Arr, Context, Effect, Option } from "effect"
 import { isSqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
+import { carrierOf, withCarriedJobs } from "./CarriedJobs.js"
 import {
   attemptColumns,
   type AttemptRow,
@@ -54,22 +55,29 @@ const withAttempts = ({ reads, sql }: StoreKit, jobs: ReadonlyArray<SummaryRow>)
  * The jobs of these message ids. SQLite has no index of jobs by message id (migration 9): their ids are in
  * `message_jobs`, or still in `message_id_log` (not yet merged: a few tens of thousands of rows at most, read whole).
  */
-const jobsOfMessages = <Row extends object>(
+const jobsOfMessages = <Row extends SummaryRow>(
   { reads, sql }: StoreKit,
   columns: Statement.Fragment,
   messageIds: ReadonlyArray<string>
 ) =>
-  sql.onDialectOrElse({
-    sqlite: () =>
-      reads<Row>`
-        SELECT ${columns} FROM jobs WHERE id IN (
-          SELECT job_id FROM message_jobs WHERE ${sql.in("message_id", messageIds)}
-          UNION ALL
-          SELECT job_id FROM message_id_log WHERE job_id IS NOT NULL AND ${sql.in("message_id", messageIds)})
-        ORDER BY created_at, id`,
-    orElse: () =>
-      reads<Row>`SELECT ${columns} FROM jobs WHERE ${sql.in("message_id", messageIds)} ORDER BY created_at, id`
-  })
+  Effect.map(
+    sql.onDialectOrElse({
+      // The jobs a row made name it in `body_id` (migration 21): found through `jobs_body`.
+      sqlite: () =>
+        reads<Row>`
+          WITH found AS (
+            SELECT job_id AS id FROM message_jobs WHERE ${sql.in("message_id", messageIds)}
+            UNION ALL
+            SELECT job_id FROM message_id_log WHERE job_id IS NOT NULL AND ${sql.in("message_id", messageIds)})
+          SELECT ${columns}, fan_out FROM jobs
+          WHERE id IN (SELECT id FROM found) OR body_id IN (SELECT id FROM found)
+          ORDER BY created_at, id`,
+      orElse: () =>
+        reads<Row>`
+          SELECT ${columns}, fan_out FROM jobs WHERE ${sql.in("message_id", messageIds)} ORDER BY created_at, id`
+    }),
+    withCarriedJobs
+  )
 
 const keyOf = (sourceId: string, messageId: string) => `${sourceId}\u0000${messageId}`
 
@@ -113,7 +121,13 @@ export const make = (kit: StoreKit): MessageLogShape => {
   const getJob = Effect.fn("Store.getJob")(
     function*(jobId: string) {
       const rows = yield* reads<SummaryRow>`SELECT ${summary} FROM jobs WHERE id = ${jobId}`
-      return Option.map(Arr.head(rows), toSummary)
+      if (rows.length > 0) return Option.some(toSummary(rows[0]!))
+      // A job not made yet is read from the row that carries it (migration 21).
+      const carrier = carrierOf(jobId)
+      if (carrier === undefined) return Option.none()
+      const carried = yield* reads<SummaryRow>`
+        SELECT ${summary}, fan_out FROM jobs WHERE id = ${carrier} AND fan_out IS NOT NULL`
+      return Option.map(Arr.findFirst(withCarriedJobs(carried), (row) => row.id === jobId), toSummary)
     },
     fail("getJob")
   )

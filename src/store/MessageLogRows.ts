@@ -1,5 +1,6 @@
 import { Array as Arr, Effect } from "effect"
 import type * as Statement from "effect/sql/Statement"
+import { withCarriedJobs } from "./CarriedJobs.js"
 import type { LogDestination, LogMessage, LogStatus, MessageLogQuery } from "./MessageLogQuery.js"
 import { BadCursor } from "./MessageLogQuery.js"
 import { idChunk, num, numOrNull } from "./Rows.js"
@@ -29,6 +30,8 @@ export interface LogJobRow {
   readonly status: string
   readonly attempts: unknown
   readonly created_at: unknown
+  /** The jobs the row carries, not made yet (`CarriedJobs`). */
+  readonly fan_out?: string | null
 }
 
 /** A message's jobs are found by their id: it begins with their creation time, which is the message's receipt. */
@@ -105,10 +108,10 @@ export const jobsOfRows = (
       for (const chunk of Arr.chunksOf(ranges, 100)) {
         // One range scan of the primary key per arm: SQLite reads ORed ranges with a scan of the whole table.
         const arms = chunk.map(([from, to]) =>
-          sql`SELECT id, source_id, destination_id, message_id, status, attempts, created_at FROM jobs
+          sql`SELECT id, source_id, destination_id, message_id, status, attempts, created_at, fan_out FROM jobs
             WHERE id >= ${from} AND id < ${to} AND source_id = ${sourceId} AND kind = 'message'`
         )
-        const jobs = [...(yield* reads<LogJobRow>`${sql.join(" UNION ALL ", false)(arms)}`)]
+        const jobs = withCarriedJobs(yield* reads<LogJobRow>`${sql.join(" UNION ALL ", false)(arms)}`)
         jobs.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
         for (const job of jobs) {
           const key = messageKey(job.source_id, job.message_id, num(job.created_at))

@@ -186,11 +186,12 @@ export const make = (kit: StoreKit, hot: HotPaths): OutboxShape => {
       const counted = backlogStatuses.filter((status) =>
         (status !== "delivered" || options?.delivered !== false) && (status !== "dead" || options?.dead !== false)
       )
-      const rows = yield* reads.unsafe<Record<string, unknown>>(
-        `SELECT ${
-          counted.map((status) => `(SELECT count(*) FROM jobs WHERE status = '${status}') AS ${status}`).join(", ")
-        }`
-      )
+      // Pending counts the jobs a pending row carries, not made yet (migration 21), from `jobs_due` as well.
+      const count = (status: string) =>
+        status === "pending"
+          ? `(SELECT count(*) + coalesce(sum(fan_out_count), 0) FROM jobs WHERE status = 'pending') AS pending`
+          : `(SELECT count(*) FROM jobs WHERE status = '${status}') AS ${status}`
+      const rows = yield* reads.unsafe<Record<string, unknown>>(`SELECT ${counted.map(count).join(", ")}`)
       const row = rows[0] ?? {}
       const result: Backlog = {
         pending: num(row.pending ?? 0),

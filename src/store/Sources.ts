@@ -273,6 +273,9 @@ const makeDestinationWrites = (
               : Result.fail("absent" as const)
         )
         if (Option.isNone(removed) || Result.isFailure(removed.value)) return Option.none<ReadonlyArray<DeadLettered>>()
+        // The jobs the source's pending rows carry are made first (migration 21): the deleted destination's among them
+        // end below with the others, and a deleted row's other destinations keep theirs.
+        yield* sql`UPDATE jobs SET fan_out = NULL WHERE status = 'pending' AND source_id = ${sourceId} AND fan_out IS NOT NULL`
         const dead = yield* sql<{ id: string; message_id: string; kind: string }>`
           UPDATE jobs SET status = 'dead', finished_at = ${now}, last_error = ${reason}
           WHERE source_id = ${sourceId} AND destination_id = ${destinationId} AND status = 'pending'

@@ -69,8 +69,9 @@ const openedByThisBuild = Effect.gen(function*() {
 })
 
 /**
- * A message with several jobs has its body stored once (`message_bodies`, each job's `body` empty), kept while any of
- * its jobs is, and dropped with the last, whichever way it goes (here: retention, and a dead-letter purge).
+ * A message with several jobs is stored as one row carrying the others until a claim takes it (migration 21); then
+ * its body is stored once (`message_bodies`, each job's `body` empty), kept while any of its jobs is, and dropped with
+ * the last, whichever way it goes (here: retention, and a dead-letter purge).
  */
 const storedOnce = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -88,13 +89,21 @@ const storedOnce = Effect.gen(function*() {
     { messageId: "m-3", body, destinationIds: ["webhooks", "crm", "warehouse"] },
     { messageId: "m-4", body }
   ], T0 + 3)
-  assert.strictEqual(yield* bodies(), 1)
-  // The single-destination message keeps its body in its job; the three jobs of the other hold none of their own.
-  assert.strictEqual(yield* jobBytes(), body.length)
+  const rows = () =>
+    Effect.map(sql<{ n: unknown }>`SELECT count(*) AS n FROM jobs WHERE message_id = 'm-3'`, (r) => Number(r[0]!.n))
+  assert.strictEqual(yield* rows(), 1, "one row until claimed")
+  assert.strictEqual(yield* bodies(), 0)
+  assert.strictEqual(yield* jobBytes(), 2 * body.length)
+  assert.strictEqual((yield* outbox.backlog()).pending, 4, "the jobs not made yet are pending")
 
   const jobs = yield* outbox.claimDue("w", T0 + 3, 10, 60_000)
   const ofM3 = jobs.filter((job) => job.messageId === "m-3")
-  assert.strictEqual(ofM3.length, 3)
+  assert.deepStrictEqual(ofM3.map((job) => job.destinationId).sort(), ["crm", "warehouse", "webhooks"])
+  for (const job of ofM3) assert.deepStrictEqual(job.body, body)
+  assert.strictEqual(yield* rows(), 3)
+  assert.strictEqual(yield* bodies(), 1)
+  // The single-destination message keeps its body in its job; the three jobs of the other hold none of their own.
+  assert.strictEqual(yield* jobBytes(), body.length)
   yield* outbox.completeMany("w", [
     { _tag: "Delivered", jobId: ofM3[0]!.id, at: T0 + 4 },
     { _tag: "Delivered", jobId: ofM3[1]!.id, at: T0 + 4 },

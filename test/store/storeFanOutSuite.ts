@@ -1,11 +1,12 @@
 import { assert, describe } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { DeadLetters } from "../../src/store/DeadLetters.js"
 import { MessageLog } from "../../src/store/MessageLog.js"
 import { Outbox } from "../../src/store/Outbox.js"
 import { Purge } from "../../src/store/Purge.js"
+import { Sources } from "../../src/store/Sources.js"
 import { Usage } from "../../src/store/Usage.js"
-import { entry, type FreshStore, second, storeTest, T0, text } from "./storeFixtures.js"
+import { entry, type FreshStore, second, source, storeTest, T0, text } from "./storeFixtures.js"
 
 /** The store's behaviour: a message with a job per destination (REFERENCE §1a; see `storeSuite`). */
 export const fanOutSuite = (fresh: FreshStore) => {
@@ -111,6 +112,82 @@ export const fanOutSuite = (fresh: FreshStore) => {
         assert.deepStrictEqual(yield* day("webhooks"), [2, 1, 0, 50])
         assert.deepStrictEqual(yield* day("warehouse"), [2, 0, 1, null])
         assert.deepStrictEqual(yield* day("nowhere"), [2, 0, 0, null])
+      })
+    )
+
+    test(
+      "a message is one row until claimed; its other jobs, drawn at ingest, are made by the claim and read alike before",
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const log = yield* MessageLog
+        const result = yield* outbox.enqueue("web", [fanOut("m1", ["webhooks", "crm", "warehouse"])], T0)
+        const [first, crm, warehouse] = result.jobIds
+        assert.strictEqual((yield* outbox.backlog()).pending, 3)
+        const before = yield* log.jobsForMessage("m1")
+        assert.deepStrictEqual(before.map((job) => [job.id, job.destinationId, job.status]), [
+          [first, "webhooks", "pending"],
+          [crm, "crm", "pending"],
+          [warehouse, "warehouse", "pending"]
+        ])
+        const notMade = yield* log.getJob(warehouse!)
+        assert.deepStrictEqual(
+          Option.map(notMade, (job) => [job.destinationId, job.status, job.attemptCount]),
+          Option.some<ReadonlyArray<string | number>>(["warehouse", "pending", 0])
+        )
+        const page = yield* log.listMessages({ limit: 10 })
+        assert.deepStrictEqual(page.messages[0]!.destinations.map((d) => [d.jobId, d.status]), [
+          [first, "pending"],
+          [crm, "pending"],
+          [warehouse, "pending"]
+        ])
+
+        // With room for one job the claim takes the row; the jobs it made are the next claim's, ids unchanged.
+        const one = yield* outbox.claimDue("w", T0, 1, second)
+        assert.deepStrictEqual(one.map((job) => job.id), [first])
+        assert.strictEqual((yield* outbox.backlog()).pending, 2)
+        const rest = yield* outbox.claimDue("w", T0, 10, second)
+        assert.deepStrictEqual(rest.map((job) => [job.id, job.destinationId]).sort(), [[crm, "crm"], [
+          warehouse,
+          "warehouse"
+        ]])
+        for (const job of rest) assert.strictEqual(text(job.body), text(entry("m1").body!))
+        assert.deepStrictEqual((yield* log.jobsForMessage("m1")).map((job) => job.status), [
+          "delivering",
+          "delivering",
+          "delivering"
+        ])
+      })
+    )
+
+    test(
+      "deleting a destination before the claim dead-letters only its jobs, made ones and carried ones",
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const sources = yield* Sources
+        yield* sources.upsertSource({
+          ...source("web", "wk-web"),
+          destinations: ["crm", "warehouse"].map((id) => ({
+            id,
+            enabled: true,
+            endpoints: [{ url: `https://${id}.example.com/hook` }]
+          }))
+        }, T0)
+        yield* outbox.enqueue("web", [
+          fanOut("m1", ["webhooks", "crm", "warehouse"]),
+          fanOut("m2", ["crm", "webhooks"])
+        ], T0)
+        const dead = yield* sources.deleteDestination("web", "crm", T0 + 1, "destination deleted")
+        assert.deepStrictEqual(
+          Option.map(dead, (jobs) => jobs.map((job) => job.messageId).sort()),
+          Option.some(["m1", "m2"])
+        )
+        const jobs = yield* outbox.claimDue("w", T0 + 2, 10, second)
+        assert.deepStrictEqual(jobs.map((job) => `${job.messageId}>${job.destinationId}`).sort(), [
+          "m1>warehouse",
+          "m1>webhooks",
+          "m2>webhooks"
+        ])
+        for (const job of jobs) assert.strictEqual(text(job.body), text(entry(job.messageId).body!))
       })
     )
   })

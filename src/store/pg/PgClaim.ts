@@ -20,7 +20,7 @@ interface Lease {
 // every due row of the left-out sources (`bench/support/backlogStall.ts --pg`).
 const claimPendingExcluding =
   (sql: SqlClient.SqlClient, { columns, excludeSourceIds, now, owner, until }: Lease) => (room: number) =>
-    sql<ClaimRow>`
+    sql<ClaimRow & { readonly carried?: boolean }>`
     UPDATE jobs SET status = 'delivering', lease_owner = ${owner}, lease_expires_at = ${until}
     WHERE id IN (
       WITH RECURSIVE pending_sources(source_id) AS (
@@ -49,7 +49,8 @@ const claimPendingExcluding =
  * so their backlog cannot crowd the others out.
  */
 export const makeClaim = ({ sql }: StoreKit) => {
-  const columns = sql.literal(claimColumns)
+  // `carried`: the row carried its message's other jobs, which the claim made (`jobs_fan_out`, migration 21).
+  const columns = sql.literal(`${claimColumns}, fan_out IS NOT NULL AS carried`)
   return Effect.fn("Store.claimDue")(
     function*(owner: string, now: number, limit: number, leaseMs: number, options?: ClaimOptions) {
       const excludeSourceIds = options?.excludeSourceIds ?? []
@@ -57,7 +58,7 @@ export const makeClaim = ({ sql }: StoreKit) => {
       const until = now + leaseMs
       const notExcluded = excluding ? sql` AND source_id NOT IN ${sql.in(excludeSourceIds)}` : sql.literal("")
       const claimExpired = (room: number) =>
-        sql<ClaimRow>`
+        sql<ClaimRow & { readonly carried?: boolean }>`
           UPDATE jobs SET lease_owner = ${owner}, lease_expires_at = ${until}
           WHERE id IN (
             SELECT id FROM jobs WHERE status = 'delivering' AND lease_expires_at <= ${now}${notExcluded}
@@ -66,7 +67,7 @@ export const makeClaim = ({ sql }: StoreKit) => {
       const claimPending = excluding
         ? claimPendingExcluding(sql, { owner, now, until, excludeSourceIds, columns })
         : (room: number) =>
-          sql<ClaimRow>`
+          sql<ClaimRow & { readonly carried?: boolean }>`
             UPDATE jobs SET status = 'delivering', lease_owner = ${owner}, lease_expires_at = ${until}
             WHERE id IN (
               SELECT id FROM jobs WHERE status = 'pending' AND next_due_at <= ${now}
@@ -75,7 +76,11 @@ export const makeClaim = ({ sql }: StoreKit) => {
       // Expired leases first: a dead process's jobs are the oldest work.
       const expired = limit <= 0 || options?.expired === false ? [] : yield* claimExpired(limit)
       const room = limit - expired.length
-      const pending = room <= 0 ? [] : yield* claimPending(room)
+      const claimed = room <= 0 ? [] : yield* claimPending(room)
+      // The jobs the claimed rows made are due at once: taken now while room is left.
+      const pending = claimed.length < room && claimed.some((row) => row.carried === true)
+        ? claimed.concat(yield* claimPending(room - claimed.length))
+        : claimed
       return rowsInDueOrder(expired.concat(pending)).map(toClaimed)
     },
     untraced,

@@ -1,5 +1,6 @@
 import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Effect } from "effect"
+import { carriedJobId } from "../CarriedJobs.js"
 import type { EnqueueEntry, EnqueueOptions, EnqueueResult } from "../Model.js"
 import { dedupeWindowMs } from "../Model.js"
 import { destinationsOf, firstOfEachMessageId, utcDay } from "../Rows.js"
@@ -28,31 +29,28 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
    * PostgreSQL: a request's dedupe, jobs and usage as one statement (data-modifying CTEs, atomic on their own), one
    * round trip instead of five (BEGIN, seen ids, jobs, usage, COMMIT). Between those, the transaction waited for the
    * event loop to send its next statement while holding its locks ("idle in transaction" under load).
-   * Job ids are drawn for every destination of every entry with a body, used by those accepted (gaps are harmless; ids
-   * stay unique and in time order); `fanout` pairs each with its message and destination, and, for a message with
-   * several jobs, the id its body is stored under once (`message_bodies`). Seen rows are inserted in message-id
-   * order: concurrent requests lock them in one order.
+   * A row id is drawn for every entry with a body, used by those accepted (gaps are harmless; ids stay unique and in
+   * time order); `fanout` holds one row per message, its first destination's job, carrying the others' destinations
+   * (their jobs made when it is claimed, migration 21). Seen rows are inserted in message-id order:
+   * concurrent requests lock them in one order.
    */
   return Effect.fnUntraced(
     function*(sourceId: string, entries: ReadonlyArray<EnqueueEntry>, now: number, options?: EnqueueOptions) {
       const { duplicateMessageIds, unique } = firstOfEachMessageId(entries)
       const inputs = Array.from(unique.values())
-      const fanout: Array<string> = []
+      // Per message with a body: its row's id, message and destination, and the destinations it carries (JSON).
+      const withBody = inputs.filter((entry) => entry.body !== undefined)
+      const ids = newJobIds(now, withBody.length)
       const fanoutDestinations: Array<string> = []
-      // Per job: its message's first job id when the message has several (its body is stored once), else null.
-      const fanoutBodyIds: Array<number | null> = []
-      for (const entry of inputs) {
-        if (entry.body === undefined) continue
+      const carried: Array<string | null> = []
+      const carriedCounts: Array<number> = []
+      for (const entry of withBody) {
         const destinations = destinationsOf(entry)
-        const first = fanout.length
-        for (const destinationId of destinations) {
-          fanout.push(entry.messageId)
-          fanoutDestinations.push(destinationId)
-          fanoutBodyIds.push(destinations.length > 1 ? first : null)
-        }
+        fanoutDestinations.push(destinations[0]!)
+        carried.push(destinations.length > 1 ? JSON.stringify(destinations.slice(1)) : null)
+        carriedCounts.push(destinations.length - 1)
       }
-      const ids = newJobIds(now, fanout.length)
-      const bodyIds = yield* typedArray(fanoutBodyIds.map((at) => at === null ? null : ids[at]!), PgTypes.OID.text)
+      const fanOuts = yield* typedArray(carried, PgTypes.OID.text)
       const userIds = yield* typedArray(inputs.map((entry) => entry.userId ?? null), PgTypes.OID.text)
       const bodies = yield* typedArray(inputs.map((entry) => entry.body ?? null), PgTypes.OID.bytea)
       const types = yield* typedArray(inputs.map((entry) => entry.type ?? null), PgTypes.OID.text)
@@ -70,8 +68,9 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
           ) AS t(message_id, user_id, body, message_type, event, filtered, has_body, anonymous_id, job_count)
         ),
         fanout AS (
-          SELECT * FROM unnest(${ids}::text[], ${fanout}::text[], ${fanoutDestinations}::text[], ${bodyIds}::text[])
-            AS f(id, message_id, destination_id, body_id)
+          SELECT * FROM unnest(${ids}::text[], ${withBody.map((entry) => entry.messageId)}::text[],
+            ${fanoutDestinations}::text[],
+            ${fanOuts}::text[], ${carriedCounts}::int[]) AS f(id, message_id, destination_id, fan_out, fan_out_count)
         ),
         seen AS (
           INSERT INTO seen_messages (source_id, message_id, seen_at)
@@ -87,16 +86,12 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
           RETURNING seq, message_id
         ),
         created AS (
-          INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status,
-            created_at, next_due_at, message_type, event, trace_parent, log_seq)
-          SELECT fanout.id, ${sourceId}, fanout.destination_id, message_id, user_id, 'message',
-            CASE WHEN fanout.body_id IS NULL THEN body ELSE ''::bytea END, fanout.body_id, 'pending', ${now}, ${now},
-            message_type, event, ${options?.traceparent ?? null}::text, logged.seq
+          INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, status, created_at,
+            next_due_at, message_type, event, trace_parent, log_seq, fan_out, fan_out_count)
+          SELECT fanout.id, ${sourceId}, fanout.destination_id, message_id, user_id, 'message', body, 'pending', ${now},
+            ${now}, message_type, event, ${options?.traceparent ?? null}::text, logged.seq, fanout.fan_out,
+            fanout.fan_out_count
           FROM accepted JOIN fanout USING (message_id) JOIN logged USING (message_id) WHERE has_body
-        ),
-        shared_bodies AS (
-          INSERT INTO message_bodies (id, body)
-          SELECT fanout.id, body FROM accepted JOIN fanout USING (message_id) WHERE fanout.id = fanout.body_id
         ),
         usage AS (
           INSERT INTO usage_daily (source_id, day, shard, api_calls, messages, filtered)
@@ -108,8 +103,10 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
       const accepted = new Set(rows.map((row) => row.message_id))
       const jobIds: Array<string> = []
       for (const entry of inputs) if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
-      fanout.forEach((messageId, i) => {
-        if (accepted.has(messageId)) jobIds.push(ids[i]!)
+      withBody.forEach((entry, i) => {
+        if (!accepted.has(entry.messageId)) return
+        jobIds.push(ids[i]!)
+        for (let k = 1; k <= carriedCounts[i]!; k++) jobIds.push(carriedJobId(ids[i]!, k))
       })
       return enqueueResult(accepted, jobIds, duplicateMessageIds)
     },

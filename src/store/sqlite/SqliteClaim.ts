@@ -70,6 +70,24 @@ export const prepareClaim = (db: Database) => {
     return leaseRows.all(request.owner, request.now + request.leaseMs, JSON.stringify(rowids)) as Array<ClaimTuple>
   }
 
+  // Row changes so far, those of triggers included: more than the rows claimed means a claimed row made its
+  // message's other jobs (`jobs_fan_out`, migration 21).
+  const totalChanges = db.prepare(`SELECT total_changes()`).pluck(true)
+  const claimPendingOnce = (request: ClaimRequest, room: number, excluding: 0 | 1): Array<ClaimTuple> =>
+    excluding === 1
+      ? claimPendingExcluding(request, room)
+      : claimPending.all(...claimParameters(request, room)) as Array<ClaimTuple>
+
+  /** Due pending jobs, and the jobs the claimed rows made, due at once, while room is left. */
+  const claimPendingWithMade = (request: ClaimRequest, room: number, excluding: 0 | 1): Array<ClaimTuple> => {
+    const before = totalChanges.get() as number
+    const claimed = claimPendingOnce(request, room, excluding)
+    const made = (totalChanges.get() as number) - before > claimed.length
+    return made && claimed.length < room
+      ? claimed.concat(claimPendingOnce(request, room - claimed.length, excluding))
+      : claimed
+  }
+
   // Rows in no particular order: the main thread sorts the decoded jobs (`decodeClaim`).
   const claim = db.transaction((request: ClaimRequest): Array<ClaimTuple> => {
     const { limit } = request
@@ -80,11 +98,7 @@ export const prepareClaim = (db: Database) => {
       ? claimExpired[excluding].all(...claimParameters(request, limit)) as Array<ClaimTuple>
       : []
     const room = limit - expired.length
-    const pending = room <= 0
-      ? []
-      : excluding === 1
-      ? claimPendingExcluding(request, room)
-      : claimPending.all(...claimParameters(request, room)) as Array<ClaimTuple>
+    const pending = room <= 0 ? [] : claimPendingWithMade(request, room, excluding)
     return expired.length === 0 ? pending : expired.concat(pending)
   })
   return claim

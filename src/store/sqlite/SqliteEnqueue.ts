@@ -1,6 +1,7 @@
+import { carriedJobId } from "../CarriedJobs.js"
 import { dedupeWindowMs } from "../Model.js"
 import type { EnqueueResult } from "../Model.js"
-import { destinationsOf, firstOfEachMessageId, jobCount, type makeJobIds, sortOutSeen, utcDay } from "../Rows.js"
+import { destinationsOf, firstOfEachMessageId, type makeJobIds, sortOutSeen, utcDay } from "../Rows.js"
 import { usageOnConflict } from "../UsageRows.js"
 import type { RecentMessageIds } from "./RecentMessageIds.js"
 import type { Database } from "./SqliteDriver.js"
@@ -76,9 +77,6 @@ const prepareDedupe = (db: Database, recent: RecentMessageIds) => {
   return { dedupe, forget: () => seenEdge.clear() }
 }
 
-/** The `body` of a job whose message's body is in `message_bodies`. */
-const noBody = new Uint8Array(0)
-
 /** Prepares ingest's transaction on `db`: dedupe, job rows, their index by message id (or the log), the usage count. */
 export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJobIds>, recent: RecentMessageIds) => {
   const { dedupe, forget } = prepareDedupe(db, recent)
@@ -90,10 +88,9 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
   const logRow = db.prepare(`
     INSERT INTO message_id_log (source_id, message_id, seen_at, job_id, dedupe) VALUES (?, ?, ?, ?, ?)`)
   const job = db.prepare(`
-    INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, body_id, status, created_at,
-      next_due_at, message_type, event, trace_parent, log_seq)
-    VALUES (?, ?, ?, ?, ?, 'message', ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`)
-  const messageBody = db.prepare(`INSERT INTO message_bodies (id, body) VALUES (?, ?)`)
+    INSERT INTO jobs (id, source_id, destination_id, message_id, user_id, kind, body, status, created_at,
+      next_due_at, message_type, event, trace_parent, log_seq, fan_out, fan_out_count)
+    VALUES (?, ?, ?, ?, ?, 'message', ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)`)
   // The operator's message log (migration 20), keyed by (source_id, seq): each row lands at its source's end. The
   // last seq given is read and written back in each transaction, which holds the write lock by then (dedupe wrote).
   const logMessage = db.prepare(`
@@ -110,7 +107,7 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
       ? dedupe(sourceId, Array.from(unique.keys()), now)
       : { accepted: new Set<string>(), logged: new Set<string>() }
     const { filtered, withBody } = sortOutSeen(unique, accepted, duplicateMessageIds)
-    const jobIds = newJobIds(now, jobCount(withBody))
+    const rowIds = newJobIds(now, withBody.length)
     const traceparent = options?.traceparent ?? null
     // The log row of each accepted message first: its jobs keep its seq.
     const logSeqs = new Map<string, number>()
@@ -132,56 +129,51 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
       logSeqs.set(entry.messageId, seq)
     }
     if (logSeqs.size > 0) saveLastSeq.run(seq)
-    // One job per destination of each message, in id order; the body of a message with several stored once.
+    // One row per message, its first destination's, carrying the others' jobs, made when the row is claimed
+    // (migration 21).
     const byMessageId: Array<[messageId: string, jobId: string]> = []
-    for (const entry of withBody) {
+    const jobIds: Array<string> = []
+    withBody.forEach((entry, i) => {
       const destinations = destinationsOf(entry)
-      const bodyId = destinations.length > 1 ? jobIds[byMessageId.length]! : null
-      if (bodyId !== null) messageBody.run(bodyId, entry.body)
-      for (const destinationId of destinations) {
-        const jobId = jobIds[byMessageId.length]!
-        job.run(
-          jobId,
-          sourceId,
-          destinationId,
-          entry.messageId,
-          entry.userId ?? null,
-          bodyId === null ? entry.body : noBody,
-          bodyId,
-          now,
-          now,
-          entry.type ?? null,
-          entry.event ?? null,
-          traceparent,
-          logSeqs.get(entry.messageId)!
-        )
-        byMessageId.push([entry.messageId, jobId])
-      }
-    }
-    // The jobs of each message id where the log keeps them (not at the edge of `message_jobs`); in id order, as dedupe.
-    // A message's later jobs follow its first at the edge: the same message id, greater job ids.
-    const loggedJobs = new Map<string, Array<string>>()
+      const jobId = rowIds[i]!
+      job.run(
+        jobId,
+        sourceId,
+        destinations[0],
+        entry.messageId,
+        entry.userId ?? null,
+        entry.body,
+        now,
+        now,
+        entry.type ?? null,
+        entry.event ?? null,
+        traceparent,
+        logSeqs.get(entry.messageId)!,
+        destinations.length > 1 ? JSON.stringify(destinations.slice(1)) : null,
+        destinations.length - 1
+      )
+      byMessageId.push([entry.messageId, jobId])
+      jobIds.push(jobId)
+      for (let k = 1; k < destinations.length; k++) jobIds.push(carriedJobId(jobId, k))
+    })
+    // The job of each message id where the log keeps it (not at the edge of `message_jobs`); in id order, as dedupe.
+    const loggedJobs = new Map<string, string>()
     const edgeJobs: Array<[messageId: string, jobId: string]> = []
     jobsEdge ??= (greatestIndexed.get() as string | null) ?? null
-    let edgeMessageId: string | undefined
     for (const [messageId, jobId] of byMessageId.sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)) {
-      if (jobsEdge === null || messageId > jobsEdge || messageId === edgeMessageId) {
+      if (jobsEdge === null || messageId > jobsEdge) {
         edgeJobs.push([messageId, jobId])
-        jobsEdge = edgeMessageId = messageId
+        jobsEdge = messageId
       } else {
-        const jobs = loggedJobs.get(messageId)
-        if (jobs === undefined) loggedJobs.set(messageId, [jobId])
-        else jobs.push(jobId)
+        loggedJobs.set(messageId, jobId)
       }
     }
     if (edgeJobs.length > 0) jobsAtEdge.run(sourceId, JSON.stringify(edgeJobs))
     if (logged.size > 0 || loggedJobs.size > 0) {
       for (const messageId of accepted) {
-        const jobs = loggedJobs.get(messageId)
+        const jobId = loggedJobs.get(messageId)
         const counted = logged.has(messageId)
-        if (counted || jobs !== undefined) logRow.run(sourceId, messageId, now, jobs?.[0] ?? null, counted ? 1 : 0)
-        // The message's other jobs: for the look-up only (its dedupe is counted once).
-        for (let i = 1; i < (jobs?.length ?? 0); i++) logRow.run(sourceId, messageId, now, jobs![i]!, 0)
+        if (counted || jobId !== undefined) logRow.run(sourceId, messageId, now, jobId ?? null, counted ? 1 : 0)
       }
     }
     usage.run(sourceId, utcDay(now), options?.countApiCall === false ? 0 : 1, accepted.size, filtered, 0, 0, 0, 0)
