@@ -8,7 +8,7 @@
  *     [concurrent=1] [pace ms=0]
  *
  * STORE_CHECKPOINTS=commit measures SQLite's own checkpoints on commit instead of the checkpoint thread. DESTINATIONS=n
- * gives each message a job for each of n destinations (its body stored once), as a fanned-out source does.
+ * gives each message a job for each of n destinations (one row until claimed, migration 21), as a fanned-out source does.
  */
 import { Effect } from "effect"
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs"
