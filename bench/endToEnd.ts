@@ -30,6 +30,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Agent } from "undici"
 import {
   arg,
+  createPgSchema,
   dropPgSchema,
   mb,
   pgNotRun,
@@ -390,15 +391,15 @@ const rawBaseline = async () => {
 /** A fresh schema for the PostgreSQL run (created here, dropped after), selected through the URL's search_path. */
 const pgRun = async (url: string) => {
   const schema = `bench_e2e_${process.pid}`
-  const { default: pg } = await import("pg")
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
-  await client.end()
+  await createPgSchema(schema)
   const withSchema = new URL(url)
   withSchema.searchParams.set("options", `-c search_path=${schema}`)
   try {
-    return await runServer("pg", { DATABASE_URL: withSchema.toString() }, "")
+    // A deployment on PostgreSQL holds its keys for stored secrets (docs/SECURITY.md): a fixed bench key.
+    return await runServer("pg", {
+      DATABASE_URL: withSchema.toString(),
+      HOOKRELAY_SECRET_KEYS: `bench:${Buffer.alloc(32, 7).toString("base64")}`
+    }, "")
   } finally {
     await dropPgSchema(schema)
   }

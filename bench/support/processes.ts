@@ -135,11 +135,19 @@ export const pgUrl = (): string | undefined => {
 export const pgNotRun =
   "PostgreSQL was not run: DATABASE_URL is not a postgres:// URL (e.g. `DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench`)."
 
-/** Drops a benchmark's PostgreSQL schema (at DATABASE_URL) with everything in it. */
-export const dropPgSchema = async (schema: string) => {
-  const { default: pg } = await import("pg")
-  const client = new pg.Client({ connectionString: pgUrl() })
-  await client.connect()
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-  await client.end()
+/** Runs one statement at DATABASE_URL through the store's own driver. */
+const pgStatement = async (statement: string) => {
+  const [{ PgClient }, { Effect, Redacted }] = await Promise.all([import("@effect/sql-pg"), import("effect")])
+  await Effect.runPromise(Effect.scoped(Effect.provide(
+    Effect.gen(function*() {
+      yield* (yield* PgClient.PgClient).unsafe(statement)
+    }),
+    PgClient.layer({ url: Redacted.make(pgUrl()!), maxConnections: 1 })
+  )))
 }
+
+/** Creates a benchmark's PostgreSQL schema (at DATABASE_URL) when missing. */
+export const createPgSchema = (schema: string) => pgStatement(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+
+/** Drops a benchmark's PostgreSQL schema (at DATABASE_URL) with everything in it. */
+export const dropPgSchema = (schema: string) => pgStatement(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
