@@ -13,6 +13,17 @@ interface Carrier {
 /** The id of the job of a row's k-th carried destination (from 1). */
 export const carriedJobId = (rowId: string, k: number): string => `${rowId}.${k}`
 
+/** What a message's row carries for its destinations after the first (`fan_out`): their ids as JSON, or null. */
+export const carriedDestinations = (destinations: ReadonlyArray<string>): string | null =>
+  destinations.length > 1 ? JSON.stringify(destinations.slice(1)) : null
+
+/** Every job id of a message whose row is `rowId`, one per destination: the row's, then the carried ones. */
+export const jobIdsOf = (rowId: string, destinations: number): Array<string> => {
+  const ids = [rowId]
+  for (let k = 1; k < destinations; k++) ids.push(carriedJobId(rowId, k))
+  return ids
+}
+
 /** The row that carries (or carried) a job, when the job is a carried one. */
 export const carrierOf = (jobId: string): string | undefined => {
   const dot = jobId.lastIndexOf(".")

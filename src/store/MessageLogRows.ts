@@ -53,8 +53,9 @@ export const jobStatus = (status: string, attempts: number): Exclude<LogStatus, 
 const clusterGapMs = 1000
 
 /**
- * The id range of a message's jobs around one of them (`near`): they were drawn together, one counter each, so they
- * lie within `jobCount` counters of it. Undefined where the counter would wrap.
+ * The id range of a message's jobs around one of them (`near`): stored before migration 21 they were drawn together,
+ * one counter each, so they lie within `jobCount` counters of it; since, they share their row's counter (`<row id>.<n>`,
+ * `CarriedJobs`), inside the same range. Undefined where the counter would wrap.
  */
 const rangeNear = (near: string, jobCount: number): [string, string] | undefined => {
   const counter = parseInt(near.slice(12, 20), 16)

@@ -86,13 +86,6 @@ export const isWebhooksOnly = (destinationIds: ReadonlyArray<string>): boolean =
 /** The destinations an entry with a body gets a job for: the destination `webhooks` unless it names others. */
 export const destinationsOf = (entry: EnqueueEntry): ReadonlyArray<string> => entry.destinationIds ?? webhooksOnly
 
-/** How many jobs the entries with a body make. */
-export const jobCount = (entries: ReadonlyArray<EnqueueEntry>): number => {
-  let count = 0
-  for (const entry of entries) count += destinationsOf(entry).length
-  return count
-}
-
 /**
  * After the dedupe upsert: an entry not `accepted` was seen within 24 h (appended to
  * `duplicateMessageIds`); an accepted one with a body becomes a job, one without was filtered.

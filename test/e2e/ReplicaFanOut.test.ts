@@ -1,15 +1,6 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { freshSchema as freshSchemaOf, postgresUnavailable } from "../support/postgres.js"
-import {
-  admin,
-  type Receiver,
-  replicaWriteKey,
-  sleep,
-  startReceiver,
-  startReplica,
-  stopReplica,
-  waitUntil
-} from "../support/replicas.js"
+import { admin, replicaHarness, replicaWriteKey, sleep, waitUntil } from "../support/replicas.js"
 import { startBalancer, startSegmentLoad } from "../support/segmentLoad.js"
 import type { ServerProcess } from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
@@ -23,16 +14,9 @@ import { skipUnlessCi } from "../support/services.js"
 
 const skip = skipUnlessCi("ReplicaFanOut", await postgresUnavailable())
 
-const cleanup: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step()
-})
-
-const replica = async (url: string): Promise<ServerProcess> => {
-  const started = await startReplica({ databaseUrl: url })
-  cleanup.push(() => stopReplica(started))
-  return started
-}
+const harness = replicaHarness()
+const { cleanup, replica } = harness
+afterEach(harness.cleanUp)
 
 /** The jobs a replica delivered, from its `hookrelay_jobs_delivered_total` (all labels). */
 const deliveredBy = async (server: ServerProcess): Promise<number> => {
@@ -41,16 +25,10 @@ const deliveredBy = async (server: ServerProcess): Promise<number> => {
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0)
 }
 
-const receiver = async (): Promise<Receiver> => {
-  const started = await startReceiver(20)
-  cleanup.push(() => started.close())
-  return started
-}
-
 describe.skipIf(skip)("fan-out at claim on two replicas", () => {
   it("three destinations: each receives every message once, the same body, whichever replica claimed it", async () => {
     const { schema, sql, url } = await freshSchemaOf("fanout", "load", cleanup)
-    const receivers = [await receiver(), await receiver(), await receiver()]
+    const receivers = [await harness.receiver(20), await harness.receiver(20), await harness.receiver(20)]
     const a = await replica(url)
     const saved = await admin(a, "PUT", "/admin/sources/shop", {
       writeKey: replicaWriteKey,

@@ -1,17 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { freshSchema as freshSchemaOf, postgresUnavailable } from "../support/postgres.js"
-import {
-  putSource,
-  type Receiver,
-  replicaWriteKey,
-  sleep,
-  startReceiver,
-  startReplica,
-  stopReplica,
-  waitUntil
-} from "../support/replicas.js"
+import { putSource, replicaHarness, replicaWriteKey, sleep, waitUntil } from "../support/replicas.js"
 import { startBalancer, startSegmentLoad } from "../support/segmentLoad.js"
-import type { ServerProcess } from "../support/serverProcess.js"
 import { skipUnlessCi } from "../support/services.js"
 
 /**
@@ -23,31 +13,18 @@ import { skipUnlessCi } from "../support/services.js"
 
 const skip = skipUnlessCi("ReplicaKill", await postgresUnavailable())
 
-const cleanup: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step()
-})
+const harness = replicaHarness()
+const { cleanup, replica } = harness
+afterEach(harness.cleanUp)
 
 const freshSchema = (name: string) => freshSchemaOf("kill", name, cleanup)
-
-const replica = async (url: string): Promise<ServerProcess> => {
-  const started = await startReplica({ databaseUrl: url })
-  cleanup.push(() => stopReplica(started))
-  return started
-}
-
-const receiverWith = async (delayMillis: number): Promise<Receiver> => {
-  const receiver = await startReceiver(delayMillis)
-  cleanup.push(() => receiver.close())
-  return receiver
-}
 
 describe.skipIf(skip)("a replica SIGKILLed under the Segment client's load", () => {
   it("every message delivered, its jobs taken over within 15 s, duplicates at most 1 %", async () => {
     const { schema, sql, url } = await freshSchema("load")
     // Answers after a little while: the replica dies with requests in flight, as under real load, and both replicas
     // hold leases at once often enough to be seen doing so on a loaded machine.
-    const receiver = await receiverWith(100)
+    const receiver = await harness.receiver(100)
     const a = await replica(url)
     await putSource(a, receiver.url)
     const b = await replica(url)

@@ -153,3 +153,27 @@ export const stopReplica = async (replica: ServerProcess) => {
   replica.child.kill("SIGTERM")
   await replica.exited
 }
+
+/**
+ * A test file's replicas and receivers, each stopped after its test: `afterEach(harness.cleanUp)`; `cleanup` takes other
+ * steps (run last-in, first-out).
+ */
+export const replicaHarness = () => {
+  const cleanup: Array<() => Promise<void> | void> = []
+  return {
+    cleanup,
+    cleanUp: async () => {
+      for (const step of cleanup.splice(0).reverse()) await step()
+    },
+    replica: async (databaseUrl: string): Promise<ServerProcess> => {
+      const started = await startReplica({ databaseUrl })
+      cleanup.push(() => stopReplica(started))
+      return started
+    },
+    receiver: async (delayMillis = 0): Promise<Receiver> => {
+      const receiver = await startReceiver(delayMillis)
+      cleanup.push(() => receiver.close())
+      return receiver
+    }
+  }
+}

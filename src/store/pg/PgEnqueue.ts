@@ -1,6 +1,6 @@
 import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Effect } from "effect"
-import { carriedJobId } from "../CarriedJobs.js"
+import { carriedDestinations, jobIdsOf } from "../CarriedJobs.js"
 import type { EnqueueEntry, EnqueueOptions, EnqueueResult } from "../Model.js"
 import { dedupeWindowMs } from "../Model.js"
 import { destinationsOf, firstOfEachMessageId, utcDay } from "../Rows.js"
@@ -47,7 +47,7 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
       for (const entry of withBody) {
         const destinations = destinationsOf(entry)
         fanoutDestinations.push(destinations[0]!)
-        carried.push(destinations.length > 1 ? JSON.stringify(destinations.slice(1)) : null)
+        carried.push(carriedDestinations(destinations))
         carriedCounts.push(destinations.length - 1)
       }
       const fanOuts = yield* typedArray(carried, PgTypes.OID.text)
@@ -105,8 +105,7 @@ export const makeEnqueue = ({ newJobIds, sql }: StoreKit, { takeShard }: UsageWr
       for (const entry of inputs) if (!accepted.has(entry.messageId)) duplicateMessageIds.push(entry.messageId)
       withBody.forEach((entry, i) => {
         if (!accepted.has(entry.messageId)) return
-        jobIds.push(ids[i]!)
-        for (let k = 1; k <= carriedCounts[i]!; k++) jobIds.push(carriedJobId(ids[i]!, k))
+        jobIds.push(...jobIdsOf(ids[i]!, carriedCounts[i]! + 1))
       })
       return enqueueResult(accepted, jobIds, duplicateMessageIds)
     },

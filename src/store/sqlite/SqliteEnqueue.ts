@@ -1,4 +1,4 @@
-import { carriedJobId } from "../CarriedJobs.js"
+import { carriedDestinations, jobIdsOf } from "../CarriedJobs.js"
 import { dedupeWindowMs } from "../Model.js"
 import type { EnqueueResult } from "../Model.js"
 import { destinationsOf, firstOfEachMessageId, type makeJobIds, sortOutSeen, utcDay } from "../Rows.js"
@@ -149,12 +149,11 @@ export const prepareEnqueue = (db: Database, newJobIds: ReturnType<typeof makeJo
         entry.event ?? null,
         traceparent,
         logSeqs.get(entry.messageId)!,
-        destinations.length > 1 ? JSON.stringify(destinations.slice(1)) : null,
+        carriedDestinations(destinations),
         destinations.length - 1
       )
       byMessageId.push([entry.messageId, jobId])
-      jobIds.push(jobId)
-      for (let k = 1; k < destinations.length; k++) jobIds.push(carriedJobId(jobId, k))
+      jobIds.push(...jobIdsOf(jobId, destinations.length))
     })
     // The job of each message id where the log keeps it (not at the edge of `message_jobs`); in id order, as dedupe.
     const loggedJobs = new Map<string, string>()
