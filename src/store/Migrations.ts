@@ -6,7 +6,7 @@ import { destinations } from "./MigrationsDestinations.js"
 import { endpointHealth } from "./MigrationsEndpointHealth.js"
 import { endpointKeys } from "./MigrationsEndpointKeys.js"
 import { endpointShare } from "./MigrationsEndpointShare.js"
-import { fanOut } from "./MigrationsFanOut.js"
+import { fanOut, fanOutTriggerOnFanOut } from "./MigrationsFanOut.js"
 import { messageLog } from "./MigrationsMessageLog.js"
 import { messageLogBySource } from "./MigrationsMessageLogBySource.js"
 import { perDestination } from "./MigrationsPerDestination.js"
@@ -387,7 +387,8 @@ export const migrations = {
   "18_endpoint_share": endpointShare,
   "19_message_log": messageLog,
   "20_message_log_by_source": messageLogBySource,
-  "21_fan_out": fanOut
+  "21_fan_out": fanOut,
+  "22_fan_out_trigger_on_fan_out": fanOutTriggerOnFanOut
 }
 
 /** Applies the pending migrations (inside one transaction; PostgreSQL locks the migrations table). */

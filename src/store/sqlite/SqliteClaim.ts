@@ -15,9 +15,12 @@ const claimExpiredText = (excluding: boolean) => `
     ORDER BY lease_expires_at LIMIT ${boundLimit})
   RETURNING ${claimTupleColumns}`
 
+// A claim names `fan_out` (set to itself): a row leaving `pending` fires the fan-out trigger (migration 22).
+const leasePending = "UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?, fan_out = fan_out"
+
 // Leaving no source out (`claimPendingExcluding` below does).
 const claimPendingText = `
-  UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
+  ${leasePending}
   WHERE rowid IN (
     SELECT rowid FROM jobs WHERE status = 'pending' AND next_due_at <= ?
     ORDER BY next_due_at LIMIT ${boundLimit})
@@ -50,7 +53,7 @@ export const prepareClaim = (db: Database) => {
     SELECT rowid, next_due_at FROM jobs WHERE status = 'pending' AND source_id = ? AND next_due_at <= ?
     ORDER BY next_due_at LIMIT ${boundLimit}`).raw(true)
   const leaseRows = tuples(`
-    UPDATE jobs SET status = 'delivering', lease_owner = ?, lease_expires_at = ?
+    ${leasePending}
     WHERE rowid IN (SELECT value FROM json_each(?)) AND status = 'pending'
     RETURNING ${claimTupleColumns}`)
   const claimPendingExcluding = (request: ClaimRequest, room: number): Array<ClaimTuple> => {
