@@ -43,6 +43,7 @@ import {
   writeResults
 } from "./support/processes.js"
 import { benchSetup, buildServer, peakRssOf, startFloor, startHookrelay } from "./support/servers.js"
+import { processThreadsMicros } from "./support/threads.js"
 
 const flag = (name: string) => process.argv.includes(`--${name}`)
 const serverIndex = process.argv.indexOf("--server")
@@ -125,7 +126,9 @@ const startServer = async (env: Record<string, string>, probeFile: string) => {
     await waitFor(() => Promise.resolve(lines().length > before), 10_000, 20)
     return JSON.parse(lines()[before]!) as ProbeReport
   }
-  return { url: server.url, peakRss: () => peakRssOf(server.child.pid!), probe, stop: server.stop }
+  // CPU of the server's threads so far (µs): its event loop's, and the others' (SQLite's writer, GC helpers) together.
+  const threads = () => processThreadsMicros(server.child.pid!)
+  return { url: server.url, peakRss: () => peakRssOf(server.child.pid!), probe, threads, stop: server.stop }
 }
 
 /** 503 answers (ingest overload) seen by the load generator; each is retried after its Retry-After. */
@@ -208,12 +211,14 @@ const throughputPhase = async (label: string, agent: Agent, server: Server, sink
   await server.probe()
   const bodies = throughputBodies(`${label}-${Date.now()}`, ids)
   refused = 0
+  const threadsBefore = server.threads()
   const started = performance.now()
   await postAll(agent, server.url, bodies, (batchIds) => {
     const at = performance.timeOrigin + performance.now()
     for (const id of batchIds) sentAt.set(id, at)
   })
   const acceptSeconds = (performance.now() - started) / 1000
+  const threadsAfter = server.threads()
   const duringAccept = await server.probe()
   const refusedDuringAccept = refused
   await waitFor(async () => (await sink.stats()).distinct >= totalMessages, 600_000, 100)
@@ -232,6 +237,9 @@ const throughputPhase = async (label: string, agent: Agent, server: Server, sink
     acceptedPerSecond: totalMessages / acceptSeconds,
     acceptSeconds,
     deliveredDuringAccept,
+    // The server's CPU in the accept phase per message accepted (its deliveries meanwhile included).
+    acceptCpuMain: (threadsAfter.main - threadsBefore.main) / totalMessages,
+    acceptCpuOthers: (threadsAfter.others - threadsBefore.others) / totalMessages,
     afterAcceptPerSecond,
     deliveredPerSecond: totalMessages / deliverSeconds,
     latencyP50Ms: percentile(latencies, 50),
@@ -441,7 +449,11 @@ const main = async () => {
     } | ${mb(memory.arrayBuffers)} |`
   }
   const drainLine = (name: string, r: Awaited<ReturnType<typeof runServer>>) =>
-    `${name}: accept phase ${r.acceptSeconds.toFixed(2)} s with ${r.deliveredDuringAccept} delivered in it, then ${
+    `${name}: accept phase ${
+      r.acceptSeconds.toFixed(2)
+    } s with ${r.deliveredDuringAccept} delivered in it (the server's CPU ${
+      r.acceptCpuMain.toFixed(1)
+    } µs on its event loop and ${r.acceptCpuOthers.toFixed(1)} on its other threads a message accepted), then ${
       Math.round(r.afterAcceptPerSecond)
     } msg/s (${(r.afterAcceptPerSecond / raw).toFixed(2)}× raw) from its end to the last receipt.`
   const gcRow = (name: string, r: Awaited<ReturnType<typeof runServer>>) => {
