@@ -11,6 +11,7 @@ import { messageLog } from "./MigrationsMessageLog.js"
 import { messageLogBySource } from "./MigrationsMessageLogBySource.js"
 import { perDestination } from "./MigrationsPerDestination.js"
 import { settingsVersion } from "./MigrationsSettingsVersion.js"
+import { statements } from "./MigrationStatements.js"
 
 /**
  * The schema, shared by SQLite and PostgreSQL. Differences go through `sql.onDialectOrElse`:
@@ -23,9 +24,6 @@ import { settingsVersion } from "./MigrationsSettingsVersion.js"
  * - admin and retention: jobs by message id, dead letters by source and time, delivered by time.
  * SQLite keeps its index by message id apart from the jobs since migration 9 (`message_id_log`, `message_jobs`).
  */
-
-const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
-  Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
 
 /** The column and table words that differ between the dialects. */
 interface Dialect {

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { statements } from "./MigrationStatements.js"
 
 /**
  * Migration 17: the admin API's keys and its audit log, on both databases.
@@ -13,7 +14,7 @@ export const apiKeys = Effect.gen(function*() {
     pg: () => "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     orElse: () => "INTEGER PRIMARY KEY"
   })
-  const statements = [
+  const tables = [
     `CREATE TABLE api_keys (
         id TEXT PRIMARY KEY,
         name TEXT NOT NULL,
@@ -39,5 +40,5 @@ export const apiKeys = Effect.gen(function*() {
         status INTEGER NOT NULL
       )`
   ]
-  yield* Effect.forEach(statements, (statement) => sql.unsafe(statement), { discard: true })
+  yield* statements(sql, tables)
 })

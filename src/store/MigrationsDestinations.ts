@@ -1,8 +1,6 @@
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-
-const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
-  Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
+import { statements } from "./MigrationStatements.js"
 
 /**
  * Destinations (REFERENCE §1a), on both databases:

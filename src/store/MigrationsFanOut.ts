@@ -1,8 +1,6 @@
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-
-const statements = (sql: SqlClient.SqlClient, list: ReadonlyArray<string>) =>
-  Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
+import { statements } from "./MigrationStatements.js"
 
 /** SQLite's fan-out trigger, fired by UPDATEs that name `columns`; what it does is the same in migrations 21 and 22. */
 const sqliteTrigger = (columns: string) =>

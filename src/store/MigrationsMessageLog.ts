@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { statements } from "./MigrationStatements.js"
 
 /**
  * Migration 19: the operator's message log (REFERENCE §12).
@@ -33,5 +34,5 @@ export const messageLog = Effect.gen(function*() {
     `ALTER TABLE jobs ADD COLUMN log_seq BIGINT`,
     `CREATE INDEX jobs_dead_by_id ON jobs (source_id, id) WHERE status = 'dead'`
   ]
-  yield* Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
+  yield* statements(sql, list)
 })

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
+import { statements } from "./MigrationStatements.js"
 
 /**
  * Migration 20: the message log keyed by `(source_id, seq)`, the order its listings read it, instead of by `seq` with
@@ -12,14 +13,13 @@ export const messageLogBySource = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
     pg: () =>
-      Effect.forEach([
+      statements(sql, [
         `ALTER TABLE message_log DROP CONSTRAINT message_log_pkey`,
         `DROP INDEX message_log_source`,
         `ALTER TABLE message_log ADD PRIMARY KEY (source_id, seq)`
-      ], (statement) =>
-        sql.unsafe(statement), { discard: true }),
+      ]),
     orElse: () =>
-      Effect.forEach([
+      statements(sql, [
         // Copied aside and back, not renamed: ALTER TABLE RENAME opens the connection's temporary database, after which
         // `PRAGMA temp_store` inside a transaction is refused (see `MigrationsPerDestination`).
         `CREATE TABLE message_log_before AS SELECT * FROM message_log`,
@@ -44,7 +44,6 @@ export const messageLogBySource = Effect.gen(function*() {
         `INSERT INTO message_log_seq (id, last)
           SELECT 1, max(coalesce((SELECT max(seq) FROM message_log_before), 0), coalesce(max(log_seq), 0)) FROM jobs`,
         `DROP TABLE message_log_before`
-      ], (statement) =>
-        sql.unsafe(statement), { discard: true })
+      ])
   })
 })
