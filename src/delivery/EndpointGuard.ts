@@ -30,6 +30,8 @@ export interface GuardSnapshot {
   readonly lastFailure: string | undefined
   /** When the next probe may go (open circuit only). */
   readonly nextProbeAt: number | undefined
+  /** Why this process disabled the URL, until the store's record of it can be read. */
+  readonly disabledReason: string | undefined
 }
 
 export const defaultFailureThreshold = 10
@@ -77,6 +79,7 @@ export class EndpointGuard {
   nextProbeAt = 0
   /** The first failure since the last success: the no-success period counts from it. */
   private failingSince: number | undefined
+  private disabledReason: string | undefined
   private coolOff = coolOffFirst
   private wakers: Array<() => void> = []
   /** Milliseconds between two attempts (0: no rate limit), and when the next one may start. */
@@ -328,6 +331,7 @@ export class EndpointGuard {
   disable(reason: string): void {
     if (this.state === "disabled") return
     this.state = "disabled"
+    this.disabledReason = reason
     this.emit({ type: "endpoint.disabled", url: this.url, at: this.clock.currentTimeMillisUnsafe(), reason })
     this.wakeAll()
   }
@@ -342,6 +346,7 @@ export class EndpointGuard {
   /** Enabled again: a fresh health. */
   enable(): void {
     this.state = "closed"
+    this.disabledReason = undefined
     this.consecutiveFailures = 0
     this.failingSince = undefined
     this.lastFailure = undefined
@@ -360,7 +365,8 @@ export class EndpointGuard {
       lastSuccessAt: this.lastSuccessAt,
       lastFailureAt: this.lastFailureAt,
       lastFailure: this.lastFailure,
-      nextProbeAt: this.state === "open" || this.state === "probing" ? this.nextProbeAt : undefined
+      nextProbeAt: this.state === "open" || this.state === "probing" ? this.nextProbeAt : undefined,
+      disabledReason: this.state === "disabled" ? this.disabledReason : undefined
     }
   }
 }

@@ -140,7 +140,8 @@ export const makeEndpointAdmin = (
               ? null
               : { at: last.lastFailureAt, reason: last.lastFailure ?? "unknown" },
             nextProbeAt: snapshot?.nextProbeAt ?? null,
-            disabledReason: disabled.get(key) ?? null,
+            // The guard disables at once and writes the store's row after: its reason covers the moment between.
+            disabledReason: disabled.get(key) ?? snapshot?.disabledReason ?? null,
             lastHour: windowOf(hour),
             lastDay: windowOf(day)
           }

@@ -163,6 +163,11 @@ describe("EndpointGuard: auto-disable (TestClock)", () => {
       expect(Exit.isFailure(first)).toBe(true)
       expect(guard.state).toBe("disabled")
       expect(events).toMatchObject([{ type: "endpoint.disabled", url: A, reason: "HTTP 410 Gone" }])
+      // The reason is the guard's to show until the store's record of it can be read; enabling clears it.
+      expect(guard.snapshot().disabledReason).toBe("HTTP 410 Gone")
+      guard.enable()
+      expect(guard.snapshot().disabledReason).toBeUndefined()
+      guard.disable("HTTP 410 Gone")
       const second = yield* Effect.exit(
         deliver(job("2", [{ url: A }]), { recordAttempt: sink, gate }).pipe(
           Effect.provide(layer)
