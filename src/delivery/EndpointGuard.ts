@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { Clock } from "effect"
 import type { Endpoint } from "../domain/Settings.js"
-import { coolOffFirst, coolOffMax, type SharedCircuit } from "../store/EndpointShare.js"
+import { coolOffFirst, coolOffMax, type ReservedStarts, type SharedCircuit } from "../store/EndpointShare.js"
 import type { StoreError } from "../store/StoreError.js"
 import type { AttemptOutcome } from "./AttemptOutcome.js"
 import { SharedStarts } from "./EndpointGuardStarts.js"
@@ -55,7 +55,7 @@ export interface GuardLink {
     { readonly won: boolean; readonly circuit: SharedCircuit | undefined },
     StoreError
   >
-  readonly reserveStarts: (intervalMillis: number, count: number) => Effect.Effect<number, StoreError>
+  readonly reserveStarts: (intervalMillis: number, count: number) => Effect.Effect<ReservedStarts, StoreError>
 }
 
 /**

@@ -1,15 +1,41 @@
 import { Effect } from "effect"
 import type { Clock } from "effect"
+import type { ReservedStarts } from "../store/EndpointShare.js"
 import type { StoreError } from "../store/StoreError.js"
 import type { Pass } from "./EndpointGuard.js"
 
 // Start instants asked for at once: at most this share of a second of the limit, so that a process does not hold
 // instants the others could use.
 const batchSeconds = 0.05
-// An instant this far past is given up, not used late: late starts bunched together would crowd a second.
-const staleMillis = 50
+// An instant this far past is given up, not used late: late starts bunched together would crowd a second. Every
+// instant used late adds to the busiest second, so this stays a small share of it.
+const staleMillis = 20
 // After a failed reservation (the store unreachable), the waiting attempts try again after this.
 const retryMillis = 500
+// The store's clock is placed on this one by the quickest recent answer; an older estimate gives way to any answer.
+const offsetMaxAgeMillis = 30_000
+
+/**
+ * The store's clock less this process's, from the reservations' answers: each answer came while the store's clock
+ * read `now`, somewhere between the question and the answer, so the middle is off by at most half the round trip. The
+ * quickest round trip of the last seconds bounds it best: a slow answer (a busy event loop, a lock waited for) is not
+ * allowed to move the instants.
+ */
+export class StoreClock {
+  private offset = 0
+  private roundTrip = Infinity
+  private measuredAt = -Infinity
+
+  local(reserved: ReservedStarts, sentAt: number, receivedAt: number): number {
+    const roundTrip = receivedAt - sentAt
+    if (roundTrip <= this.roundTrip || receivedAt - this.measuredAt > offsetMaxAgeMillis) {
+      this.offset = reserved.now - (sentAt + receivedAt) / 2
+      this.roundTrip = roundTrip
+      this.measuredAt = receivedAt
+    }
+    return reserved.first - this.offset
+  }
+}
 
 /**
  * An endpoint's rate limit for the deployment: start instants reserved in batches from the limit every process
@@ -25,11 +51,12 @@ export class SharedStarts {
   private size = 1
   /** Instants given up since the last reservation. */
   private unused = 0
+  private readonly storeClock = new StoreClock()
   interval = 0
 
   constructor(
     private readonly clock: Clock.Clock,
-    private readonly reserve: (intervalMillis: number, count: number) => Effect.Effect<number, StoreError>
+    private readonly reserve: (intervalMillis: number, count: number) => Effect.Effect<ReservedStarts, StoreError>
   ) {}
 
   private dropStale(now: number): void {
@@ -105,11 +132,9 @@ export class SharedStarts {
     const sentAt = this.clock.currentTimeMillisUnsafe()
     return this.reserve(interval, count).pipe(
       Effect.matchEffect({
-        onSuccess: (delay) =>
+        onSuccess: (reserved) =>
           Effect.sync(() => {
-            // The store answered on its clock somewhere between the question and the answer: the middle is the best
-            // guess, whatever the latency.
-            const first = (sentAt + this.clock.currentTimeMillisUnsafe()) / 2 + delay
+            const first = this.storeClock.local(reserved, sentAt, this.clock.currentTimeMillisUnsafe())
             for (let i = 0; i < count; i++) this.instants.push(first + i * interval)
           }),
         onFailure: () => Effect.sleep(retryMillis)

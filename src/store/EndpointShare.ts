@@ -19,12 +19,21 @@ export interface FailureInput {
   readonly probe: boolean
 }
 
+export interface ReservedStarts {
+  readonly first: number
+  readonly now: number
+}
+
 export interface EndpointShareShape {
   /**
-   * Reserves `count` consecutive start instants `intervalMillis` apart on the endpoint's deployment-wide limit; the
-   * delay from now (milliseconds, on the store's clock) until the first.
+   * Reserves `count` consecutive start instants `intervalMillis` apart on the endpoint's deployment-wide limit: the
+   * first of them and the store's clock as it answered, both epoch milliseconds on the store's clock.
    */
-  readonly reserveStarts: (key: EndpointKey, intervalMillis: number, count: number) => Effect.Effect<number, StoreError>
+  readonly reserveStarts: (
+    key: EndpointKey,
+    intervalMillis: number,
+    count: number
+  ) => Effect.Effect<ReservedStarts, StoreError>
   /** A counted failure: the circuit after it, and whether this call opened it (the one process that tells). */
   readonly failed: (
     key: EndpointKey,

@@ -7,6 +7,7 @@ import {
   replicaWriteKey,
   sleep,
   startReceiver,
+  startReceiverProcess,
   startReplica,
   stopReplica,
   track,
@@ -74,13 +75,15 @@ describe.skipIf(skipPg)("rate limits and circuits for the deployment on PostgreS
       `${count} replicas send a 100/s endpoint at most 100 × 1.1 + 1 attempts in any second, and deliver all`,
       async () => {
         const { schema, sql, url } = await freshSchema(`rate${count}`)
-        const receiver = await receiverWith()
+        // Its arrival times are taken in a process of its own, where nothing holds them back.
+        const receiver = await startReceiverProcess()
+        cleanup.push(() => receiver.close())
         const servers = await replicas(count, url)
         await putSource(servers[0]!, receiver.url, { rateLimit: { perSecond: 100 } })
         const messages = 500
         const ids = Array.from({ length: messages }, (_, index) => `rate-${index}`)
         const startedAt = Date.now()
-        // A few batches, one to each replica: this process stays idle while it receives (its arrival times are exact).
+        // A few batches, one to each replica.
         for (let i = 0; i < messages; i += 100) {
           const batch = ids.slice(i, i + 100).map((messageId) => ({
             type: "track",

@@ -77,13 +77,13 @@ const contract = (
     it.live("start instants reserved by two processes never overlap", () =>
       Effect.scoped(Effect.gen(function*() {
         const [a, b] = yield* processes
-        // Each reservation's first instant on this clock: when its answer came, plus its delay.
+        // Each reservation's first instant on this clock: when its answer came, plus its delay on the store's.
         const firsts = yield* Effect.forEach(
           Array.from({ length: 40 }, (_, index) => index),
           (index) =>
             Effect.flatMap(
               (index % 2 === 0 ? a : b).reserveStarts(key, 20, 5),
-              (delay) => Effect.map(Clock.currentTimeMillis, (now) => now + delay)
+              ({ first, now: storeNow }) => Effect.map(Clock.currentTimeMillis, (now) => now + first - storeNow)
             ),
           // One reservation in flight per process, as its guard makes them.
           { concurrency: 2 }

@@ -72,7 +72,7 @@ export const makeMemory = (clock: Clock.Clock) => {
         const id = endpointKeyString(key)
         const first = Math.max(now, nextFree.get(id) ?? 0)
         nextFree.set(id, first + count * interval)
-        return first - now
+        return { first, now }
       }),
     failed: (key, input) =>
       Effect.sync(() => {

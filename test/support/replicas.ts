@@ -1,6 +1,8 @@
+import { fork } from "node:child_process"
 import { createHmac } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
 import { basicAuth, type ServerProcess, startServerProcess } from "./serverProcess.js"
 
 /**
@@ -38,9 +40,13 @@ export interface Receiver {
 
 /**
  * A loopback receiver answering 200 (or what `status` says at the time) after `delayMillis`, recording every request
- * as it arrives.
+ * as it arrives (and handing it to `onDelivery`).
  */
-export const startReceiver = (delayMillis = 0, status: () => number = () => 200): Promise<Receiver> =>
+export const startReceiver = (
+  delayMillis = 0,
+  status: () => number = () => 200,
+  onDelivery: (delivery: Delivery) => void = () => {}
+): Promise<Receiver> =>
   new Promise((resolve, reject) => {
     const deliveries: Array<Delivery> = []
     const server: Server = createServer((request, response) => {
@@ -50,14 +56,16 @@ export const startReceiver = (delayMillis = 0, status: () => number = () => 200)
       request.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8")
         const header = (name: string) => String(request.headers[name] ?? "")
-        deliveries.push({
+        const delivery: Delivery = {
           at,
           messageId: String((JSON.parse(body) as { messageId?: string }).messageId),
           webhookId: header("webhook-id"),
           timestamp: header("webhook-timestamp"),
           signatures: header("webhook-signature").split(" ").filter((part) => part !== ""),
           body
-        })
+        }
+        deliveries.push(delivery)
+        onDelivery(delivery)
         const code = status()
         const answer = () => response.writeHead(code).end()
         if (delayMillis > 0) setTimeout(answer, delayMillis)
@@ -75,6 +83,35 @@ export const startReceiver = (delayMillis = 0, status: () => number = () => 200)
             server.close(() => done())
           })
       }))
+  })
+
+/**
+ * `startReceiver` in a process of its own (`receiverProcess.ts`), answering 200 at once: its arrival times are taken
+ * where nothing else runs, not in a test worker whose collections and other files could hold them back and bunch them.
+ */
+export const startReceiverProcess = (): Promise<Receiver> =>
+  new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(new URL("./receiverProcess.ts", import.meta.url)), {
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"]
+    })
+    const deliveries: Array<Delivery> = []
+    const exited = new Promise<void>((done) => child.once("exit", () => done()))
+    child.once("error", reject)
+    void exited.then(() => reject(new Error("the receiver process exited before it listened")))
+    child.on("message", (message: Delivery | { readonly url: string }) => {
+      if ("at" in message) deliveries.push(message)
+      else {
+        resolve({
+          url: message.url,
+          deliveries,
+          close: () => {
+            child.kill()
+            return exited
+          }
+        })
+      }
+    })
   })
 
 /** The `v1,` signature a Standard Webhooks secret gives this delivery. */
