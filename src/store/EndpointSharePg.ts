@@ -36,20 +36,19 @@ export const make = (sql: SqlClient.SqlClient): EndpointShareShape => {
 
   // The clock is read again after the row's lock is held: a statement that waited for another's reservation neither
   // starts its instants in the past nor answers with a time from before its wait.
-  const reserveStarts: EndpointShareShape["reserveStarts"] = (key, interval, count) =>
-    Effect.map(
+  const clockNow = sql.literal("extract(epoch FROM clock_timestamp()) * 1000")
+  const reserveStarts: EndpointShareShape["reserveStarts"] = (key, interval, count) => {
+    const span = count * interval
+    return Effect.map(
       sql<{ first: number | string; now: number | string }>`
-        WITH clock AS (SELECT extract(epoch FROM clock_timestamp()) * 1000 AS now)
         INSERT INTO endpoint_rates AS r (source_id, destination_id, url, next_free_at, reserved_at)
-        SELECT ${key.sourceId}, ${key.destinationId}, ${key.url}, now + ${count * interval}, now FROM clock
+        SELECT ${key.sourceId}, ${key.destinationId}, ${key.url}, now + ${span}, now FROM (SELECT ${clockNow} AS now) c
         ON CONFLICT (source_id, destination_id, url) DO UPDATE
-          SET next_free_at = greatest(r.next_free_at, extract(epoch FROM clock_timestamp()) * 1000) + ${
-        count * interval
-      },
-            reserved_at = extract(epoch FROM clock_timestamp()) * 1000
-        RETURNING next_free_at - ${count * interval} AS first, extract(epoch FROM clock_timestamp()) * 1000 AS now`,
+          SET next_free_at = greatest(r.next_free_at, ${clockNow}) + ${span}, reserved_at = ${clockNow}
+        RETURNING next_free_at - ${span} AS first, ${clockNow} AS now`,
       (rows) => ({ first: Number(rows[0]!.first), now: Number(rows[0]!.now) })
     ).pipe(fail("reserveStarts"))
+  }
 
   // Every value on the right is the row before the update: the transition is decided once, under the row's lock.
   const failed: EndpointShareShape["failed"] = (key, { now, probe, threshold }) => {
