@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, Redacted } from "effect"
 import type { Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -118,18 +118,36 @@ const pgProcesses = Effect.gen(function*() {
   )
   const share = Context.get(yield* Layer.build(layerPg({ url, schema, maxConnections: 2 })), Endpoints).share
   expect(share).toBeDefined()
-  const processes = [
-    share!,
-    EndpointSharePg.make(Context.get(
-      yield* Layer.build(PgClient.layer({ url, maxConnections: 4, startupParameters: { search_path: schema } })),
-      PgClient.PgClient
-    ))
-  ] as const
-  return processes
+  const sql = Context.get(
+    yield* Layer.build(PgClient.layer({ url, maxConnections: 4, startupParameters: { search_path: schema } })),
+    PgClient.PgClient
+  )
+  return { processes: [share!, EndpointSharePg.make(sql)] as const, sql }
 })
 
 describe.skipIf(skipPg)("PostgreSQL", () => {
-  contract("PostgreSQL", Effect.orDie(pgProcesses))
+  contract("PostgreSQL", Effect.orDie(Effect.map(pgProcesses, ({ processes }) => processes)))
+
+  it.live("a reservation that waited for the row's lock reads the clock after it: its instants start then", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { processes: [a], sql } = yield* Effect.orDie(pgProcesses)
+      yield* a.reserveStarts(key, 10, 1)
+      // Another session holds the endpoint's row for 300 ms while the reservation waits for it.
+      const released = yield* Effect.forkChild(
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT next_free_at FROM endpoint_rates FOR UPDATE`
+          yield* Effect.sleep(300)
+          return yield* Clock.currentTimeMillis
+        }))
+      )
+      yield* Effect.sleep(50)
+      const reserved = yield* a.reserveStarts(key, 10, 1)
+      const releasedAt = yield* Fiber.join(released)
+      // The database and this process share the machine's clock: the reading is from after the wait, and the first
+      // instant is not in the past of it.
+      expect(reserved.now).toBeGreaterThanOrEqual(releasedAt - 5)
+      expect(reserved.first).toBeGreaterThanOrEqual(reserved.now - 1)
+    })))
 })
 
 /** Two processes disabling one endpoint: the first is told it did (it alone tells the operator). */
